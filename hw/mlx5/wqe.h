@@ -1,0 +1,137 @@
+// mlx5 send-WQE segments (16-byte units, big-endian where the hardware is) and small
+// setters in the shape of rdma-core's mlx5dv_set_*_seg. A WQE is a control segment
+// followed by DS-1 further octowords; it occupies ceil(DS/4) 64-byte WQEBBs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/config.h"
+#include "hw/mlx5/endian.h"
+#include "hw/mlx5/opcodes.h"
+
+namespace doorbell::mlx5 {
+
+struct WqeCtrlSeg {
+  Be32 opmod_idx_opcode;  // opmod[31:24] wqe_index[23:8] opcode[7:0]
+  Be32 qpn_ds;            // qpn[31:8] ds[5:0]
+  uint8_t signature;
+  Be16 dci_stream_channel_id;
+  uint8_t fm_ce_se;       // fence mode[7:5] completion mode[3:2] solicited[1]
+  Be32 imm;               // immediate (WRITE_IMM), host value stored big-endian
+
+  DOORBELL_HD uint8_t opcode() const { return uint8_t(opmod_idx_opcode.get()); }
+  DOORBELL_HD uint8_t opmod() const { return uint8_t(opmod_idx_opcode.get() >> 24); }
+  DOORBELL_HD uint16_t wqe_index() const { return uint16_t(opmod_idx_opcode.get() >> 8); }
+  DOORBELL_HD uint32_t qpn() const { return qpn_ds.get() >> 8; }
+  DOORBELL_HD uint8_t ds() const { return uint8_t(qpn_ds.get() & 0x3f); }
+  DOORBELL_HD bool cq_update() const { return (fm_ce_se & kCtrlCqUpdate) != 0; }
+  DOORBELL_HD uint8_t fence_mode() const { return fm_ce_se & kCtrlFmMask; }
+};
+
+struct WqeRaddrSeg {
+  Be64 raddr;
+  Be32 rkey;
+  uint8_t reserved[4];
+};
+
+struct WqeDataSeg {
+  Be32 byte_count;  // 0 means 2^31 bytes
+  Be32 lkey;
+  Be64 addr;
+};
+
+struct WqeInlineSeg {  // header of inline data; the data follows, padded to 16 bytes
+  Be32 byte_count;     // length | kInlineSegFlag
+};
+
+struct WqeAtomicSeg {  // ATOMIC_CS / ATOMIC_FA, 8-byte operands
+  Be64 swap_add;
+  Be64 compare;
+};
+
+struct WqeMaskedFa64Seg {
+  Be64 add;
+  Be64 field_boundary;  // bit set = most significant bit of a field: its carry is dropped
+};
+
+struct WqeMaskedCs64Seg {  // two octowords
+  Be64 swap;
+  Be64 compare;
+  Be64 swap_mask;
+  Be64 compare_mask;
+};
+
+struct WqeMaskedFa32Seg {
+  Be32 add;
+  Be32 field_boundary;
+  uint8_t reserved[8];
+};
+
+struct WqeMaskedCs32Seg {
+  Be32 swap;
+  Be32 compare;
+  Be32 swap_mask;
+  Be32 compare_mask;
+};
+
+static_assert(sizeof(WqeCtrlSeg) == 16);
+static_assert(offsetof(WqeCtrlSeg, fm_ce_se) == 11 && offsetof(WqeCtrlSeg, imm) == 12);
+static_assert(sizeof(WqeRaddrSeg) == 16);
+static_assert(sizeof(WqeDataSeg) == 16);
+static_assert(sizeof(WqeInlineSeg) == 4);
+static_assert(sizeof(WqeAtomicSeg) == 16);
+static_assert(sizeof(WqeMaskedFa64Seg) == 16);
+static_assert(sizeof(WqeMaskedCs64Seg) == 32);
+static_assert(sizeof(WqeMaskedFa32Seg) == 16);
+static_assert(sizeof(WqeMaskedCs32Seg) == 16);
+
+// Number of WQEBBs a WQE of `ds` octowords occupies.
+DOORBELL_HD constexpr uint32_t wqebbs_for_ds(uint32_t ds) { return (ds * kDsBytes + kWqebb - 1) / kWqebb; }
+
+// Fill a control segment. `pi` is the WQEBB index of the WQE's first block (wraps at 2^16).
+DOORBELL_HD void set_ctrl_seg(WqeCtrlSeg* s, uint16_t pi, WqeOpcode op, uint8_t opmod, uint32_t qpn,
+                              uint8_t fm_ce_se, uint8_t ds, uint32_t imm = 0) {
+  s->opmod_idx_opcode.set((uint32_t(opmod) << 24) | (uint32_t(pi) << 8) | uint32_t(op));
+  s->qpn_ds.set((qpn << 8) | ds);
+  s->signature = 0;
+  s->dci_stream_channel_id.set(0);
+  s->fm_ce_se = fm_ce_se;
+  s->imm.set(imm);
+}
+
+DOORBELL_HD void set_raddr_seg(WqeRaddrSeg* s, uint64_t raddr, uint32_t rkey) {
+  s->raddr.set(raddr);
+  s->rkey.set(rkey);
+  for (auto& b : s->reserved) b = 0;
+}
+
+DOORBELL_HD void set_data_seg(WqeDataSeg* s, uint32_t length, uint32_t lkey, uint64_t addr) {
+  s->byte_count.set(length);
+  s->lkey.set(lkey);
+  s->addr.set(addr);
+}
+
+DOORBELL_HD void set_atomic_seg(WqeAtomicSeg* s, uint64_t swap_add, uint64_t compare) {
+  s->swap_add.set(swap_add);
+  s->compare.set(compare);
+}
+
+// Inline header; returns the DS the inline part occupies (header + data, 16-byte padded).
+DOORBELL_HD uint32_t set_inline_seg(WqeInlineSeg* s, uint32_t length) {
+  s->byte_count.set(length | kInlineSegFlag);
+  return (uint32_t(sizeof(WqeInlineSeg)) + length + kDsBytes - 1) / kDsBytes;
+}
+
+// The 64-bit value a BlueFlame doorbell write carries: the first 8 bytes of the last WQE's
+// control segment, as they sit in memory.
+DOORBELL_HD uint64_t doorbell_word(const WqeCtrlSeg& s) {
+  uint64_t v = 0;
+  const uint8_t* p = s.opmod_idx_opcode.b;
+  for (int i = 0; i < 4; ++i) v |= uint64_t(p[i]) << (8 * i);
+  p = s.qpn_ds.b;
+  for (int i = 0; i < 4; ++i) v |= uint64_t(p[i]) << (8 * (i + 4));
+  return v;
+}
+
+}  // namespace doorbell::mlx5

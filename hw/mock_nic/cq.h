@@ -1,0 +1,55 @@
+// A completion queue of the NIC model: a ring of 2^log_size 64-byte CQEs in modelled
+// memory with the owner bit, or collapsed (every CQE written to slot 0, as IBGDA's send CQs
+// are created). A normal CQ that would overwrite an unconsumed CQE (per its doorbell
+// record's consumer index) overruns: the CQE is dropped and the CQ marked in error.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+
+#include "hw/mlx5/cqe.h"
+
+namespace doorbell::mock_nic {
+
+// What the engine reports for one completion; the CQ turns it into CQE bytes.
+struct Completion {
+  mlx5::CqeOpcode opcode = mlx5::CqeOpcode::kReq;
+  uint32_t qpn = 0;
+  uint16_t wqe_counter = 0;
+  uint32_t byte_cnt = 0;
+  uint32_t imm = 0;
+  uint8_t wqe_opcode = 0;  // error CQEs: opcode of the failed WQE
+  uint8_t syndrome = 0;
+  uint8_t vendor_syndrome = 0;
+};
+
+struct Cq {
+  uint32_t cqn = 0;
+  uint32_t log_size = 0;
+  bool collapsed = false;
+  uint64_t buf_va = 0, dbr_va = 0;
+  mlx5::Cqe64* ring = nullptr;             // pinned translation of buf_va
+  mlx5::CqDoorbellRecord* dbr = nullptr;   // pinned translation of dbr_va
+  uint64_t pi = 0;                         // CQEs produced so far
+  bool overrun = false;
+  uint64_t cqes_written = 0, errors_written = 0;
+
+  // Fault hook: completions become visible `delay` engine actions after they are produced.
+  uint64_t delay = 0;
+  struct Pending {
+    uint64_t due;
+    Completion c;
+  };
+  std::deque<Pending> pending;
+
+  // Produce a completion now (or queue it while a delay is set).
+  void post(const Completion& c, uint64_t now) {
+    if (delay == 0 && pending.empty()) return write(c);
+    pending.push_back({now + delay, c});
+  }
+  // Write delayed completions whose time has come; returns how many.
+  uint32_t drain(uint64_t now);
+  void write(const Completion& c);
+};
+
+}  // namespace doorbell::mock_nic

@@ -1,0 +1,568 @@
+// Data path of the NIC model: fetch WQEs from the send ring, validate, execute against
+// registered memory, land READ/atomic responses in order, retire completions in order.
+// Atomics operate on responder memory in host byte order (mlx5's
+// atomic_req_8B_endianness_mode = host, which the kernel selects when supported); operands
+// in the WQE are big-endian; the fetched value lands in host order.
+#include <algorithm>
+#include <cstring>
+
+#include "hw/mlx5/wqe.h"
+#include "hw/mock_nic/fabric.h"
+#include "hw/mock_nic/nic.h"
+
+namespace doorbell::mock_nic {
+
+using mlx5::CqeSyndrome;
+using mlx5::WqeOpcode;
+
+namespace {
+
+// Result of executing one WQE at issue time (kept small: it is made for every WQE).
+struct Outcome {
+  CqeSyndrome syndrome = CqeSyndrome::kNone;
+  uint8_t vendor = 0;
+  bool delayed = false;  // a response is on its way (payload staged in qp.staging)
+  uint32_t byte_cnt = 0;
+};
+
+Outcome error(CqeSyndrome s, uint8_t vendor) {
+  Outcome o;
+  o.syndrome = s;
+  o.vendor = vendor;
+  return o;
+}
+
+inline uint32_t load_be32(const std::byte* p) { return reinterpret_cast<const mlx5::Be32*>(p)->get(); }
+
+uint64_t masked_add(uint64_t a, uint64_t b, uint64_t boundary) {
+  // Add field by field: clearing each field's top bit stops carries crossing a boundary.
+  return ((a & ~boundary) + (b & ~boundary)) ^ ((a ^ b) & boundary);
+}
+
+template <class T>
+T atomic_masked_cs(T* p, T swap, T cmp, T swap_mask, T cmp_mask) {
+  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  for (;;) {
+    if (((old ^ cmp) & cmp_mask) != 0) return old;
+    T next = T((old & ~swap_mask) | (swap & swap_mask));
+    if (__atomic_compare_exchange_n(p, &old, next, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return old;
+  }
+}
+
+template <class T>
+T atomic_masked_fa(T* p, T add, T boundary) {
+  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (!__atomic_compare_exchange_n(p, &old, T(masked_add(old, add, boundary)), false, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+
+}  // namespace
+
+struct Engine {
+  struct Peer {
+    Nic* nic;
+    Qp* qp;
+  };
+
+  // The responder end of an RC connection, if it would answer (exists, RTR/RTS, connected back).
+  static bool peer(Nic& nic, const Qp& qp, Peer* out) {
+    Nic* rn = nic.fabric_ != nullptr ? nic.fabric_->by_lid(qp.peer.lid) : (qp.peer.lid == nic.lid() ? &nic : nullptr);
+    if (rn == nullptr) return false;
+    Qp* rq = rn->find_qp(qp.peer.qpn);
+    if (rq == nullptr || (rq->state != QpState::kRtr && rq->state != QpState::kRts) || rq->peer.qpn != qp.qpn ||
+        rq->peer.lid != nic.lid())
+      return false;
+    *out = {rn, rq};
+    return true;
+  }
+
+  static uint64_t response_due(Nic& nic, Qp& qp) {
+    uint64_t d = 0;
+    if (nic.cfg_.response_delay_max != 0) {
+      nic.rng_ ^= nic.rng_ >> 12, nic.rng_ ^= nic.rng_ << 25, nic.rng_ ^= nic.rng_ >> 27;
+      d = (nic.rng_ * 0x2545F4914F6CDD1Dull >> 33) % (nic.cfg_.response_delay_max + 1);
+    }
+    uint64_t due = nic.now_ + d;
+    // RC responses arrive in order.
+    for (auto it = qp.inflight.rbegin(); it != qp.inflight.rend(); ++it)
+      if (!it->landed) return std::max(due, it->due);
+    return due;
+  }
+
+  // ---- per-opcode execution (issue time) ----
+
+  // The QP's reusable response record, emptied for the WQE being issued.
+  static Inflight& stage(Qp& qp) {
+    qp.staging.data.clear();
+    qp.staging.scatter.clear();
+    return qp.staging;
+  }
+
+  static Outcome exec_write(Nic& nic, Qp& qp, const std::byte* w, uint32_t ds, bool with_imm, uint32_t imm,
+                            uint16_t* rq_index) {
+    struct Piece {
+      const std::byte* src;
+      uint32_t len;
+    };
+    Piece pieces[mlx5::kMaxDs];
+    uint32_t np = 0;
+    uint64_t total = 0;
+    if (ds < 2) return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
+    for (uint32_t i = 2; i < ds;) {
+      const std::byte* seg = w + 16 * i;
+      const uint32_t bc = load_be32(seg);
+      if (bc & mlx5::kInlineSegFlag) {
+        const uint32_t len = bc & ~mlx5::kInlineSegFlag;
+        const uint32_t segs = (4 + len + 15) / 16;
+        if (len > (ds - i) * 16 || i + segs > ds) return error(CqeSyndrome::kLocalLengthErr, vendor::kBadSegment);
+        pieces[np++] = {seg + 4, len};
+        total += len;
+        i += segs;
+      } else {
+        const auto* d = reinterpret_cast<const mlx5::WqeDataSeg*>(seg);
+        const uint32_t len = bc != 0 ? bc : 0x80000000u;
+        KeyFault f{};
+        const std::byte* src = nic.mrs_.resolve(d->lkey.get(), qp.attr.pd, d->addr.get(), len, 0, &f);
+        if (src == nullptr) return error(CqeSyndrome::kLocalProtErr, uint8_t(vendor::kLocalKeyBase + uint8_t(f)));
+        pieces[np++] = {src, len};
+        total += len;
+        ++i;
+      }
+    }
+    if (total > 0x80000000ull) return error(CqeSyndrome::kLocalLengthErr, vendor::kLengthTooLarge);
+    Peer r;
+    if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
+    if (with_imm) {
+      const uint64_t rq_prod = r.qp->rq_head + uint16_t(r.qp->dbr->rcv.get() - uint16_t(r.qp->rq_head));
+      if (r.qp->attr.recv_cqn == 0 || r.qp->rq_head == rq_prod) return error(CqeSyndrome::kRnrRetryExcErr, vendor::kRnr);
+    }
+    if (total != 0) {  // a zero-length write carries no key to check
+      const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
+      KeyFault f{};
+      std::byte* dst = r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, ra->raddr.get(), total, kRemoteWrite, &f);
+      if (dst == nullptr) return error(CqeSyndrome::kRemoteAccessErr, uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
+      for (uint32_t k = 0; k < np; ++k) {
+        std::memmove(dst, pieces[k].src, pieces[k].len);  // loopback ranges may overlap
+        dst += pieces[k].len;
+      }
+    }
+    if (with_imm) {
+      Completion c;
+      c.opcode = mlx5::CqeOpcode::kRespWrImm;
+      c.qpn = r.qp->qpn;
+      c.wqe_counter = uint16_t(r.qp->rq_head++);
+      c.byte_cnt = uint32_t(total);
+      c.imm = imm;
+      r.nic->find_cq(r.qp->attr.recv_cqn)->post(c, r.nic->now_);
+      *rq_index = c.wqe_counter;
+    }
+    Outcome o;
+    o.byte_cnt = uint32_t(total);
+    return o;
+  }
+
+  // Local scatter list of a READ / atomic: segments [first, ds) must be plain data segments
+  // the QP may write.
+  static Outcome gather_scatter(Nic& nic, Qp& qp, const std::byte* w, uint32_t first, uint32_t ds,
+                                std::vector<Inflight::Scatter>* out, uint64_t* total) {
+    *total = 0;
+    for (uint32_t i = first; i < ds; ++i) {
+      const auto* d = reinterpret_cast<const mlx5::WqeDataSeg*>(w + 16 * i);
+      const uint32_t bc = d->byte_count.get();
+      if (bc & mlx5::kInlineSegFlag) return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadSegment);
+      const uint32_t len = bc != 0 ? bc : 0x80000000u;
+      KeyFault f{};
+      if (nic.mrs_.resolve(d->lkey.get(), qp.attr.pd, d->addr.get(), len, kLocalWrite, &f) == nullptr)
+        return error(CqeSyndrome::kLocalProtErr, uint8_t(vendor::kLocalKeyBase + uint8_t(f)));
+      out->push_back({d->lkey.get(), d->addr.get(), len});
+      *total += len;
+    }
+    if (*total > 0x80000000ull) return error(CqeSyndrome::kLocalLengthErr, vendor::kLengthTooLarge);
+    return {};
+  }
+
+  static Outcome exec_read(Nic& nic, Qp& qp, const std::byte* w, uint32_t ds) {
+    if (ds < 2) return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
+    Outcome o;
+    uint64_t total;
+    Inflight& resp = stage(qp);
+    if (Outcome e = gather_scatter(nic, qp, w, 2, ds, &resp.scatter, &total); e.syndrome != CqeSyndrome::kNone) return e;
+    Peer r;
+    if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
+    resp.data.resize(total);
+    if (total != 0) {
+      const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
+      KeyFault f{};
+      const std::byte* src = r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, ra->raddr.get(), total, kRemoteRead, &f);
+      if (src == nullptr) return error(CqeSyndrome::kRemoteAccessErr, uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
+      std::memcpy(resp.data.data(), src, total);  // the responder reads now; the data lands later
+    }
+    o.byte_cnt = uint32_t(total);
+    o.delayed = true;
+    return o;
+  }
+
+  static Outcome exec_atomic(Nic& nic, Qp& qp, const std::byte* w, uint32_t ds, WqeOpcode op, uint8_t opmod) {
+    const bool masked = op == WqeOpcode::kAtomicMaskedCs || op == WqeOpcode::kAtomicMaskedFa;
+    uint32_t size = 8;
+    if (masked) {
+      if (opmod != mlx5::ext_atomic_opmod(4) && opmod != mlx5::ext_atomic_opmod(8))
+        return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadSegment);
+      size = opmod == mlx5::ext_atomic_opmod(4) ? 4 : 8;
+    } else if (opmod != 0) {
+      return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadSegment);
+    }
+    const uint32_t want_ds = (op == WqeOpcode::kAtomicMaskedCs && size == 8) ? 5 : 4;
+    if (ds != want_ds) return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
+    Outcome o;
+    uint64_t total;
+    Inflight& resp = stage(qp);
+    if (Outcome e = gather_scatter(nic, qp, w, ds - 1, ds, &resp.scatter, &total); e.syndrome != CqeSyndrome::kNone) return e;
+    if (total != size) return error(CqeSyndrome::kLocalLengthErr, vendor::kAtomicBadLength);
+    Peer r;
+    if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
+    const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
+    const uint64_t raddr = ra->raddr.get();
+    if (raddr % size != 0) return error(CqeSyndrome::kRemoteInvalReqErr, vendor::kAtomicMisaligned);
+    KeyFault f{};
+    std::byte* tgt = r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, raddr, size, kRemoteAtomic, &f);
+    if (tgt == nullptr) return error(CqeSyndrome::kRemoteAccessErr, uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
+    const std::byte* args = w + 32;
+    uint64_t old = 0;
+    if (size == 8) {
+      auto* t = reinterpret_cast<uint64_t*>(tgt);
+      switch (op) {
+        case WqeOpcode::kAtomicCs: {
+          const auto* a = reinterpret_cast<const mlx5::WqeAtomicSeg*>(args);
+          old = a->compare.get();
+          __atomic_compare_exchange_n(t, &old, a->swap_add.get(), false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+          break;
+        }
+        case WqeOpcode::kAtomicFa:
+          old = __atomic_fetch_add(t, reinterpret_cast<const mlx5::WqeAtomicSeg*>(args)->swap_add.get(), __ATOMIC_ACQ_REL);
+          break;
+        case WqeOpcode::kAtomicMaskedCs: {
+          const auto* a = reinterpret_cast<const mlx5::WqeMaskedCs64Seg*>(args);
+          old = atomic_masked_cs<uint64_t>(t, a->swap.get(), a->compare.get(), a->swap_mask.get(), a->compare_mask.get());
+          break;
+        }
+        default: {
+          const auto* a = reinterpret_cast<const mlx5::WqeMaskedFa64Seg*>(args);
+          old = atomic_masked_fa<uint64_t>(t, a->add.get(), a->field_boundary.get());
+          break;
+        }
+      }
+    } else {
+      auto* t = reinterpret_cast<uint32_t*>(tgt);
+      if (op == WqeOpcode::kAtomicMaskedCs) {
+        const auto* a = reinterpret_cast<const mlx5::WqeMaskedCs32Seg*>(args);
+        old = atomic_masked_cs<uint32_t>(t, a->swap.get(), a->compare.get(), a->swap_mask.get(), a->compare_mask.get());
+      } else {
+        const auto* a = reinterpret_cast<const mlx5::WqeMaskedFa32Seg*>(args);
+        old = atomic_masked_fa<uint32_t>(t, a->add.get(), a->field_boundary.get());
+      }
+    }
+    resp.data.resize(size);
+    if (size == 8) {
+      std::memcpy(resp.data.data(), &old, 8);
+    } else {
+      const uint32_t old32 = uint32_t(old);
+      std::memcpy(resp.data.data(), &old32, 4);
+    }
+    o.byte_cnt = size;
+    o.delayed = true;
+    return o;
+  }
+
+  static Outcome exec_dump(Nic& nic, Qp& qp, const std::byte* w, uint32_t ds) {
+    if (ds < 2) return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
+    uint64_t total = 0;
+    for (uint32_t i = 1; i < ds; ++i) {
+      const auto* d = reinterpret_cast<const mlx5::WqeDataSeg*>(w + 16 * i);
+      const uint32_t bc = d->byte_count.get();
+      if (bc & mlx5::kInlineSegFlag) return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadSegment);
+      KeyFault f{};
+      if (nic.mrs_.resolve(d->lkey.get(), qp.attr.pd, d->addr.get(), bc != 0 ? bc : 0x80000000u, 0, &f) == nullptr)
+        return error(CqeSyndrome::kLocalProtErr, uint8_t(vendor::kLocalKeyBase + uint8_t(f)));
+      total += bc;
+    }
+    Outcome o;
+    o.byte_cnt = uint32_t(total);
+    return o;
+  }
+
+  // ---- completion plumbing ----
+
+  static void post_cqe(Nic& nic, Qp& qp, uint64_t idx, uint8_t wqe_op, uint32_t byte_cnt, uint8_t synd, uint8_t vend) {
+    Completion c;
+    c.qpn = qp.qpn;
+    c.wqe_counter = uint16_t(idx);
+    c.byte_cnt = byte_cnt;
+    c.wqe_opcode = wqe_op;
+    if (synd != 0) {
+      c.opcode = mlx5::CqeOpcode::kReqErr;
+      c.syndrome = synd;
+      c.vendor_syndrome = vend;
+    }
+    nic.find_cq(qp.attr.send_cqn)->post(c, nic.now_);
+  }
+
+  // Write a response's payload to its scatter list; a key that became invalid since issue
+  // turns the WQE into a local protection error.
+  static void land(Nic& nic, Qp& qp, Inflight& e) {
+    e.landed = true;
+    --qp.pending_responses;
+    size_t off = 0;
+    for (const auto& s : e.scatter) {
+      KeyFault f{};
+      std::byte* dst = nic.mrs_.resolve(s.lkey, qp.attr.pd, s.addr, s.len, kLocalWrite, &f);
+      if (dst == nullptr) {
+        e.syndrome = uint8_t(CqeSyndrome::kLocalProtErr);
+        e.vendor = uint8_t(vendor::kLocalKeyBase + uint8_t(f));
+        return;
+      }
+      std::memcpy(dst, e.data.data() + off, s.len);
+      off += s.len;
+    }
+  }
+
+  // Retire landed WQEs at the front, in order: CQEs for signaled ones; an error CQE moves
+  // the QP to ERR.
+  static void retire(Nic& nic, Qp& qp) {
+    while (!qp.inflight.empty() && qp.inflight.front().landed) {
+      Inflight& e = qp.inflight.front();
+      if (e.syndrome != 0) {
+        post_cqe(nic, qp, e.wqe_idx, e.wqe_opcode, 0, e.syndrome, e.vendor);
+        ++qp.stats.errors;
+        nic.trace("mock_nic_wqe_error qpn=" + std::to_string(qp.qpn) + " wqe=" + std::to_string(e.wqe_idx) +
+                  " op=" + mlx5::opcode_name(WqeOpcode(e.wqe_opcode)) + " syndrome=" +
+                  mlx5::syndrome_name(CqeSyndrome(e.syndrome)) + " vendor=" + std::to_string(e.vendor));
+        qp.inflight.pop_front();
+        qp.error_pending = false;
+        qp.state = QpState::kErr;
+        return;  // anything behind it is flushed by the ERR path
+      }
+      if (e.signaled) post_cqe(nic, qp, e.wqe_idx, e.wqe_opcode, e.byte_cnt, 0, 0);
+      qp.inflight.pop_front();
+    }
+  }
+
+  // Read the send DBR (16 bits meaningful) into the 64-bit producer; true if work is posted.
+  static bool refresh_prod(Qp& qp) {
+    qp.prod = qp.head + uint16_t(uint16_t(qp.dbr->snd.get()) - uint16_t(qp.head));
+    return qp.head != qp.prod;
+  }
+
+  // Flush one unit of work of a QP in ERR: an issued WQE, else the next posted one.
+  static bool flush_one(Nic& nic, Qp& qp) {
+    if (!qp.inflight.empty()) {
+      Inflight& e = qp.inflight.front();
+      if (!e.landed) --qp.pending_responses;
+      post_cqe(nic, qp, e.wqe_idx, e.wqe_opcode, 0, uint8_t(CqeSyndrome::kWrFlushErr), vendor::kFlushed);
+      qp.inflight.pop_front();
+      ++qp.stats.flushed;
+      return true;
+    }
+    qp.error_pending = false;
+    if (qp.head == qp.prod) return false;
+    mlx5::WqeCtrlSeg ctrl;
+    std::memcpy(&ctrl, qp.sq + (qp.head & qp.sq_mask) * mlx5::kWqebb, sizeof ctrl);
+    const uint32_t ds = ctrl.ds();
+    post_cqe(nic, qp, qp.head, ctrl.opcode(), 0, uint8_t(CqeSyndrome::kWrFlushErr), vendor::kFlushed);
+    qp.head += ds != 0 && ds <= qp.attr.max_ds ? mlx5::wqebbs_for_ds(ds) : 1;
+    ++qp.stats.flushed;
+    return true;
+  }
+
+  // Issue the WQE at qp.head. Returns false (nothing done) when its fence must wait.
+  static bool issue(Nic& nic, Qp& qp) {
+    const uint64_t idx = qp.head;
+    const uint64_t off = (idx & qp.sq_mask) * mlx5::kWqebb;
+    const std::byte* w = qp.sq + off;
+    mlx5::WqeCtrlSeg ctrl;
+    std::memcpy(&ctrl, w, sizeof ctrl);
+    if (ctrl.fence_mode() != 0 && qp.pending_responses != 0) return false;
+    const uint32_t ds = ctrl.ds();
+    const auto op = WqeOpcode(ctrl.opcode());
+    const bool ds_ok = ds != 0 && ds <= qp.attr.max_ds;
+    const uint32_t nbb = ds_ok ? mlx5::wqebbs_for_ds(ds) : 1;
+    Outcome o;
+    uint16_t rq_index = 0;
+    if (ctrl.qpn() != qp.qpn) {
+      o = error(CqeSyndrome::kLocalQpOpErr, vendor::kQpnMismatch);
+    } else if (nic.cfg_.check_wqe_index && ctrl.wqe_index() != uint16_t(idx)) {
+      o = error(CqeSyndrome::kLocalQpOpErr, vendor::kWqeIndexMismatch);
+    } else if (!ds_ok) {
+      o = error(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
+    } else {
+      const uint64_t ring_bytes = (qp.sq_mask + 1) * mlx5::kWqebb;
+      if (off + ds * mlx5::kDsBytes > ring_bytes) {  // the WQE wraps: gather it contiguously
+        const uint64_t first = ring_bytes - off;
+        std::memcpy(qp.scratch, w, first);
+        std::memcpy(qp.scratch + first, qp.sq, ds * mlx5::kDsBytes - first);
+        w = qp.scratch;
+      }
+      switch (op) {
+        case WqeOpcode::kNop: break;
+        case WqeOpcode::kRdmaWrite:
+        case WqeOpcode::kRdmaWriteImm:
+          o = exec_write(nic, qp, w, ds, op == WqeOpcode::kRdmaWriteImm, ctrl.imm.get(), &rq_index);
+          break;
+        case WqeOpcode::kRdmaRead: o = exec_read(nic, qp, w, ds); break;
+        case WqeOpcode::kAtomicCs:
+        case WqeOpcode::kAtomicFa:
+        case WqeOpcode::kAtomicMaskedCs:
+        case WqeOpcode::kAtomicMaskedFa: o = exec_atomic(nic, qp, w, ds, op, ctrl.opmod()); break;
+        case WqeOpcode::kDump: o = exec_dump(nic, qp, w, ds); break;
+        default: o = error(CqeSyndrome::kLocalQpOpErr, vendor::kBadOpcode); break;  // SEND & co. not modelled
+      }
+    }
+    qp.head += nbb;
+    ++qp.stats.wqes;
+    qp.stats.wqebbs += nbb;
+
+    if (o.syndrome != CqeSyndrome::kNone) {
+      Inflight e;
+      e.wqe_idx = idx;
+      e.wqe_opcode = uint8_t(op);
+      e.syndrome = uint8_t(o.syndrome);
+      e.vendor = o.vendor;
+      qp.inflight.push_back(std::move(e));
+      qp.error_pending = true;
+      retire(nic, qp);
+      return true;
+    }
+    qp.stats.bytes += o.byte_cnt;
+    const bool signaled = ctrl.cq_update();
+    if (o.delayed) {
+      Inflight& resp = qp.staging;
+      resp.wqe_idx = idx;
+      resp.wqe_opcode = uint8_t(op);
+      resp.signaled = signaled;
+      resp.byte_cnt = o.byte_cnt;
+      resp.due = response_due(nic, qp);
+      resp.landed = false;
+      resp.syndrome = resp.vendor = 0;
+      ++qp.pending_responses;
+      if (resp.due <= nic.now_ && qp.inflight.empty()) {
+        land(nic, qp, resp);  // response already here: no queueing
+        if (resp.syndrome == 0) {
+          if (signaled) post_cqe(nic, qp, idx, uint8_t(op), o.byte_cnt, 0, 0);
+          return true;
+        }
+        qp.error_pending = true;
+      }
+      qp.inflight.push_back(std::move(resp));
+      retire(nic, qp);
+      return true;
+    }
+    if (qp.inflight.empty()) {
+      if (signaled) post_cqe(nic, qp, idx, uint8_t(op), o.byte_cnt, 0, 0);
+    } else {
+      Inflight e;
+      e.wqe_idx = idx;
+      e.wqe_opcode = uint8_t(op);
+      e.signaled = signaled;
+      e.byte_cnt = o.byte_cnt;
+      qp.inflight.push_back(std::move(e));
+    }
+    return true;
+  }
+
+  // Land responses that are due, in order, retiring what they unblock; returns how many.
+  static size_t land_due(Nic& nic, Qp& qp) {
+    size_t n = 0;
+    while (!qp.inflight.empty() && !qp.inflight.front().landed && qp.inflight.front().due <= nic.now_) {
+      land(nic, qp, qp.inflight.front());
+      retire(nic, qp);
+      ++n;
+    }
+    return n;
+  }
+
+  static size_t run_qp(Nic& nic, Qp& qp, size_t budget) {
+    size_t n = 0;
+    if (qp.kicked && (qp.state == QpState::kRts || qp.state == QpState::kErr)) {
+      qp.kicked = false;
+      refresh_prod(qp);
+    }
+    while (n < budget) {
+      if (qp.state == QpState::kErr) {
+        if (!flush_one(nic, qp)) break;
+        ++n, ++nic.now_;
+        continue;
+      }
+      if (size_t landed = land_due(nic, qp); landed != 0) {
+        n += landed;
+        continue;
+      }
+      if (qp.state != QpState::kRts || qp.error_pending) break;
+      if (qp.head == qp.prod && !(nic.cfg_.reread_dbr_when_drained && refresh_prod(qp))) break;
+      if (!issue(nic, qp)) break;  // fenced behind outstanding responses
+      ++n, ++nic.now_;
+    }
+    return n;
+  }
+
+  static bool qp_idle(const Qp& qp) {
+    if (qp.state != QpState::kRts && qp.state != QpState::kErr) return true;  // a kick waits for RTS
+    return !qp.kicked && qp.inflight.empty() && qp.head == qp.prod;
+  }
+
+  // Earliest engine time at which timed work (responses, late doorbells, delayed CQEs) acts.
+  static uint64_t next_event(const Nic& nic) {
+    uint64_t t = ~uint64_t{0};
+    for (const Qp* q : nic.active_)
+      for (const Inflight& e : q->inflight)
+        if (!e.landed) {
+          t = std::min(t, e.due);
+          break;
+        }
+    if (!nic.late_doorbells_.empty()) t = std::min(t, nic.late_doorbells_.front().due);
+    for (const Cq* c : nic.delayed_cqs_)
+      if (!c->pending.empty()) t = std::min(t, c->pending.front().due);
+    return t;
+  }
+};
+
+size_t Nic::progress(size_t budget) {
+  if (faults_.stalled) return 0;
+  size_t done = 0;
+  while (!late_doorbells_.empty() && late_doorbells_.front().due <= now_) {
+    const LateDoorbell d = late_doorbells_.front();
+    late_doorbells_.pop_front();
+    const uint64_t delay = faults_.doorbell_delay;
+    faults_.doorbell_delay = 0;
+    uar_write64(d.page, d.offset, d.value);
+    faults_.doorbell_delay = delay;
+    ++done;
+  }
+  for (size_t i = 0; i < active_.size() && done < budget; ++i) done += Engine::run_qp(*this, *active_[i], budget - done);
+  for (Cq* cq : delayed_cqs_) done += cq->drain(now_);
+  std::erase_if(active_, [](Qp* q) {
+    if (!Engine::qp_idle(*q)) return false;
+    q->active = false;
+    return true;
+  });
+  if (done == 0) {
+    const uint64_t t = Engine::next_event(*this);
+    if (t != ~uint64_t{0}) {
+      now_ = std::max(now_ + 1, t);  // nothing can act before t: jump there
+      return 1;
+    }
+  }
+  return done;
+}
+
+bool Nic::idle() const {
+  if (!late_doorbells_.empty()) return false;
+  for (const Cq* c : delayed_cqs_)
+    if (!c->pending.empty()) return false;
+  for (const Qp* q : active_)
+    if (!Engine::qp_idle(*q)) return false;
+  return true;
+}
+
+}  // namespace doorbell::mock_nic

@@ -1,0 +1,33 @@
+#include "hw/mock_nic/fabric.h"
+
+#include "hw/mock_nic/nic.h"
+
+namespace doorbell::mock_nic {
+
+Status Fabric::attach(Nic& nic) {
+  if (by_lid(nic.lid()) != nullptr) return Status(Errc::kBadParam, "fabric: LID " + std::to_string(nic.lid()) + " already attached");
+  if (nic.fabric_ != nullptr) return Status(Errc::kBadState, "fabric: NIC already attached to a fabric");
+  nic.fabric_ = this;
+  nics_.push_back(&nic);
+  return {};
+}
+
+Nic* Fabric::by_lid(uint16_t lid) const {
+  for (Nic* n : nics_)
+    if (n->lid() == lid) return n;
+  return nullptr;
+}
+
+size_t Fabric::progress(size_t budget_per_nic) {
+  size_t n = 0;
+  for (Nic* nic : nics_) n += nic->progress(budget_per_nic);
+  return n;
+}
+
+bool Fabric::run_until_idle(size_t max_rounds) {
+  for (size_t i = 0; i < max_rounds; ++i)
+    if (progress() == 0) return true;
+  return false;
+}
+
+}  // namespace doorbell::mock_nic

@@ -1,0 +1,199 @@
+// Control path of the NIC model: object creation, the QP state machine, doorbells, faults.
+#include "hw/mock_nic/nic.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "hw/mock_nic/fabric.h"
+
+namespace doorbell::mock_nic {
+
+const char* qp_state_name(QpState s) {
+  switch (s) {
+    case QpState::kRst: return "RST";
+    case QpState::kInit: return "INIT";
+    case QpState::kRtr: return "RTR";
+    case QpState::kRts: return "RTS";
+    case QpState::kErr: return "ERR";
+  }
+  return "?";
+}
+
+Nic::Nic(mem::AddressSpace& mem, NicConfig cfg) : mem_(mem), cfg_(cfg), mrs_(mem), rng_(cfg.seed | 1) {}
+
+Nic::~Nic() {
+  for (auto& q : qps_)
+    if (q) {
+      mem_.unpin(q->attr.sq_va);
+      mem_.unpin(q->attr.dbr_va);
+    }
+  for (auto& c : cqs_)
+    if (c) {
+      mem_.unpin(c->buf_va);
+      mem_.unpin(c->dbr_va);
+    }
+}
+
+uint64_t Nic::uar_va(uint32_t page) const { return kUarBase + (uint64_t(cfg_.lid) << 32) + uint64_t(page) * mlx5::kUarPageSize; }
+
+Qp* Nic::find_qp(uint32_t qpn) {
+  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
+  return qps_[qpn - kFirstQpn].get();
+}
+Cq* Nic::find_cq(uint32_t cqn) {
+  if (cqn < kFirstCqn || cqn - kFirstCqn >= cqs_.size()) return nullptr;
+  return cqs_[cqn - kFirstCqn].get();
+}
+const Qp* Nic::qp(uint32_t qpn) const { return const_cast<Nic*>(this)->find_qp(qpn); }
+const Cq* Nic::cq(uint32_t cqn) const { return const_cast<Nic*>(this)->find_cq(cqn); }
+
+Result<uint32_t> Nic::create_cq(const CqAttr& a) {
+  if (a.log_size > 22) return Status(Errc::kBadParam, "create_cq: log_size " + std::to_string(a.log_size) + " > 22");
+  const uint64_t bytes = uint64_t(64) << a.log_size;
+  auto cq = std::make_unique<Cq>();
+  cq->ring = reinterpret_cast<mlx5::Cqe64*>(mem_.translate(a.buf_va, bytes));
+  cq->dbr = reinterpret_cast<mlx5::CqDoorbellRecord*>(mem_.translate(a.dbr_va, sizeof(mlx5::CqDoorbellRecord)));
+  if (cq->ring == nullptr) return Status(Errc::kBadParam, "create_cq: CQ buffer not mapped for " + std::to_string(bytes) + " bytes");
+  if (cq->dbr == nullptr) return Status(Errc::kBadParam, "create_cq: doorbell record not mapped");
+  if (a.buf_va % 64 != 0 || a.dbr_va % 8 != 0) return Status(Errc::kBadParam, "create_cq: misaligned buffer or doorbell record");
+  (void)mem_.pin(a.buf_va);
+  (void)mem_.pin(a.dbr_va);
+  cq->log_size = a.log_size;
+  cq->collapsed = a.collapsed;
+  cq->buf_va = a.buf_va;
+  cq->dbr_va = a.dbr_va;
+  cq->cqn = kFirstCqn + uint32_t(cqs_.size());
+  cqs_.push_back(std::move(cq));
+  return cqs_.back()->cqn;
+}
+
+Status Nic::destroy_cq(uint32_t cqn) {
+  Cq* cq = find_cq(cqn);
+  if (cq == nullptr) return Status(Errc::kNotFound, "destroy_cq: unknown cqn");
+  for (auto& q : qps_)
+    if (q && (q->attr.send_cqn == cqn || q->attr.recv_cqn == cqn))
+      return Status(Errc::kBadState, "destroy_cq: CQ still used by QP " + std::to_string(q->qpn));
+  std::erase(delayed_cqs_, cq);
+  mem_.unpin(cq->buf_va);
+  mem_.unpin(cq->dbr_va);
+  cqs_[cqn - kFirstCqn].reset();
+  return {};
+}
+
+Result<uint32_t> Nic::create_qp(const QpAttr& a) {
+  if (a.log_sq_size > 15) return Status(Errc::kBadParam, "create_qp: log_sq_size > 15 (16-bit counters would alias)");
+  if (a.log_rq_size > 15) return Status(Errc::kBadParam, "create_qp: log_rq_size > 15");
+  if (a.max_ds == 0 || a.max_ds > mlx5::kMaxDs) return Status(Errc::kBadParam, "create_qp: max_ds out of 1..63");
+  if (find_cq(a.send_cqn) == nullptr) return Status(Errc::kNotFound, "create_qp: unknown send CQ");
+  if (a.recv_cqn != 0 && find_cq(a.recv_cqn) == nullptr) return Status(Errc::kNotFound, "create_qp: unknown receive CQ");
+  if (a.uar_page == 0 || a.uar_page >= next_uar_) return Status(Errc::kNotFound, "create_qp: unknown UAR page");
+  const uint64_t bytes = uint64_t(mlx5::kWqebb) << a.log_sq_size;
+  auto qp = std::make_unique<Qp>();
+  qp->sq = mem_.translate(a.sq_va, bytes);
+  qp->dbr = reinterpret_cast<mlx5::QpDoorbellRecord*>(mem_.translate(a.dbr_va, sizeof(mlx5::QpDoorbellRecord)));
+  if (qp->sq == nullptr) return Status(Errc::kBadParam, "create_qp: send ring not mapped for " + std::to_string(bytes) + " bytes");
+  if (qp->dbr == nullptr) return Status(Errc::kBadParam, "create_qp: doorbell record not mapped");
+  if (a.sq_va % mlx5::kWqebb != 0 || a.dbr_va % 8 != 0) return Status(Errc::kBadParam, "create_qp: misaligned ring or doorbell record");
+  (void)mem_.pin(a.sq_va);
+  (void)mem_.pin(a.dbr_va);
+  qp->attr = a;
+  qp->sq_mask = (uint64_t(1) << a.log_sq_size) - 1;
+  qp->qpn = kFirstQpn + uint32_t(qps_.size());
+  qps_.push_back(std::move(qp));
+  return qps_.back()->qpn;
+}
+
+Status Nic::destroy_qp(uint32_t qpn) {
+  Qp* qp = find_qp(qpn);
+  if (qp == nullptr) return Status(Errc::kNotFound, "destroy_qp: unknown qpn");
+  std::erase(active_, qp);
+  mem_.unpin(qp->attr.sq_va);
+  mem_.unpin(qp->attr.dbr_va);
+  qps_[qpn - kFirstQpn].reset();
+  return {};
+}
+
+Status Nic::modify_qp(uint32_t qpn, QpState to, const QpPeer* peer) {
+  Qp* qp = find_qp(qpn);
+  if (qp == nullptr) return Status(Errc::kNotFound, "modify_qp: unknown qpn " + std::to_string(qpn));
+  const QpState from = qp->state;
+  bool legal = to == QpState::kErr || to == QpState::kRst || (from == QpState::kRst && to == QpState::kInit) ||
+               (from == QpState::kInit && (to == QpState::kInit || to == QpState::kRtr)) ||
+               (from == QpState::kRtr && to == QpState::kRts) || (from == QpState::kRts && to == QpState::kRts);
+  if (!legal)
+    return Status(Errc::kBadState, std::string("modify_qp: illegal transition ") + qp_state_name(from) + " -> " + qp_state_name(to));
+  if (to == QpState::kRtr) {
+    if (peer == nullptr) return Status(Errc::kBadParam, "modify_qp: INIT->RTR needs the peer's LID and QPN");
+    qp->peer = *peer;
+  }
+  if (to == QpState::kRst) {
+    qp->head = qp->prod = qp->rq_head = 0;
+    qp->inflight.clear();
+    qp->pending_responses = 0;
+    qp->error_pending = qp->kicked = false;
+  }
+  qp->state = to;
+  // Doorbells rung before RTS were remembered; entering RTS acts on them. Entering ERR
+  // flushes what was issued or rung. Neither reads a DBR that no doorbell announced.
+  if (to == QpState::kErr || (to == QpState::kRts && (qp->kicked || qp->head != qp->prod))) kick(*qp);
+  return {};
+}
+
+void Nic::kick(Qp& qp) {
+  if (!qp.active) {
+    qp.active = true;
+    active_.push_back(&qp);
+  }
+}
+
+void Nic::uar_write64(uint32_t page, uint32_t offset, uint64_t value) {
+  if (faults_.drop_doorbells > 0) {
+    --faults_.drop_doorbells;
+    trace("mock_nic_fault_doorbell_dropped page=" + std::to_string(page));
+    return;
+  }
+  if (faults_.doorbell_delay > 0) {
+    late_doorbells_.push_back({now_ + faults_.doorbell_delay, page, offset, value});
+    return;
+  }
+  // Bytes 4..7 of the store are the ctrl segment's qpn_ds word, big-endian.
+  const uint32_t qpn_ds = mlx5::bswap32(uint32_t(value >> 32));
+  Qp* qp = find_qp(qpn_ds >> 8);
+  if (offset < mlx5::kBfOffset || offset >= mlx5::kBfOffset + 2 * mlx5::kBfSize || offset % 8 != 0 || qp == nullptr ||
+      qp->attr.uar_page != page) {
+    ++bad_doorbells_;
+    trace("mock_nic_uar_bad_doorbell page=" + std::to_string(page) + " offset=" + std::to_string(offset) +
+          " qpn=" + std::to_string(qpn_ds >> 8));
+    return;
+  }
+  ++qp->stats.doorbells;
+  qp->last_doorbell = value;
+  qp->kicked = true;
+  kick(*qp);
+}
+
+bool Nic::mmio_write64(uint64_t addr, uint64_t value) {
+  const uint64_t base = uar_va(0);
+  if (addr < base) return false;
+  const uint64_t page = (addr - base) / mlx5::kUarPageSize;
+  if (page == 0 || page >= next_uar_) return false;
+  uar_write64(uint32_t(page), uint32_t((addr - base) % mlx5::kUarPageSize), value);
+  return true;
+}
+
+Status Nic::force_qp_error(uint32_t qpn) {
+  Qp* qp = find_qp(qpn);
+  if (qp == nullptr) return Status(Errc::kNotFound, "force_qp_error: unknown qpn");
+  trace("mock_nic_fault_qp_error qpn=" + std::to_string(qpn));
+  return modify_qp(qpn, QpState::kErr);
+}
+
+Status Nic::set_completion_delay(uint32_t cqn, uint64_t actions) {
+  Cq* cq = find_cq(cqn);
+  if (cq == nullptr) return Status(Errc::kNotFound, "set_completion_delay: unknown cqn");
+  cq->delay = actions;
+  if (std::find(delayed_cqs_.begin(), delayed_cqs_.end(), cq) == delayed_cqs_.end()) delayed_cqs_.push_back(cq);
+  return {};
+}
+
+}  // namespace doorbell::mock_nic

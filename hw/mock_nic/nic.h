@@ -1,0 +1,133 @@
+// The software mlx5 NIC: a device model that executes real mlx5 send WQEs from modelled
+// memory. Objects (PDs, MRs, UARs, CQs, RC QPs) are created through a plain C++ API (the
+// DEVX command interface sits on top later). When a doorbell arrives on a UAR, the engine
+// reads the QP's send doorbell record and consumes WQEs in order: RDMA WRITE (+IMM), READ,
+// atomics (CS, FA, masked), NOP, DUMP, honouring fences; it writes CQEs for CQ_UPDATE WQEs
+// and, like hardware, an error CQE with the mlx5 syndrome for a bad WQE, after which the QP
+// is in ERR and every further WQE is flushed. Data never moves unless a key check passed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "hw/mem/address_space.h"
+#include "hw/mock_nic/cq.h"
+#include "hw/mock_nic/mr_table.h"
+#include "hw/mock_nic/qp.h"
+#include "hw/mock_nic/types.h"
+
+namespace doorbell::mock_nic {
+
+class Fabric;
+
+struct CqAttr {
+  uint32_t log_size = 6;
+  uint64_t buf_va = 0;   // 2^log_size * 64 bytes, initialised by the driver (0xff: invalid)
+  uint64_t dbr_va = 0;   // CqDoorbellRecord
+  bool collapsed = false;
+};
+
+// Fault injection: the hooks scenarios and property tests use to provoke hangs and errors.
+struct Faults {
+  bool stalled = false;          // the engine does nothing while set
+  uint32_t drop_doorbells = 0;   // the next N doorbells are lost
+  uint64_t doorbell_delay = 0;   // doorbells act this many engine actions late
+};
+
+class Nic {
+ public:
+  explicit Nic(mem::AddressSpace& mem, NicConfig cfg = {});
+  ~Nic();
+  Nic(const Nic&) = delete;
+  Nic& operator=(const Nic&) = delete;
+
+  const NicConfig& config() const { return cfg_; }
+  uint16_t lid() const { return cfg_.lid; }
+  mem::AddressSpace& memory() { return mem_; }
+
+  // --- control path ---
+  uint32_t alloc_pd() { return next_pd_++; }
+  Result<uint32_t> reg_mr(uint32_t pd, uint64_t addr, uint64_t length, uint32_t access) {
+    return mrs_.reg(pd, addr, length, access);
+  }
+  Status dereg_mr(uint32_t key) { return mrs_.dereg(key); }
+  const MrTable& mrs() const { return mrs_; }
+
+  // UAR pages; each has a modelled MMIO address where doorbell stores land.
+  uint32_t alloc_uar() { return next_uar_++; }
+  uint64_t uar_va(uint32_t page) const;
+
+  Result<uint32_t> create_cq(const CqAttr& a);
+  Status destroy_cq(uint32_t cqn);
+  Result<uint32_t> create_qp(const QpAttr& a);
+  // RST->INIT->RTR(peer required)->RTS, any->ERR, any->RST.
+  Status modify_qp(uint32_t qpn, QpState to, const QpPeer* peer = nullptr);
+  Status destroy_qp(uint32_t qpn);
+
+  const Qp* qp(uint32_t qpn) const;
+  const Cq* cq(uint32_t cqn) const;
+
+  // --- MMIO: a 64-bit store to a UAR (BlueFlame doorbell: first 8 bytes of a ctrl seg) ---
+  void uar_write64(uint32_t page, uint32_t offset, uint64_t value);
+  // The same store by modelled address; false if the address is not a UAR register.
+  bool mmio_write64(uint64_t addr, uint64_t value);
+
+  // --- engine ---
+  // Perform up to `budget` engine actions (WQEs executed, responses landed, CQEs written);
+  // returns how many. When nothing can act now but timed work is pending, time jumps to it.
+  size_t progress(size_t budget = ~size_t{0});
+  // True when no QP has work the engine could still do (ignoring stalls).
+  bool idle() const;
+
+  // --- fault injection ---
+  Faults& faults() { return faults_; }
+  Status force_qp_error(uint32_t qpn);
+  Status set_completion_delay(uint32_t cqn, uint64_t actions);
+
+  uint64_t now() const { return now_; }
+  uint64_t bad_doorbells() const { return bad_doorbells_; }
+  // Trace lines (`mock_nic_<area>_<event> key=value ...`) for errors, flushes and faults.
+  void set_trace(std::function<void(const std::string&)> fn) { trace_ = std::move(fn); }
+
+ private:
+  friend class Fabric;
+  friend struct Engine;
+
+  Qp* find_qp(uint32_t qpn);
+  Cq* find_cq(uint32_t cqn);
+  void kick(Qp& qp);
+  void trace(const std::string& line) {
+    if (trace_) trace_(line);
+  }
+
+  mem::AddressSpace& mem_;
+  NicConfig cfg_;
+  Fabric* fabric_ = nullptr;
+  MrTable mrs_;
+  std::vector<std::unique_ptr<Qp>> qps_;  // index qpn - kFirstQpn
+  std::vector<std::unique_ptr<Cq>> cqs_;  // index cqn - kFirstCqn
+  std::vector<Qp*> active_;
+  std::vector<Cq*> delayed_cqs_;
+  struct LateDoorbell {
+    uint64_t due;
+    uint32_t page, offset;
+    uint64_t value;
+  };
+  std::deque<LateDoorbell> late_doorbells_;
+  Faults faults_;
+  uint32_t next_pd_ = 1, next_uar_ = 1;
+  uint64_t now_ = 0;
+  uint64_t rng_;
+  uint64_t bad_doorbells_ = 0;
+  std::function<void(const std::string&)> trace_;
+};
+
+inline constexpr uint32_t kFirstQpn = 0x100;
+inline constexpr uint32_t kFirstCqn = 0x400;
+inline constexpr uint64_t kUarBase = 0x0000'6000'0000'0000ull;
+
+}  // namespace doorbell::mock_nic

@@ -1,0 +1,84 @@
+// State of one RC queue pair in the NIC model: its send ring in modelled memory, doorbell
+// record, connection, and the engine's view (consumer index, WQEs issued but not yet
+// retired, in order). Plain data; behaviour lives in engine.cc.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "hw/mlx5/cqe.h"
+#include "hw/mock_nic/types.h"
+
+namespace doorbell::mock_nic {
+
+struct QpAttr {
+  uint32_t pd = 0;
+  uint32_t send_cqn = 0;
+  uint32_t recv_cqn = 0;      // 0: no receive CQ (WRITE_IMM to this QP then fails with RNR)
+  uint32_t log_sq_size = 6;   // WQEBBs in the send ring, 2^log (at most 2^15)
+  uint32_t log_rq_size = 0;   // receive WQEs (counted through the receive DBR word)
+  uint64_t sq_va = 0;         // 2^log_sq_size * 64 bytes
+  uint64_t dbr_va = 0;        // QpDoorbellRecord
+  uint32_t uar_page = 0;      // doorbells for this QP must come through this UAR page
+  uint32_t max_ds = 63;       // largest WQE accepted, in octowords
+};
+
+// Where an RC QP's packets go: the peer port's LID and the peer QPN.
+struct QpPeer {
+  uint16_t lid = 0;
+  uint32_t qpn = 0;
+};
+
+// A WQE issued to the wire whose completion is not yet retired.
+struct Inflight {
+  uint64_t wqe_idx = 0;        // 64-bit index of its first WQEBB
+  uint8_t wqe_opcode = 0;
+  bool signaled = false;
+  bool landed = true;          // false while a READ/atomic response is on its way
+  uint64_t due = 0;            // engine time at which the response lands
+  uint32_t byte_cnt = 0;
+  uint8_t syndrome = 0;        // non-zero: this WQE failed
+  uint8_t vendor = 0;
+  std::vector<std::byte> data; // response payload (READ data, atomic old value)
+  struct Scatter {
+    uint32_t lkey;
+    uint64_t addr;
+    uint32_t len;
+  };
+  std::vector<Scatter> scatter;  // where the payload lands
+};
+
+struct QpStats {
+  uint64_t doorbells = 0, dropped_doorbells = 0;
+  uint64_t wqes = 0, wqebbs = 0, bytes = 0;
+  uint64_t errors = 0, flushed = 0;
+};
+
+struct Qp {
+  uint32_t qpn = 0;
+  QpAttr attr;
+  QpState state = QpState::kRst;
+  QpPeer peer;
+
+  std::byte* sq = nullptr;                // pinned translation of attr.sq_va
+  mlx5::QpDoorbellRecord* dbr = nullptr;  // pinned translation of attr.dbr_va
+  uint64_t sq_mask = 0;                   // WQEBBs - 1
+
+  uint64_t head = 0;      // next WQEBB the engine fetches
+  uint64_t prod = 0;      // producer index last read from the DBR (64-bit)
+  uint64_t rq_head = 0;   // receive WQEs consumed
+  bool kicked = false;    // a doorbell arrived that the engine has not acted on
+  bool active = false;    // on the NIC's active list
+  bool error_pending = false;  // a failed WQE waits in `inflight` to be retired
+  uint32_t pending_responses = 0;
+  std::deque<Inflight> inflight;
+  Inflight staging;       // response record of the WQE being issued (reused, no allocation)
+  uint64_t last_doorbell = 0;
+
+  QpStats stats;
+  alignas(16) std::byte scratch[mlx5::kMaxDs * mlx5::kDsBytes];  // a WQE that wraps the ring
+};
+
+}  // namespace doorbell::mock_nic

@@ -1,0 +1,256 @@
+// Every malformed-WQE class the model detects: the failing WQE gets an error CQE with the
+// mlx5 syndrome (and the model's vendor code), the QP goes to ERR, later WQEs are flushed,
+// and no byte outside registered memory (nor inside, for a failed op) changes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "tests/mock_nic/rig.h"
+
+namespace doorbell::testing {
+namespace {
+
+using namespace mock_nic;
+constexpr uint32_t kAll = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic;
+
+struct Env {
+  Rig rig;
+  SendQueue a, b;
+  uint64_t buf = 0;                  // 64 KiB canary-filled; only [16K, 32K) is registered
+  uint32_t key = 0, ro_key = 0, other_pd_key = 0, no_lw_key = 0;
+  uint64_t reg_lo = 0, reg_hi = 0;
+  std::vector<std::byte> before;
+
+  Env() {
+    a = rig.make_sq();
+    b = rig.make_sq();
+    rig.connect(a, b);
+    buf = rig.alloc(1 << 16, 0xc5);
+    reg_lo = buf + 16384, reg_hi = buf + 32768;
+    key = rig.reg(reg_lo, 8192, kAll);
+    ro_key = rig.reg(reg_lo + 8192, 4096, kLocalWrite | kRemoteRead);  // no remote write/atomic
+    no_lw_key = rig.reg(reg_lo + 12288, 4096, kRemoteWrite);           // no local write
+    other_pd_key = rig.reg(reg_lo, 4096, kAll, 0, rig.nic().alloc_pd());
+    snapshot();
+  }
+  void snapshot() {
+    auto* p = rig.mem.translate(buf, 1 << 16);
+    before.assign(p, p + (1 << 16));
+  }
+  // Bytes changed anywhere in the buffer since the snapshot.
+  size_t changed() const {
+    auto* p = rig.mem.translate(buf, 1 << 16);
+    size_t n = 0;
+    for (size_t i = 0; i < before.size(); ++i) n += p[i] != before[i];
+    return n;
+  }
+};
+
+struct Case {
+  const char* name;
+  CqeSyndrome syndrome;
+  uint8_t vendor;
+  std::function<void(Env&)> post;  // posts exactly one bad WQE on e.a
+};
+
+uint64_t atomic_on(Env& e, uint64_t raddr, uint32_t rkey, uint32_t lkey = 0) {
+  return e.a.atomic(WqeOpcode::kAtomicFa, 1, 0, lkey ? lkey : e.key, e.reg_lo + 64, rkey, raddr);
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> c = {
+      {"bad_opcode", CqeSyndrome::kLocalQpOpErr, vendor::kBadOpcode,
+       [](Env& e) {
+         SendQueue::Wqe w = e.a.begin(WqeOpcode(0x07), kCtrlCqUpdate);
+         e.a.finish(w);
+       }},
+      {"ds_zero", CqeSyndrome::kLocalQpOpErr, vendor::kBadDs,
+       [](Env& e) {
+         SendQueue::Wqe w = e.a.begin(WqeOpcode::kNop, kCtrlCqUpdate);
+         w.ctrl()->qpn_ds.set(e.a.qpn << 8);  // DS = 0
+         e.a.post_raw(w.b, 1);
+       }},
+      {"ds_too_small_for_atomic", CqeSyndrome::kLocalQpOpErr, vendor::kBadDs,
+       [](Env& e) {
+         SendQueue::Wqe w = e.a.begin(WqeOpcode::kAtomicFa, kCtrlCqUpdate);
+         set_raddr_seg(w.seg<WqeRaddrSeg>(1), e.reg_lo, e.key);
+         w.ds = 2;
+         e.a.finish(w);
+       }},
+      {"qpn_mismatch", CqeSyndrome::kLocalQpOpErr, vendor::kQpnMismatch,
+       [](Env& e) {
+         SendQueue::Wqe w = e.a.begin(WqeOpcode::kNop, kCtrlCqUpdate);
+         w.ctrl()->qpn_ds.set(((e.a.qpn + 1) << 8) | 1);
+         e.a.post_raw(w.b, 1);
+       }},
+      {"wqe_index_mismatch", CqeSyndrome::kLocalQpOpErr, vendor::kWqeIndexMismatch,
+       [](Env& e) {
+         SendQueue::Wqe w = e.a.begin(WqeOpcode::kNop, kCtrlCqUpdate);
+         set_ctrl_seg(w.ctrl(), uint16_t(e.a.pi + 5), WqeOpcode::kNop, 0, e.a.qpn, kCtrlCqUpdate, 1);
+         e.a.post_raw(w.b, 1);
+       }},
+      {"lkey_out_of_table", CqeSyndrome::kLocalProtErr, vendor::kLocalKeyBase + 1,
+       [](Env& e) { e.a.write(0x00ffff01, e.reg_lo, 8, e.key, e.reg_lo + 8); }},
+      {"lkey_stale_variant", CqeSyndrome::kLocalProtErr, vendor::kLocalKeyBase + 1,
+       [](Env& e) { e.a.write(e.key ^ 0x80, e.reg_lo, 8, e.key, e.reg_lo + 8); }},
+      {"lkey_other_pd", CqeSyndrome::kLocalProtErr, vendor::kLocalKeyBase + 2,
+       [](Env& e) { e.a.write(e.other_pd_key, e.reg_lo, 8, e.key, e.reg_lo + 8); }},
+      {"lkey_range_past_end", CqeSyndrome::kLocalProtErr, vendor::kLocalKeyBase + 4,
+       [](Env& e) { e.a.write(e.key, e.reg_lo + 8190, 8, e.key, e.reg_lo + 8); }},
+      {"read_into_mr_without_local_write", CqeSyndrome::kLocalProtErr, vendor::kLocalKeyBase + 3,
+       [](Env& e) { e.a.read(e.no_lw_key, e.reg_lo + 12288, 8, e.key, e.reg_lo); }},
+      {"rkey_out_of_table", CqeSyndrome::kRemoteAccessErr, vendor::kRemoteKeyBase + 1,
+       [](Env& e) { e.a.write(e.key, e.reg_lo, 8, 0x00abcd01, e.reg_lo + 8); }},
+      {"rkey_other_pd", CqeSyndrome::kRemoteAccessErr, vendor::kRemoteKeyBase + 2,
+       [](Env& e) { e.a.write(e.key, e.reg_lo, 8, e.other_pd_key, e.reg_lo + 8); }},
+      {"write_without_remote_write", CqeSyndrome::kRemoteAccessErr, vendor::kRemoteKeyBase + 3,
+       [](Env& e) { e.a.write(e.key, e.reg_lo, 8, e.ro_key, e.reg_lo + 8192); }},
+      {"read_without_remote_read", CqeSyndrome::kRemoteAccessErr, vendor::kRemoteKeyBase + 3,
+       [](Env& e) { e.a.read(e.key, e.reg_lo, 8, e.no_lw_key, e.reg_lo + 12288); }},
+      {"atomic_without_remote_atomic", CqeSyndrome::kRemoteAccessErr, vendor::kRemoteKeyBase + 3,
+       [](Env& e) { atomic_on(e, e.reg_lo + 8192, e.ro_key); }},
+      {"rkey_range_one_byte_past_end", CqeSyndrome::kRemoteAccessErr, vendor::kRemoteKeyBase + 4,
+       [](Env& e) { e.a.write(e.key, e.reg_lo, 16, e.key, e.reg_lo + 8192 - 15); }},
+      {"rkey_range_before_start", CqeSyndrome::kRemoteAccessErr, vendor::kRemoteKeyBase + 4,
+       [](Env& e) { e.a.write(e.key, e.reg_lo, 16, e.key, e.reg_lo - 8); }},
+      {"rkey_range_huge_wraps_address", CqeSyndrome::kRemoteAccessErr, vendor::kRemoteKeyBase + 4,
+       [](Env& e) { e.a.write(e.key, e.reg_lo, 16, e.key, ~uint64_t{0} - 7); }},
+      {"atomic_misaligned", CqeSyndrome::kRemoteInvalReqErr, vendor::kAtomicMisaligned,
+       [](Env& e) { atomic_on(e, e.reg_lo + 4, e.key); }},
+      {"atomic_local_length_not_8", CqeSyndrome::kLocalLengthErr, vendor::kAtomicBadLength,
+       [](Env& e) {
+         SendQueue::Wqe w = e.a.begin(WqeOpcode::kAtomicFa, kCtrlCqUpdate);
+         set_raddr_seg(w.seg<WqeRaddrSeg>(1), e.reg_lo, e.key);
+         set_atomic_seg(w.seg<WqeAtomicSeg>(2), 1, 0);
+         set_data_seg(w.seg<WqeDataSeg>(3), 16, e.key, e.reg_lo + 64);
+         w.ds = 4;
+         e.a.finish(w);
+       }},
+      {"masked_atomic_bad_opmod", CqeSyndrome::kLocalQpOpErr, vendor::kBadSegment,
+       [](Env& e) {
+         SendQueue::Wqe w = e.a.begin(WqeOpcode::kAtomicMaskedFa, kCtrlCqUpdate, 0x0c);
+         set_raddr_seg(w.seg<WqeRaddrSeg>(1), e.reg_lo, e.key);
+         set_data_seg(w.seg<WqeDataSeg>(3), 8, e.key, e.reg_lo + 64);
+         w.ds = 4;
+         e.a.finish(w);
+       }},
+      {"inline_longer_than_wqe", CqeSyndrome::kLocalLengthErr, vendor::kBadSegment,
+       [](Env& e) {
+         SendQueue::Wqe w = e.a.begin(WqeOpcode::kRdmaWrite, kCtrlCqUpdate);
+         set_raddr_seg(w.seg<WqeRaddrSeg>(1), e.reg_lo, e.key);
+         w.seg<WqeInlineSeg>(2)->byte_count.set(200 | kInlineSegFlag);  // claims 200, has 12
+         w.ds = 3;
+         e.a.finish(w);
+       }},
+      {"inline_segment_in_read", CqeSyndrome::kLocalQpOpErr, vendor::kBadSegment,
+       [](Env& e) {
+         SendQueue::Wqe w = e.a.begin(WqeOpcode::kRdmaRead, kCtrlCqUpdate);
+         set_raddr_seg(w.seg<WqeRaddrSeg>(1), e.reg_lo, e.key);
+         w.seg<WqeInlineSeg>(2)->byte_count.set(8 | kInlineSegFlag);
+         w.ds = 3;
+         e.a.finish(w);
+       }},
+  };
+  return c;
+}
+
+class MalformedWqe : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(MalformedWqe, ErrorCqeThenFlushAndNoStrayWrite) {
+  const Case& c = cases()[GetParam()];
+  Env e;
+  std::vector<std::string> trace;
+  e.rig.nic().set_trace([&](const std::string& s) { trace.push_back(s); });
+  const uint64_t ok = e.a.nop(kCtrlCqUpdate);  // completes normally before the bad one
+  const uint64_t bad_idx = e.a.pi;
+  c.post(e);
+  const uint64_t after1 = e.a.write(e.key, e.reg_lo, 8, e.key, e.reg_lo + 4096, 0);  // unsignaled: still flushed
+  const uint64_t after2 = e.a.nop(kCtrlCqUpdate);
+  e.snapshot();
+  e.a.ring_doorbell();
+  ASSERT_TRUE(e.rig.run());
+
+  EXPECT_EQ(e.changed(), 0u) << "the failed WQE or a flushed one changed memory";
+  const Cqe64* c0 = e.a.poll();
+  ASSERT_NE(c0, nullptr);
+  EXPECT_EQ(c0->opcode(), uint8_t(CqeOpcode::kReq));
+  EXPECT_EQ(c0->wqe_counter.get(), uint16_t(ok));
+
+  const auto* err = reinterpret_cast<const ErrCqe64*>(e.a.poll());
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(err->op_own >> 4, uint8_t(CqeOpcode::kReqErr));
+  EXPECT_EQ(err->syndrome, uint8_t(c.syndrome)) << syndrome_name(CqeSyndrome(err->syndrome));
+  EXPECT_EQ(err->vendor_err_synd, c.vendor);
+  EXPECT_EQ(err->wqe_counter.get(), uint16_t(bad_idx));
+  EXPECT_EQ(err->s_wqe_opcode_qpn.get() & 0xffffff, e.a.qpn);
+  EXPECT_EQ(e.rig.nic().qp(e.a.qpn)->state, QpState::kErr);
+  ASSERT_FALSE(trace.empty());
+  EXPECT_NE(trace[0].find("mock_nic_wqe_error"), std::string::npos);
+
+  for (uint64_t idx : {after1, after2}) {
+    const auto* f = reinterpret_cast<const ErrCqe64*>(e.a.poll());
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->syndrome, uint8_t(CqeSyndrome::kWrFlushErr));
+    EXPECT_EQ(f->wqe_counter.get(), uint16_t(idx));
+  }
+  EXPECT_EQ(e.a.poll(), nullptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllClasses, MalformedWqe, ::testing::Range<size_t>(0, cases().size()),
+                         [](const auto& info) { return std::string(cases()[info.param].name); });
+
+TEST(PeerNotReady, TransportRetryExceeded) {
+  Rig rig;
+  SendQueue a = rig.make_sq(), b = rig.make_sq();
+  rig.connect(a, b);
+  ASSERT_TRUE(rig.nic().modify_qp(b.qpn, QpState::kErr).is_ok());  // the responder drops everything
+  auto buf = rig.alloc(64);
+  auto k = rig.reg(buf, 64, kAll);
+  a.write(k, buf, 8, k, buf + 8);
+  a.ring_doorbell();
+  ASSERT_TRUE(rig.run());
+  const auto* err = reinterpret_cast<const ErrCqe64*>(a.poll());
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(err->syndrome, uint8_t(CqeSyndrome::kTransportRetryExcErr));
+}
+
+TEST(BadDoorbell, WrongUarOrQpnIsIgnoredAndCounted) {
+  Rig rig;
+  SendQueue a = rig.make_sq(), b = rig.make_sq();
+  rig.connect(a, b);
+  a.nop();
+  a.dbr()->snd.set(uint32_t(a.pi));
+  rig.nic().uar_write64(b.uar, kBfOffset, a.last_doorbell);  // a's QPN through b's UAR
+  rig.nic().uar_write64(a.uar, 0x10, a.last_doorbell);       // not a BlueFlame register
+  ASSERT_TRUE(rig.run());
+  EXPECT_EQ(rig.nic().bad_doorbells(), 2u);
+  EXPECT_EQ(a.poll(), nullptr);
+  EXPECT_TRUE(rig.nic().mmio_write64(rig.nic().uar_va(a.uar) + kBfOffset, a.last_doorbell));
+  EXPECT_FALSE(rig.nic().mmio_write64(0x1234, a.last_doorbell));
+  ASSERT_TRUE(rig.run());
+  EXPECT_NE(a.poll(), nullptr);
+}
+
+TEST(ControlPath, BadObjectParametersAreRefused) {
+  Rig rig;
+  Nic& nic = rig.nic();
+  EXPECT_EQ(nic.create_cq({6, 0xdead0000, 0, false}).status().code(), Errc::kBadParam);
+  EXPECT_EQ(nic.create_cq({23, 0, 0, false}).status().code(), Errc::kBadParam);
+  QpAttr qa;
+  qa.send_cqn = 0x9999;
+  EXPECT_EQ(nic.create_qp(qa).status().code(), Errc::kNotFound);
+  qa.log_sq_size = 16;
+  EXPECT_EQ(nic.create_qp(qa).status().code(), Errc::kBadParam);
+  auto buf = rig.alloc(4096);
+  EXPECT_EQ(nic.reg_mr(rig.pd, buf, 8192, kAll).status().code(), Errc::kBadParam);  // past the segment
+  EXPECT_EQ(nic.dereg_mr(0x1234).code(), Errc::kNotFound);
+  auto k = rig.reg(buf, 4096, kAll);
+  EXPECT_EQ(rig.mem.free(buf).code(), Errc::kBadState);  // registered memory cannot be freed
+  EXPECT_TRUE(nic.dereg_mr(k).is_ok());
+  EXPECT_TRUE(rig.mem.free(buf).is_ok());
+}
+
+}  // namespace
+}  // namespace doorbell::testing
