@@ -1,0 +1,61 @@
+// The execution-context concept every protocol in core/ is written against. A context is one
+// GPU thread's view: its lane / warp / CTA ids, warp collectives, 64-bit atomics with a scope
+// and order, fences, MMIO stores, and a bounded wait. Two models satisfy it: the CPU GPU model
+// (hw/gpu_sim, deterministic, seedable, every shared access a scheduling point) and CUDA
+// (hw/cuda, device code on Hopper). Protocol code includes neither CUDA nor threads.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+
+#include "core/config.h"
+#include "core/exec/scope.h"
+
+namespace doorbell::exec {
+
+template <class C>
+concept ExecContext = requires(C& c, const C& cc, uint64_t* p, const uint64_t* cp, uint64_t v, uint32_t u, bool b) {
+  // Identity. lane in [0, warp_size), warp within its CTA, cta within the grid.
+  { cc.lane() } -> std::same_as<uint32_t>;
+  { cc.warp() } -> std::same_as<uint32_t>;
+  { cc.cta() } -> std::same_as<uint32_t>;
+  { cc.warps_per_cta() } -> std::same_as<uint32_t>;
+  { cc.num_ctas() } -> std::same_as<uint32_t>;
+  { cc.warp_size() } -> std::same_as<uint32_t>;
+  // Warp collectives over all lanes of the warp (callers are converged).
+  { c.shfl(v, u) } -> std::same_as<uint64_t>;
+  { c.ballot(b) } -> std::same_as<uint32_t>;
+  { c.all(b) } -> std::same_as<bool>;
+  { c.any(b) } -> std::same_as<bool>;
+  c.syncwarp();
+  // 64-bit atomics, each with a scope.
+  { c.atomic_add(gpu_scope, p, v) } -> std::same_as<uint64_t>;
+  { c.atomic_cas(gpu_scope, p, v, v) } -> std::same_as<uint64_t>;
+  { c.atomic_max(gpu_scope, p, v) } -> std::same_as<uint64_t>;
+  { c.atomic_exch(gpu_scope, p, v) } -> std::same_as<uint64_t>;
+  { c.load(gpu_scope, acquire, cp) } -> std::same_as<uint64_t>;
+  { c.load(gpu_scope, relaxed, cp) } -> std::same_as<uint64_t>;
+  c.store(gpu_scope, release, p, v);
+  c.store(gpu_scope, relaxed, p, v);
+  // Fences and MMIO.
+  c.fence(cta_scope);
+  c.fence(gpu_scope);
+  c.fence(system_scope);
+  c.mmio_store64(p, v);
+  // One iteration of a polling loop: `what` names the wait, `addr`/`seen` what it polled.
+  // Returns false when the wait must give up (timeout on a GPU, hang found by the model).
+  { c.spin(static_cast<const char*>(nullptr), cp, v) } -> std::same_as<bool>;
+};
+
+// Poll `addr` until `pred(value)` holds; every failed poll is one spin. Bounded: returns
+// kTimeout instead of hanging when the context gives up (a report says who waited on what).
+template <class C, class Pred>
+DOORBELL_HD WaitResult wait_until(C& ctx, const char* what, const uint64_t* addr, Pred pred) {
+  for (;;) {
+    const uint64_t v = ctx.load(gpu_scope, acquire, addr);
+    if (pred(v)) return WaitResult::kOk;
+    if (!ctx.spin(what, addr, v)) return WaitResult::kTimeout;
+  }
+}
+
+}  // namespace doorbell::exec

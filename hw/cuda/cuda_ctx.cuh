@@ -1,0 +1,123 @@
+// The CUDA execution context: the same interface as the CPU model's SimCtx, as device code
+// for Hopper (sm_90). Atomics and ordered accesses go through libcu++'s cuda::atomic_ref with
+// the matching thread scope; fences are cuda::atomic_thread_fence; doorbells are st.mmio.
+// Waits are bounded by the global timer: a wait that outlives `timeout_ns` prints who waited
+// on what and returns kTimeout instead of hanging the GPU.
+#pragma once
+
+#include <cuda/atomic>
+#include <cstdint>
+#include <cstdio>
+
+#include "core/exec/context.h"
+
+namespace doorbell::cuda_exec {
+
+template <exec::Scope S>
+struct ScopeOf;
+template <>
+struct ScopeOf<exec::Scope::kCta> {
+  static constexpr cuda::thread_scope value = cuda::thread_scope_block;
+};
+template <>
+struct ScopeOf<exec::Scope::kGpu> {
+  static constexpr cuda::thread_scope value = cuda::thread_scope_device;
+};
+template <>
+struct ScopeOf<exec::Scope::kSystem> {
+  static constexpr cuda::thread_scope value = cuda::thread_scope_system;
+};
+
+template <exec::Order O>
+__device__ constexpr cuda::memory_order order_of() {
+  if constexpr (O == exec::Order::kAcquire) return cuda::memory_order_acquire;
+  if constexpr (O == exec::Order::kRelease) return cuda::memory_order_release;
+  if constexpr (O == exec::Order::kAcqRel) return cuda::memory_order_acq_rel;
+  return cuda::memory_order_relaxed;
+}
+
+__device__ inline uint64_t global_timer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+class CudaCtx {
+ public:
+  __device__ explicit CudaCtx(uint64_t timeout_ns = 2'000'000'000ull) : timeout_ns_(timeout_ns) {}
+
+  __device__ uint32_t lane() const { return threadIdx.x & 31u; }
+  __device__ uint32_t warp() const { return threadIdx.x >> 5; }
+  __device__ uint32_t cta() const { return blockIdx.x; }
+  __device__ uint32_t warps_per_cta() const { return (blockDim.x + 31u) >> 5; }
+  __device__ uint32_t num_ctas() const { return gridDim.x; }
+  __device__ uint32_t warp_size() const { return 32u; }
+
+  __device__ uint64_t shfl(uint64_t v, uint32_t src) { return __shfl_sync(0xffffffffu, (unsigned long long)v, int(src)); }
+  __device__ uint32_t ballot(bool b) { return __ballot_sync(0xffffffffu, b); }
+  __device__ bool all(bool b) { return __all_sync(0xffffffffu, b) != 0; }
+  __device__ bool any(bool b) { return __any_sync(0xffffffffu, b) != 0; }
+  __device__ void syncwarp() { __syncwarp(); }
+
+  template <exec::Scope S>
+  __device__ uint64_t atomic_add(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
+    return ref<S>(p).fetch_add(v, cuda::memory_order_relaxed);
+  }
+  template <exec::Scope S>
+  __device__ uint64_t atomic_cas(exec::ScopeTag<S>, uint64_t* p, uint64_t expected, uint64_t desired) {
+    unsigned long long e = expected;
+    ref<S>(p).compare_exchange_strong(e, desired, cuda::memory_order_relaxed);
+    return e;
+  }
+  template <exec::Scope S>
+  __device__ uint64_t atomic_max(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
+    return ref<S>(p).fetch_max(v, cuda::memory_order_relaxed);
+  }
+  template <exec::Scope S>
+  __device__ uint64_t atomic_exch(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
+    return ref<S>(p).exchange(v, cuda::memory_order_relaxed);
+  }
+  template <exec::Scope S, exec::Order O>
+  __device__ uint64_t load(exec::ScopeTag<S>, exec::OrderTag<O>, const uint64_t* p) {
+    return ref<S>(const_cast<uint64_t*>(p)).load(order_of<O>());
+  }
+  template <exec::Scope S, exec::Order O>
+  __device__ void store(exec::ScopeTag<S>, exec::OrderTag<O>, uint64_t* p, uint64_t v) {
+    ref<S>(p).store(v, order_of<O>());
+  }
+  template <exec::Scope S>
+  __device__ void fence(exec::ScopeTag<S>) {
+    cuda::atomic_thread_fence(cuda::memory_order_acq_rel, ScopeOf<S>::value);
+  }
+  // A doorbell: an MMIO store the hardware must neither merge nor reorder with other MMIO.
+  __device__ void mmio_store64(uint64_t* p, uint64_t v) {
+    asm volatile("st.mmio.relaxed.sys.global.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  }
+
+  // One failed poll. Consecutive polls of the same wait share a deadline.
+  __device__ bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
+    const uint64_t now = global_timer_ns();
+    if (what != last_what_ || addr != last_addr_) {
+      last_what_ = what, last_addr_ = addr, since_ = now;
+      return true;
+    }
+    if (now - since_ < timeout_ns_) return true;
+    printf("doorbell: timeout after %llu ns: cta %u warp %u lane %u waits in \"%s\" on %p, last seen %llu\n",
+           (unsigned long long)(now - since_), cta(), warp(), lane(), what, addr, (unsigned long long)seen);
+    last_what_ = nullptr;
+    return false;
+  }
+
+ private:
+  template <exec::Scope S>
+  __device__ static cuda::atomic_ref<unsigned long long, ScopeOf<S>::value> ref(uint64_t* p) {
+    return cuda::atomic_ref<unsigned long long, ScopeOf<S>::value>(*reinterpret_cast<unsigned long long*>(p));
+  }
+
+  uint64_t timeout_ns_;
+  const char* last_what_ = nullptr;
+  const uint64_t* last_addr_ = nullptr;
+  uint64_t since_ = 0;
+};
+
+}  // namespace doorbell::cuda_exec

@@ -1,0 +1,43 @@
+// User-level fibers for the CPU GPU model: each GPU lane (and each device agent, such as a
+// NIC engine) runs on its own stack, and control passes between a fiber and the scheduler
+// with a hand-written context switch (callee-saved registers + stack pointer; a few ns, no
+// system call). Switches are annotated for AddressSanitizer.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+namespace doorbell::gpu_sim {
+
+class Fiber {
+ public:
+  // A fiber that will run `body` on a stack of `stack_bytes` when first resumed.
+  Fiber(std::function<void()> body, size_t stack_bytes);
+  // The calling thread's own context (the scheduler side).
+  Fiber();
+  ~Fiber();
+  Fiber(const Fiber&) = delete;
+  Fiber& operator=(const Fiber&) = delete;
+
+  // Suspend `from` (the running context) and resume `to`.
+  static void switch_to(Fiber& from, Fiber& to);
+  bool finished() const { return finished_; }
+
+ private:
+  static void entry(Fiber* self);
+  friend void fiber_trampoline_entry(Fiber* self);
+
+  void* sp_ = nullptr;
+  std::unique_ptr<char[]> stack_;
+  size_t stack_bytes_ = 0;
+  std::function<void()> body_;
+  bool finished_ = false;
+  Fiber* caller_ = nullptr;  // who resumed us last: where to return when the body ends
+  // AddressSanitizer bookkeeping.
+  void* fake_stack_ = nullptr;
+  const void* asan_bottom_ = nullptr;
+  size_t asan_size_ = 0;
+};
+
+}  // namespace doorbell::gpu_sim

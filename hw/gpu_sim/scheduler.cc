@@ -1,0 +1,421 @@
+#include "hw/gpu_sim/scheduler.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "hw/gpu_sim/sim_ctx.h"
+
+namespace doorbell::gpu_sim {
+
+namespace {
+#if defined(__SANITIZE_ADDRESS__)
+constexpr size_t kDefaultStack = 512 * 1024;
+#else
+constexpr size_t kDefaultStack = 64 * 1024;
+#endif
+// A polling loop may make a few accesses between two spins and still count as polling.
+constexpr uint64_t kPollSlack = 8;
+
+uint64_t next_rand(uint64_t& s) {  // xorshift64*
+  s ^= s >> 12, s ^= s << 25, s ^= s >> 27;
+  return s * 0x2545F4914F6CDD1Dull;
+}
+}  // namespace
+
+const char* policy_name(Policy p) {
+  switch (p) {
+    case Policy::kRandom: return "random";
+    case Policy::kPct: return "pct";
+    case Policy::kRunToCompletion: return "fast";
+  }
+  return "?";
+}
+
+const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::kCompleted: return "completed";
+    case Outcome::kHang: return "hang";
+    case Outcome::kStepLimit: return "step-limit";
+  }
+  return "?";
+}
+
+struct Scheduler::Lane {
+  enum class State : uint8_t { kRunnable, kCollective, kDone };
+  std::unique_ptr<Fiber> fiber;
+  uint32_t index = 0;
+  State state = State::kRunnable;
+  uint64_t resumes = 0;
+  // Polling: the lane's last spin, at which shared-state version, and on what.
+  uint64_t spin_mark = 0, spin_version = ~0ull;
+  uint32_t spins = 0;
+  bool ever_spun = false;
+  const char* wait_what = nullptr;
+  const uint64_t* wait_addr = nullptr;
+  uint64_t wait_seen = 0;
+
+  bool polling(uint64_t version, uint32_t need) const {
+    return ever_spun && resumes - spin_mark <= kPollSlack && spin_version == version && spins >= need;
+  }
+};
+
+struct Scheduler::Agent {
+  std::string name;
+  uint32_t index = 0;
+  bool daemon = false;
+  std::vector<std::unique_ptr<Lane>> lanes;
+  uint32_t live = 0;
+  // Warp collective exchange, double-buffered by generation.
+  int coll_kind = -1;
+  uint32_t arrived = 0;
+  uint64_t gen = 0;
+  uint64_t in_val[32] = {};
+  uint32_t in_arg[32] = {};
+  uint64_t out[2][32] = {};
+  int64_t priority = 0;
+
+  bool runnable() const {
+    for (const auto& l : lanes)
+      if (l->state == Lane::State::kRunnable) return true;
+    return false;
+  }
+};
+
+Scheduler::Scheduler(SchedOptions o) : opt_(o), rng_(o.seed * 0x9E3779B97F4A7C15ull | 1) {
+  if (opt_.stack_bytes == 0) opt_.stack_bytes = kDefaultStack;
+}
+
+Scheduler::~Scheduler() = default;
+
+std::string Scheduler::describe() const {
+  std::ostringstream os;
+  os << "seed=" << opt_.seed << " policy=" << policy_name(opt_.policy);
+  if (opt_.policy == Policy::kPct) os << " depth=" << opt_.pct_depth;
+  return os.str();
+}
+
+void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::function<void(SimCtx&)> body) {
+  const uint32_t lanes = std::clamp<uint32_t>(cfg.lanes, 1, 32);
+  LaunchConfig c = cfg;
+  c.lanes = lanes;
+  auto shared_body = std::make_shared<std::function<void(SimCtx&)>>(std::move(body));
+  for (uint32_t cta = 0; cta < cfg.ctas; ++cta)
+    for (uint32_t w = 0; w < cfg.warps_per_cta; ++w) {
+      auto a = std::make_unique<Agent>();
+      a->name = name + "[cta " + std::to_string(cta) + " warp " + std::to_string(w) + "]";
+      a->index = uint32_t(agents_.size());
+      Agent* ap = a.get();
+      for (uint32_t i = 0; i < lanes; ++i) {
+        auto l = std::make_unique<Lane>();
+        l->index = i;
+        Lane* lp = l.get();
+        l->fiber = std::make_unique<Fiber>(
+            [this, ap, lp, shared_body, w, cta, c] {
+              SimCtx ctx(this, lp->index, w, cta, c);
+              try {
+                (*shared_body)(ctx);
+              } catch (const KernelAborted&) {
+              }
+              finish_lane(*ap, *lp);
+            },
+            opt_.stack_bytes);
+        a->lanes.push_back(std::move(l));
+      }
+      a->live = lanes;
+      agents_.push_back(std::move(a));
+    }
+}
+
+void Scheduler::add_agent(const std::string& name, std::function<void(AgentCtx&)> body, bool daemon) {
+  auto a = std::make_unique<Agent>();
+  a->name = name;
+  a->index = uint32_t(agents_.size());
+  a->daemon = daemon;
+  Agent* ap = a.get();
+  auto l = std::make_unique<Lane>();
+  Lane* lp = l.get();
+  l->fiber = std::make_unique<Fiber>(
+      [this, ap, lp, body = std::move(body)] {
+        AgentCtx ctx(this);
+        try {
+          body(ctx);
+        } catch (const KernelAborted&) {
+        }
+        finish_lane(*ap, *lp);
+      },
+      opt_.stack_bytes);
+  a->lanes.push_back(std::move(l));
+  a->live = 1;
+  agents_.push_back(std::move(a));
+}
+
+void Scheduler::watch(const std::string& name, const uint64_t* addr) { watches_.push_back({name, addr}); }
+
+void Scheduler::map_mmio(uint64_t base, uint64_t size, std::function<void(uint64_t, uint64_t)> fn) {
+  mmio_.push_back({base, size, std::move(fn)});
+}
+
+// ---- inside fibers ----
+
+void Scheduler::yield() { Fiber::switch_to(*cur_lane_->fiber, main_); }
+
+void Scheduler::point() {
+  if (aborted_ || (stopping_ && cur_agent_->daemon)) throw KernelAborted{};
+  if (opt_.policy != Policy::kRunToCompletion) {
+    yield();
+    if (aborted_ || (stopping_ && cur_agent_->daemon)) throw KernelAborted{};
+  }
+}
+
+void Scheduler::record(Access kind, uint64_t value, bool changed) {
+  ++accesses_;
+  if (changed) ++version_;
+  // FNV-1a over 64-bit words: who, what kind, which value.
+  const uint64_t who = (uint64_t(cur_agent_->index) << 40) | (uint64_t(cur_lane_->index) << 32) | uint64_t(kind);
+  hash_ = (hash_ ^ who) * 0x100000001b3ull;
+  hash_ = (hash_ ^ value) * 0x100000001b3ull;
+}
+
+void Scheduler::mmio_store(uint64_t* addr, uint64_t value) {
+  point();
+  const auto a = reinterpret_cast<uint64_t>(addr);
+  bool routed = false;
+  for (const Mmio& m : mmio_)
+    if (a - m.base < m.size) {
+      m.fn(a, value);
+      routed = true;
+      break;
+    }
+  if (!routed) *addr = value;
+  record(Access::kMmio, value, true);  // a doorbell is an event even when the value repeats
+}
+
+bool Scheduler::spin(const char* what, const uint64_t* addr, uint64_t seen) {
+  Agent& a = *cur_agent_;
+  Lane& l = *cur_lane_;
+  if (aborted_ || (stopping_ && a.daemon)) return false;
+  l.wait_what = what;
+  l.wait_addr = addr;
+  l.wait_seen = seen;
+  if (l.spin_version != version_) l.spin_version = version_, l.spins = 0;
+  ++l.spins;
+  l.spin_mark = l.resumes;
+  l.ever_spun = true;
+  if (l.spins == opt_.hang_spins) check_hang();
+  if (opt_.policy == Policy::kPct) a.priority = --lowest_priority_;  // a poller gives way
+  yield();
+  return !(aborted_ || (stopping_ && a.daemon));
+}
+
+uint64_t Scheduler::collective(int kind, uint64_t value, uint32_t arg) {
+  if (aborted_) throw KernelAborted{};
+  Agent& a = *cur_agent_;
+  Lane& l = *cur_lane_;
+  if (a.arrived != 0 && a.coll_kind != kind) {
+    report_ = "divergent warp collectives in " + a.name + " (lanes called different collectives)\n";
+    hang_ = true;
+    yield();
+    throw KernelAborted{};
+  }
+  a.coll_kind = kind;
+  a.in_val[l.index] = value;
+  a.in_arg[l.index] = arg % uint32_t(a.lanes.size());
+  ++a.arrived;
+  const uint64_t gen = a.gen;
+  if (a.arrived == a.live) {
+    complete_collective(a);
+  } else {
+    l.state = Lane::State::kCollective;
+    yield();
+    if (aborted_) throw KernelAborted{};
+  }
+  return a.out[gen & 1][l.index];
+}
+
+void Scheduler::complete_collective(Agent& a) {
+  uint64_t ballot = 0;
+  for (const auto& l : a.lanes)
+    if (l->state != Lane::State::kDone && a.in_val[l->index] != 0) ballot |= uint64_t(1) << l->index;
+  uint64_t* out = a.out[a.gen & 1];
+  for (const auto& l : a.lanes) {
+    const uint32_t i = l->index;
+    out[i] = a.coll_kind == 0 ? a.in_val[a.in_arg[i]] : a.coll_kind == 1 ? ballot : 0;
+    if (l->state == Lane::State::kCollective) l->state = Lane::State::kRunnable;
+  }
+  a.arrived = 0;
+  ++a.gen;
+}
+
+void Scheduler::finish_lane(Agent& a, Lane& l) {
+  l.state = Lane::State::kDone;
+  --a.live;
+  if (a.arrived != 0 && a.arrived == a.live) complete_collective(a);
+}
+
+// ---- the scheduler proper (main context) ----
+
+void Scheduler::resume(Agent& a, Lane& l) {
+  cur_agent_ = &a;
+  cur_lane_ = &l;
+  ++l.resumes;
+  ++steps_;
+  Fiber::switch_to(main_, *l.fiber);
+  cur_lane_ = nullptr;
+}
+
+void Scheduler::step(Agent& a) {
+  // Lockstep: one warp step resumes every runnable lane once, in lane order.
+  for (auto& l : a.lanes) {
+    if (l->state != Lane::State::kRunnable) continue;
+    resume(a, *l);
+    if (hang_) return;
+  }
+}
+
+Scheduler::Agent* Scheduler::pick() {
+  Agent* best = nullptr;
+  size_t candidates = 0;
+  switch (opt_.policy) {
+    case Policy::kRandom: {
+      for (auto& a : agents_) candidates += a->runnable();
+      if (candidates == 0) return nullptr;
+      size_t k = next_rand(rng_) % candidates;
+      for (auto& a : agents_)
+        if (a->runnable() && k-- == 0) return a.get();
+      return nullptr;
+    }
+    case Policy::kPct:
+      for (auto& a : agents_)
+        if (a->runnable() && (best == nullptr || a->priority > best->priority)) best = a.get();
+      return best;
+    case Policy::kRunToCompletion:
+      for (size_t i = 0; i < agents_.size(); ++i) {
+        Agent* a = agents_[(rr_next_ + i) % agents_.size()].get();
+        if (a->runnable()) {
+          rr_next_ = (rr_next_ + i + 1) % agents_.size();
+          return a;
+        }
+      }
+      return nullptr;
+  }
+  return nullptr;
+}
+
+void Scheduler::check_hang() {
+  for (const auto& a : agents_)
+    for (const auto& l : a->lanes) {
+      if (l->state == Lane::State::kDone || l->state == Lane::State::kCollective) continue;
+      if (!l->polling(version_, opt_.hang_spins)) return;
+    }
+  hang_ = true;
+  report_ = hang_report();
+}
+
+std::string Scheduler::name_of(const uint64_t* addr) const {
+  for (const Watch& w : watches_)
+    if (w.addr == addr) return w.name;
+  std::ostringstream os;
+  os << static_cast<const void*>(addr);
+  return os.str();
+}
+
+std::string Scheduler::hang_report() const {
+  std::ostringstream os;
+  os << "hang: every live lane polls and no shared word changed for " << opt_.hang_spins << " polls each (step "
+     << steps_ << ", " << describe() << ")\n";
+  for (const auto& a : agents_) {
+    // Group consecutive lanes in the same state.
+    size_t i = 0;
+    while (i < a->lanes.size()) {
+      const Lane& l = *a->lanes[i];
+      auto same = [&](const Lane& o) {
+        if (o.state != l.state) return false;
+        return l.state != Lane::State::kRunnable ||
+               (o.wait_what == l.wait_what && o.wait_addr == l.wait_addr && o.wait_seen == l.wait_seen);
+      };
+      size_t j = i + 1;
+      while (j < a->lanes.size() && same(*a->lanes[j])) ++j;
+      os << "  " << a->name;
+      if (a->lanes.size() > 1) os << (j - i > 1 ? " lanes " : " lane ") << i << (j - i > 1 ? "-" + std::to_string(j - 1) : "");
+      os << ": ";
+      if (l.state == Lane::State::kDone) os << "finished";
+      else if (l.state == Lane::State::kCollective) os << "at a warp collective";
+      else {
+        os << "waits in \"" << (l.wait_what ? l.wait_what : "?") << "\"";
+        if (l.wait_addr != nullptr) os << " on " << name_of(l.wait_addr) << ", last seen " << l.wait_seen;
+      }
+      os << "\n";
+      i = j;
+    }
+  }
+  if (!watches_.empty()) {
+    os << "  watched:";
+    for (const Watch& w : watches_) os << " " << w.name << "=" << *w.addr;
+    os << "\n";
+  }
+  return os.str();
+}
+
+void Scheduler::abort_all() {
+  aborted_ = true;
+  for (int round = 0; round < 1000; ++round) {
+    bool any = false;
+    for (auto& a : agents_)
+      for (auto& l : a->lanes) {
+        if (l->state == Lane::State::kDone) continue;
+        any = true;
+        l->state = Lane::State::kRunnable;
+        resume(*a, *l);
+      }
+    if (!any) return;
+  }
+}
+
+RunResult Scheduler::run() {
+  // PCT: distinct random priorities above d, and d-1 change points in [1, pct_steps].
+  if (opt_.policy == Policy::kPct) {
+    std::vector<uint32_t> perm(agents_.size());
+    for (uint32_t i = 0; i < perm.size(); ++i) perm[i] = i;
+    for (size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[next_rand(rng_) % i]);
+    for (size_t i = 0; i < agents_.size(); ++i) agents_[i]->priority = int64_t(opt_.pct_depth + perm[i]);
+    for (uint32_t j = 1; j < opt_.pct_depth; ++j) change_points_.push_back(1 + next_rand(rng_) % opt_.pct_steps);
+    std::sort(change_points_.begin(), change_points_.end());
+  }
+  RunResult r;
+  size_t next_change = 0;
+  uint64_t warp_steps = 0;
+  for (;;) {
+    bool user_live = false, any_live = false;
+    for (const auto& a : agents_) {
+      any_live |= a->live != 0;
+      user_live |= a->live != 0 && !a->daemon;
+    }
+    if (!any_live) break;
+    if (!user_live) stopping_ = true;
+    Agent* a = pick();
+    if (a == nullptr) {
+      hang_ = true;
+      report_ = "deadlock: no agent can run\n" + hang_report();
+      break;
+    }
+    ++warp_steps;
+    while (next_change < change_points_.size() && change_points_[next_change] <= warp_steps)
+      a->priority = int64_t(opt_.pct_depth) - 1 - int64_t(next_change++);
+    step(*a);
+    if (hang_) break;
+    if (steps_ >= opt_.max_steps) {
+      r.outcome = Outcome::kStepLimit;
+      report_ = "step limit " + std::to_string(opt_.max_steps) + " reached (" + describe() + ")\n" + hang_report();
+      break;
+    }
+  }
+  if (hang_) r.outcome = Outcome::kHang;
+  if (r.outcome != Outcome::kCompleted) abort_all();
+  r.steps = steps_;
+  r.accesses = accesses_;
+  r.trace_hash = hash_;
+  r.report = report_;
+  return r;
+}
+
+}  // namespace doorbell::gpu_sim

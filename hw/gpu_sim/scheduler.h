@@ -1,0 +1,132 @@
+// The CPU GPU model's deterministic scheduler. A kernel launch adds one agent per warp (its
+// lanes are fibers that advance in lockstep: one warp step resumes every runnable lane once);
+// device agents (a NIC engine, a proxy) join as single-fiber agents. Every shared-memory
+// access is a scheduling point; the next agent is chosen from the seed (uniform random, or
+// PCT with depth d), or agents run to completion (fast mode, for benchmarks). A run is a pure
+// function of (agents, options): the trace hash over every access proves it.
+//
+// A hang is a result: when every live lane is polling (spin) and no shared word has changed
+// for `hang_spins` polls each, the run stops with a report of who waits on what, and the
+// watched words' values. Lanes then unwind (spin returns false, accesses throw).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hw/gpu_sim/fiber.h"
+
+namespace doorbell::gpu_sim {
+
+enum class Policy : uint8_t { kRandom, kPct, kRunToCompletion };
+const char* policy_name(Policy p);
+
+struct SchedOptions {
+  Policy policy = Policy::kRandom;
+  uint64_t seed = 1;
+  uint32_t pct_depth = 3;          // PCT: d - 1 priority change points
+  uint64_t pct_steps = 20'000;     // PCT: step range the change points are drawn from
+  uint32_t hang_spins = 64;        // polls per waiting lane with no shared change => hang
+  uint64_t max_steps = 100'000'000;
+  size_t stack_bytes = 0;          // per fiber; 0 = default (64 KiB, 512 KiB under ASan)
+};
+
+enum class Outcome : uint8_t { kCompleted, kHang, kStepLimit };
+const char* outcome_name(Outcome o);
+
+struct RunResult {
+  Outcome outcome = Outcome::kCompleted;
+  uint64_t steps = 0;        // lane/agent resumptions
+  uint64_t accesses = 0;     // shared-memory accesses performed
+  uint64_t trace_hash = 0;   // over every access: (agent, lane, kind, value)
+  std::string report;        // hang / limit report; empty when completed
+};
+
+struct LaunchConfig {
+  uint32_t ctas = 1;
+  uint32_t warps_per_cta = 1;
+  uint32_t lanes = 32;       // lanes per warp (<= 32); fewer make small tests cheap
+};
+
+// Kinds of shared access (part of the trace hash).
+enum class Access : uint8_t { kLoad, kStore, kAdd, kCas, kMax, kExch, kMmio, kDevice };
+
+class SimCtx;
+class AgentCtx;
+
+// Thrown inside a fiber to unwind it after the run was stopped (hang, step limit).
+struct KernelAborted {};
+
+class Scheduler {
+ public:
+  explicit Scheduler(SchedOptions o = {});
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Add a kernel: cfg.ctas x cfg.warps_per_cta warps; `body` runs once per lane.
+  void launch(const std::string& name, const LaunchConfig& cfg, std::function<void(SimCtx&)> body);
+  // Add a device agent. A daemon is stopped (its spin returns false) once every
+  // non-daemon agent has finished.
+  void add_agent(const std::string& name, std::function<void(AgentCtx&)> body, bool daemon = true);
+  // Name a shared word: hang reports print its value and name waits on it.
+  void watch(const std::string& name, const uint64_t* addr);
+  // Route 64-bit MMIO stores in [base, base+size) to a device.
+  void map_mmio(uint64_t base, uint64_t size, std::function<void(uint64_t addr, uint64_t value)> fn);
+
+  RunResult run();
+  const SchedOptions& options() const { return opt_; }
+  // "seed=N policy=P" — what a replay needs besides the program.
+  std::string describe() const;
+
+  // ---- used by SimCtx / AgentCtx from inside running fibers ----
+  void point();                                   // a scheduling point before an access
+  void record(Access kind, uint64_t value, bool changed);
+  bool spin(const char* what, const uint64_t* addr, uint64_t seen);
+  uint64_t collective(int kind, uint64_t value, uint32_t arg);
+  void mmio_store(uint64_t* addr, uint64_t value);
+  bool stopping() const { return stopping_ || aborted_; }
+
+ private:
+  struct Lane;
+  struct Agent;
+  void step(Agent& a);
+  void resume(Agent& a, Lane& l);
+  void yield();
+  void finish_lane(Agent& a, Lane& l);
+  void complete_collective(Agent& a);
+  Agent* pick();
+  void check_hang();
+  std::string hang_report() const;
+  std::string name_of(const uint64_t* addr) const;
+  void abort_all();
+
+  SchedOptions opt_;
+  std::vector<std::unique_ptr<Agent>> agents_;
+  Fiber main_;
+  Agent* cur_agent_ = nullptr;
+  Lane* cur_lane_ = nullptr;
+  uint64_t rng_;
+  uint64_t version_ = 0;        // bumps on every change to shared state
+  uint64_t steps_ = 0, accesses_ = 0, hash_ = 0xcbf29ce484222325ull;
+  bool hang_ = false, aborted_ = false, stopping_ = false;
+  std::string report_;
+  struct Watch {
+    std::string name;
+    const uint64_t* addr;
+  };
+  std::vector<Watch> watches_;
+  struct Mmio {
+    uint64_t base, size;
+    std::function<void(uint64_t, uint64_t)> fn;
+  };
+  std::vector<Mmio> mmio_;
+  // PCT state.
+  std::vector<uint64_t> change_points_;
+  int64_t lowest_priority_ = 0;
+  size_t rr_next_ = 0;
+};
+
+}  // namespace doorbell::gpu_sim

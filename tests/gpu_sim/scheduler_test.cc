@@ -1,0 +1,234 @@
+// The deterministic scheduler with the protocols of core/sync: correct programs pass under
+// random and PCT schedules; planted bugs are found (a lost update, a missing doorbell
+// reported as a hang with the stalled indices); the same seed gives the same trace hash.
+#include "hw/gpu_sim/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/sync/publish_ring.h"
+#include "core/sync/ticket_lock.h"
+#include "hw/gpu_sim/sim_ctx.h"
+#include "tests/seeds.h"
+
+namespace doorbell::gpu_sim {
+namespace {
+
+using exec::gpu_scope;
+using exec::relaxed;
+using testing::sweep_seeds;
+
+SchedOptions opts(uint64_t seed, Policy p = Policy::kRandom) {
+  SchedOptions o;
+  o.seed = seed;
+  o.policy = p;
+  return o;
+}
+
+// Every lane adds 1 to a counter `iters` times: under the ticket lock, or (planted bug)
+// with a bare load + store.
+struct CounterRun {
+  RunResult r;
+  uint64_t counter = 0, want = 0;
+};
+CounterRun count_up(SchedOptions o, LaunchConfig cfg, int iters, bool locked) {
+  Scheduler s(o);
+  sync::TicketLock lock;
+  CounterRun out;
+  s.watch("counter", &out.counter);
+  s.launch("count", cfg, [&](SimCtx& ctx) {
+    for (int i = 0; i < iters; ++i) {
+      uint64_t t = 0;
+      if (locked && sync::ticket_acquire(ctx, &lock, &t) != exec::WaitResult::kOk) return;
+      const uint64_t v = ctx.load(gpu_scope, relaxed, &out.counter);
+      ctx.store(gpu_scope, relaxed, &out.counter, v + 1);
+      if (locked) sync::ticket_release(ctx, &lock, t);
+    }
+  });
+  out.r = s.run();
+  out.want = uint64_t(cfg.ctas) * cfg.warps_per_cta * cfg.lanes * iters;
+  return out;
+}
+
+TEST(Scheduler, TicketLockCounterIsExactUnderRandomAndPct) {
+  for (Policy p : {Policy::kRandom, Policy::kPct, Policy::kRunToCompletion}) {
+    const uint64_t bad = sweep_seeds(1, p == Policy::kRunToCompletion ? 1 : 200, [&](uint64_t seed) {
+      CounterRun c = count_up(opts(seed, p), {2, 2, 4}, 3, true);
+      EXPECT_EQ(c.r.outcome, Outcome::kCompleted) << c.r.report;
+      return c.r.outcome == Outcome::kCompleted && c.counter == c.want;
+    });
+    EXPECT_EQ(bad, 0u) << policy_name(p);
+  }
+}
+
+TEST(Scheduler, FindsNonAtomicIncrementRaceWithin1000Seeds) {
+  const uint64_t found = sweep_seeds(1, 1000, [&](uint64_t seed) {
+    CounterRun c = count_up(opts(seed), {1, 2, 2}, 2, false);
+    return c.counter == c.want;  // a lost update fails the seed
+  });
+  EXPECT_NE(found, 0u) << "no seed in 1..1000 exposed the lost update";
+  std::printf("[doorbell] lost update first exposed by seed %llu\n", (unsigned long long)found);
+}
+
+TEST(Scheduler, PctAlsoFindsTheRace) {
+  const uint64_t found = sweep_seeds(1, 1000, [&](uint64_t seed) {
+    SchedOptions o = opts(seed, Policy::kPct);
+    o.pct_steps = 200;
+    CounterRun c = count_up(o, {1, 2, 2}, 2, false);
+    return c.counter == c.want;
+  });
+  EXPECT_NE(found, 0u);
+}
+
+TEST(Scheduler, SameSeedSameTraceHash) {
+  for (Policy p : {Policy::kRandom, Policy::kPct}) {
+    const CounterRun a = count_up(opts(42, p), {2, 2, 8}, 2, true);
+    const CounterRun b = count_up(opts(42, p), {2, 2, 8}, 2, true);
+    const CounterRun c = count_up(opts(43, p), {2, 2, 8}, 2, true);
+    EXPECT_EQ(a.r.trace_hash, b.r.trace_hash);
+    EXPECT_EQ(a.r.steps, b.r.steps);
+    EXPECT_NE(a.r.trace_hash, c.r.trace_hash) << "different seeds should give different interleavings";
+  }
+}
+
+TEST(Scheduler, WarpCollectivesUnderDivergence) {
+  Scheduler s(opts(7));
+  uint64_t flag = 0;
+  std::vector<uint64_t> got(8), bal(8);
+  s.launch("coll", {1, 1, 8}, [&](SimCtx& ctx) {
+    uint64_t v = 0;
+    if (ctx.lane() == 3) {  // lane 3 alone waits for a flag another warp sets, then broadcasts
+      exec::wait_until(ctx, "flag", &flag, [](uint64_t f) { return f != 0; });
+      v = ctx.load(gpu_scope, relaxed, &flag) + 100;
+    }
+    got[ctx.lane()] = ctx.shfl(v, 3);
+    bal[ctx.lane()] = ctx.ballot(ctx.lane() % 2 == 1);
+    EXPECT_TRUE(ctx.any(ctx.lane() == 5));
+    EXPECT_FALSE(ctx.all(ctx.lane() == 5));
+    EXPECT_TRUE(ctx.all(true));
+  });
+  s.launch("setter", {1, 1, 1}, [&](SimCtx& ctx) { ctx.store(gpu_scope, exec::release, &flag, 7); });
+  const RunResult r = s.run();
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.report;
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(got[size_t(i)], 107u);
+    EXPECT_EQ(bal[size_t(i)], 0xaau);
+  }
+}
+
+// The publish ring: producers in one kernel, a consumer lane in another.
+struct RingRun {
+  RunResult r;
+  uint64_t bad = 0, total = 0;
+  sync::PublishRing ring;
+};
+RingRun run_ring(SchedOptions o, uint64_t batch, uint32_t warps, int iters, bool planted, uint64_t nslots = 16) {
+  RingRun out;
+  std::vector<uint64_t> slots(nslots);
+  sync::PublishRing& ring = out.ring;
+  ring.slots = slots.data();
+  ring.nslots = nslots;
+  ring.batch = batch;
+  ring.plant_no_idle_doorbell = planted;
+  auto size_of = [](uint32_t warp, int i) { return uint64_t(1 + (warp * 3 + uint32_t(i)) % 3); };
+  for (uint32_t w = 0; w < warps; ++w)
+    for (int i = 0; i < iters; ++i) out.total += size_of(w, i);
+  Scheduler s(o);
+  s.watch("resv", &ring.resv);
+  s.watch("ready", &ring.ready);
+  s.watch("prod", &ring.prod);
+  s.watch("cons", &ring.cons);
+  s.watch("doorbell", &ring.doorbell);
+  s.launch("producer", {1, warps, 4}, [&](SimCtx& ctx) {
+    uint64_t end = 0;
+    for (int i = 0; i < iters; ++i)
+      if (sync::ring_produce(ctx, &ring, size_of(ctx.warp(), i), &end) != exec::WaitResult::kOk) return;
+    (void)sync::ring_quiet(ctx, &ring, end);
+  });
+  s.launch("consumer", {1, 1, 1}, [&](SimCtx& ctx) {
+    exec::WaitResult res;
+    out.bad = sync::ring_consume(ctx, &ring, out.total, &res);
+  });
+  out.r = s.run();
+  return out;
+}
+
+TEST(Scheduler, PublishRingDeliversEverySlotInOrder) {
+  for (Policy p : {Policy::kRandom, Policy::kPct})
+    for (uint64_t batch : {1u, 2u, 4u, 8u}) {
+      const uint64_t bad = sweep_seeds(1, 60, [&](uint64_t seed) {
+        RingRun rr = run_ring(opts(seed, p), batch, 3, 4, false);
+        EXPECT_EQ(rr.r.outcome, Outcome::kCompleted) << rr.r.report;
+        return rr.r.outcome == Outcome::kCompleted && rr.bad == 0 && rr.ring.cons == rr.total;
+      });
+      EXPECT_EQ(bad, 0u) << policy_name(p) << " batch " << batch;
+    }
+}
+
+TEST(Scheduler, MissingIdleDoorbellIsReportedAsAHangWithTheIndices) {
+  // batch 8 > every request and the total (21) is not a multiple of 8: without rule (a) the
+  // tail after the last batch boundary is never posted.
+  RingRun rr = run_ring(opts(5), 8, 3, 4, true);
+  ASSERT_NE(rr.total % 8, 0u);
+  ASSERT_EQ(rr.r.outcome, Outcome::kHang) << rr.r.report;
+  std::printf("%s", rr.r.report.c_str());
+  EXPECT_NE(rr.r.report.find("ring_consume: doorbell > cons"), std::string::npos);
+  EXPECT_NE(rr.r.report.find("ring_quiet: cons >= my end"), std::string::npos);
+  const uint64_t p = rr.ring.prod;
+  EXPECT_LT(p, rr.total);
+  const std::string idx = "watched: resv=" + std::to_string(rr.total) + " ready=" + std::to_string(rr.total) +
+                          " prod=" + std::to_string(p) + " cons=" + std::to_string(p) + " doorbell=" + std::to_string(p);
+  EXPECT_NE(rr.r.report.find(idx), std::string::npos) << "want: " << idx;
+  // And the correct rule on the same seed completes.
+  EXPECT_EQ(run_ring(opts(5), 8, 3, 4, false).r.outcome, Outcome::kCompleted);
+}
+
+TEST(Scheduler, HangFoundUnderEverySeedAndPolicy) {
+  for (Policy p : {Policy::kRandom, Policy::kPct, Policy::kRunToCompletion}) {
+    const uint64_t bad = sweep_seeds(100, p == Policy::kRunToCompletion ? 1 : 50, [&](uint64_t seed) {
+      return run_ring(opts(seed, p), 8, 3, 4, true).r.outcome == Outcome::kHang;
+    });
+    EXPECT_EQ(bad, 0u) << policy_name(p);
+  }
+}
+
+TEST(Scheduler, DeviceAgentJoinsAndDaemonStops) {
+  Scheduler s(opts(3));
+  uint64_t mailbox = 0, seen = 0;
+  s.add_agent("echo", [&](AgentCtx& a) {
+    while (!a.stopping()) {
+      a.point();
+      if (mailbox != 0 && seen == 0) {
+        seen = mailbox;
+        a.changed(seen);
+      } else if (!a.spin("echo idle")) {
+        break;
+      }
+    }
+  });
+  s.launch("k", {1, 1, 1}, [&](SimCtx& ctx) {
+    ctx.mmio_store64(&mailbox, 9);
+    exec::wait_until(ctx, "echo", &seen, [](uint64_t v) { return v == 9; });
+  });
+  const RunResult r = s.run();
+  EXPECT_EQ(r.outcome, Outcome::kCompleted) << r.report;
+  EXPECT_EQ(seen, 9u);
+}
+
+TEST(Scheduler, MmioStoresRouteToTheDevice) {
+  Scheduler s(opts(1));
+  uint64_t reg[4] = {};
+  std::vector<std::pair<uint64_t, uint64_t>> got;
+  s.map_mmio(reinterpret_cast<uint64_t>(reg), sizeof reg, [&](uint64_t a, uint64_t v) { got.push_back({a, v}); });
+  s.launch("k", {1, 1, 1}, [&](SimCtx& ctx) { ctx.mmio_store64(&reg[2], 0xabc); });
+  ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first, reinterpret_cast<uint64_t>(&reg[2]));
+  EXPECT_EQ(got[0].second, 0xabcu);
+  EXPECT_EQ(reg[2], 0u);  // the device saw it; memory did not
+}
+
+}  // namespace
+}  // namespace doorbell::gpu_sim
