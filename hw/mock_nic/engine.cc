@@ -134,9 +134,12 @@ struct Engine {
     if (total > 0x80000000ull) return error(CqeSyndrome::kLocalLengthErr, vendor::kLengthTooLarge);
     Peer r;
     if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
+    if (!(r.qp->remote_access & kRemoteWrite)) return error(CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
+    Srq* srq = with_imm && r.qp->attr.srqn != 0 ? &r.nic->srqs_[r.qp->attr.srqn - kFirstSrqn] : nullptr;
     if (with_imm) {
-      const uint64_t rq_prod = r.qp->rq_head + uint16_t(r.qp->dbr->rcv.get() - uint16_t(r.qp->rq_head));
-      if (r.qp->attr.recv_cqn == 0 || r.qp->rq_head == rq_prod) return error(CqeSyndrome::kRnrRetryExcErr, vendor::kRnr);
+      const bool have = srq != nullptr ? srq->consumed < srq->posted
+                                       : r.qp->rq_head != r.qp->rq_head + uint16_t(r.qp->dbr->rcv.get() - uint16_t(r.qp->rq_head));
+      if (r.qp->attr.recv_cqn == 0 || !have) return error(CqeSyndrome::kRnrRetryExcErr, vendor::kRnr);
     }
     if (total != 0) {  // a zero-length write carries no key to check
       const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
@@ -152,7 +155,7 @@ struct Engine {
       Completion c;
       c.opcode = mlx5::CqeOpcode::kRespWrImm;
       c.qpn = r.qp->qpn;
-      c.wqe_counter = uint16_t(r.qp->rq_head++);
+      c.wqe_counter = uint16_t(srq != nullptr ? srq->consumed++ : r.qp->rq_head++);
       c.byte_cnt = uint32_t(total);
       c.imm = imm;
       r.nic->find_cq(r.qp->attr.recv_cqn)->post(c, r.nic->now_);
@@ -191,6 +194,7 @@ struct Engine {
     if (Outcome e = gather_scatter(nic, qp, w, 2, ds, &resp.scatter, &total); e.syndrome != CqeSyndrome::kNone) return e;
     Peer r;
     if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
+    if (!(r.qp->remote_access & kRemoteRead)) return error(CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
     resp.data.resize(total);
     if (total != 0) {
       const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
@@ -223,6 +227,7 @@ struct Engine {
     if (total != size) return error(CqeSyndrome::kLocalLengthErr, vendor::kAtomicBadLength);
     Peer r;
     if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
+    if (!(r.qp->remote_access & kRemoteAtomic)) return error(CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
     const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
     const uint64_t raddr = ra->raddr.get();
     if (raddr % size != 0) return error(CqeSyndrome::kRemoteInvalReqErr, vendor::kAtomicMisaligned);

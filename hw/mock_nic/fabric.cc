@@ -1,5 +1,7 @@
 #include "hw/mock_nic/fabric.h"
 
+#include <algorithm>
+
 #include "hw/mock_nic/nic.h"
 
 namespace doorbell::mock_nic {
@@ -15,6 +17,12 @@ Status Fabric::attach(Nic& nic) {
 Nic* Fabric::by_lid(uint16_t lid) const {
   for (Nic* n : nics_)
     if (n->lid() == lid) return n;
+  return nullptr;
+}
+
+Nic* Fabric::by_gid(const uint8_t gid[16]) const {
+  for (Nic* n : nics_)
+    if (std::equal(gid, gid + 16, n->gid().begin())) return n;
   return nullptr;
 }
 

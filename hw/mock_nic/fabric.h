@@ -17,6 +17,7 @@ class Fabric {
   // Attach a NIC; its LID must be unique on the fabric.
   Status attach(Nic& nic);
   Nic* by_lid(uint16_t lid) const;
+  Nic* by_gid(const uint8_t gid[16]) const;
   // One progress round over every NIC; returns the actions performed.
   size_t progress(size_t budget_per_nic = ~size_t{0});
   // Progress until no NIC can act; returns false if `max_rounds` was reached first.

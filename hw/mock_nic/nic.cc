@@ -87,6 +87,7 @@ Result<uint32_t> Nic::create_qp(const QpAttr& a) {
   if (find_cq(a.send_cqn) == nullptr) return Status(Errc::kNotFound, "create_qp: unknown send CQ");
   if (a.recv_cqn != 0 && find_cq(a.recv_cqn) == nullptr) return Status(Errc::kNotFound, "create_qp: unknown receive CQ");
   if (a.uar_page == 0 || a.uar_page >= next_uar_) return Status(Errc::kNotFound, "create_qp: unknown UAR page");
+  if (a.srqn != 0 && srq(a.srqn) == nullptr) return Status(Errc::kNotFound, "create_qp: unknown SRQ");
   const uint64_t bytes = uint64_t(mlx5::kWqebb) << a.log_sq_size;
   auto qp = std::make_unique<Qp>();
   qp->sq = mem_.translate(a.sq_va, bytes);
@@ -179,6 +180,39 @@ bool Nic::mmio_write64(uint64_t addr, uint64_t value) {
   if (page == 0 || page >= next_uar_) return false;
   uar_write64(uint32_t(page), uint32_t((addr - base) % mlx5::kUarPageSize), value);
   return true;
+}
+
+Status Nic::set_qp_access(uint32_t qpn, uint32_t access) {
+  Qp* qp = find_qp(qpn);
+  if (qp == nullptr) return Status(Errc::kNotFound, "set_qp_access: unknown qpn");
+  qp->remote_access = access & (kRemoteWrite | kRemoteRead | kRemoteAtomic);
+  return {};
+}
+
+Result<uint32_t> Nic::create_srq(uint32_t pd, uint32_t max_wr) {
+  if (max_wr == 0) return Status(Errc::kBadParam, "create_srq: max_wr 0");
+  srqs_.push_back(Srq{kFirstSrqn + uint32_t(srqs_.size()), pd, max_wr, 0, 0});
+  return srqs_.back().srqn;
+}
+
+Status Nic::post_srq_recv(uint32_t srqn, uint32_t count) {
+  if (srqn < kFirstSrqn || srqn - kFirstSrqn >= srqs_.size()) return Status(Errc::kNotFound, "post_srq_recv: unknown srqn");
+  Srq& s = srqs_[srqn - kFirstSrqn];
+  if (s.posted + count - s.consumed > s.max_wr) return Status(Errc::kNoResource, "post_srq_recv: SRQ full");
+  s.posted += count;
+  return {};
+}
+
+const Srq* Nic::srq(uint32_t srqn) const {
+  if (srqn < kFirstSrqn || srqn - kFirstSrqn >= srqs_.size()) return nullptr;
+  return &srqs_[srqn - kFirstSrqn];
+}
+
+std::array<uint8_t, 16> Nic::gid() const {
+  std::array<uint8_t, 16> g{0xfe, 0x80};
+  g[14] = uint8_t(cfg_.lid >> 8);
+  g[15] = uint8_t(cfg_.lid);
+  return g;
 }
 
 Status Nic::force_qp_error(uint32_t qpn) {

@@ -7,6 +7,7 @@
 // is in ERR and every further WQE is flushed. Data never moves unless a key check passed.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -70,6 +71,17 @@ class Nic {
 
   const Qp* qp(uint32_t qpn) const;
   const Cq* cq(uint32_t cqn) const;
+  // Which remote operations peers may perform on this QP (set at RST2INIT).
+  Status set_qp_access(uint32_t qpn, uint32_t access);
+
+  // Shared receive queues: created in a PD, receives posted by count.
+  Result<uint32_t> create_srq(uint32_t pd, uint32_t max_wr);
+  Status post_srq_recv(uint32_t srqn, uint32_t count);
+  const Srq* srq(uint32_t srqn) const;
+
+  // The port GID: link-local prefix with the LID in the interface id.
+  std::array<uint8_t, 16> gid() const;
+  Fabric* fabric() const { return fabric_; }
 
   // --- MMIO: a 64-bit store to a UAR (BlueFlame doorbell: first 8 bytes of a ctrl seg) ---
   void uar_write64(uint32_t page, uint32_t offset, uint64_t value);
@@ -110,6 +122,7 @@ class Nic {
   MrTable mrs_;
   std::vector<std::unique_ptr<Qp>> qps_;  // index qpn - kFirstQpn
   std::vector<std::unique_ptr<Cq>> cqs_;  // index cqn - kFirstCqn
+  std::vector<Srq> srqs_;                 // index srqn - kFirstSrqn
   std::vector<Qp*> active_;
   std::vector<Cq*> delayed_cqs_;
   struct LateDoorbell {
@@ -128,6 +141,7 @@ class Nic {
 
 inline constexpr uint32_t kFirstQpn = 0x100;
 inline constexpr uint32_t kFirstCqn = 0x400;
+inline constexpr uint32_t kFirstSrqn = 0x800;
 inline constexpr uint64_t kUarBase = 0x0000'6000'0000'0000ull;
 
 }  // namespace doorbell::mock_nic

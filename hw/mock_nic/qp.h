@@ -22,6 +22,7 @@ struct QpAttr {
   uint64_t sq_va = 0;         // 2^log_sq_size * 64 bytes
   uint64_t dbr_va = 0;        // QpDoorbellRecord
   uint32_t uar_page = 0;      // doorbells for this QP must come through this UAR page
+  uint32_t srqn = 0;          // receives come from this SRQ instead of the QP's own RQ
   uint32_t max_ds = 63;       // largest WQE accepted, in octowords
 };
 
@@ -50,6 +51,14 @@ struct Inflight {
   std::vector<Scatter> scatter;  // where the payload lands
 };
 
+// A shared receive queue: receive WQEs counted, consumed by WRITE_IMM (and SEND, later).
+struct Srq {
+  uint32_t srqn = 0;
+  uint32_t pd = 0;
+  uint32_t max_wr = 0;
+  uint64_t posted = 0, consumed = 0;
+};
+
 struct QpStats {
   uint64_t doorbells = 0, dropped_doorbells = 0;
   uint64_t wqes = 0, wqebbs = 0, bytes = 0;
@@ -61,6 +70,7 @@ struct Qp {
   QpAttr attr;
   QpState state = QpState::kRst;
   QpPeer peer;
+  uint32_t remote_access = kRemoteWrite | kRemoteRead | kRemoteAtomic;  // what peers may do here
 
   std::byte* sq = nullptr;                // pinned translation of attr.sq_va
   mlx5::QpDoorbellRecord* dbr = nullptr;  // pinned translation of attr.dbr_va
