@@ -21,6 +21,11 @@ Result<void*> HostQueueMemory::alloc(size_t bytes, bool gpu) {
 
 void HostQueueMemory::free(void* p) { std::free(p); }
 
+Status QueueMemory::fill(void* p, uint8_t byte, size_t n) {
+  std::memset(p, byte, n);
+  return {};
+}
+
 mlx5::QpDoorbellRecord* QueueSet::qp_dbr(uint32_t i) const {
   return reinterpret_cast<mlx5::QpDoorbellRecord*>(dbr_mem_ + (uint64_t(spec_.num_qps) + i) * kDbrStride);
 }
@@ -51,7 +56,7 @@ Status QueueSet::build() {
     if (!m) return m.status();
     *ptr = static_cast<uint8_t*>(*m);
   }
-  std::memset(cq_mem_, 0xff, cq_bytes_);  // every CQE invalid until the NIC writes it
+  if (Status st = mem_.fill(cq_mem_, 0xff, cq_bytes_); !st) return st;  // every CQE invalid until written
   for (auto [umem, ptr, bytes] : {std::tuple{&cq_umem_, cq_mem_, cq_bytes_}, {&dbr_umem_, dbr_mem_, dbr_bytes_}, {&wq_umem_, wq_, wq_bytes_}}) {
     Result<Umem> u = ctx_.umem_reg(ptr, bytes, kUmemAccess);
     if (!u) return u.status();

@@ -20,6 +20,8 @@ class QueueMemory {
   // Page-aligned, zeroed bytes in GPU memory (gpu) or host memory.
   virtual Result<void*> alloc(size_t bytes, bool gpu) = 0;
   virtual void free(void* p) = 0;
+  // Set n bytes at p (device memory cannot be written with a host memset).
+  virtual Status fill(void* p, uint8_t byte, size_t n);
 };
 
 // Page-aligned host memory; GPU memory needs a CUDA-aware provider.
