@@ -156,21 +156,19 @@ Buf<cq_by_number_in> Driver::build_cq_cmd(uint16_t opcode, uint32_t cqn) {
 
 // ---- execution ----
 
-Result<Obj> Driver::create_cq(const CqSpec& s) {
-  auto in = build_create_cq(s);
-  Buf<create_cq_out> out{};
-  Result<Obj> r = ctx_.obj_create(in.data(), in.size(), out.data(), out.size());
-  if (Status e = command_error(in.data(), out.data(), r.status(), &ctx_); !e) return e;
+namespace {
+// Create an object from a built command; the reply layout sizes the reply buffer.
+template <class OutLayout, class InBuf>
+Result<Obj> create(DevxContext& ctx, const InBuf& in) {
+  Buf<OutLayout> out{};
+  Result<Obj> r = ctx.obj_create(in.data(), in.size(), out.data(), out.size());
+  if (Status e = command_error(in.data(), out.data(), r.status(), &ctx); !e) return e;
   return r;
 }
+}  // namespace
 
-Result<Obj> Driver::create_rc_qp(const RcQpSpec& s) {
-  auto in = build_create_rc_qp(s);
-  Buf<create_qp_out> out{};
-  Result<Obj> r = ctx_.obj_create(in.data(), in.size(), out.data(), out.size());
-  if (Status e = command_error(in.data(), out.data(), r.status(), &ctx_); !e) return e;
-  return r;
-}
+Result<Obj> Driver::create_cq(const CqSpec& s) { return create<create_cq_out>(ctx_, build_create_cq(s)); }
+Result<Obj> Driver::create_rc_qp(const RcQpSpec& s) { return create<create_qp_out>(ctx_, build_create_rc_qp(s)); }
 
 namespace {
 template <class InBuf>
