@@ -58,30 +58,30 @@ class DevxContext {
   virtual ~DevxContext() = default;
 
   virtual const DeviceInfo& info() const = 0;
-  virtual Result<PortInfo> query_port(uint8_t port) { return unsupported("query_port"); }
+  virtual Result<PortInfo> query_port(uint8_t /*port*/) { return unsupported("query_port"); }
   virtual Result<uint32_t> query_eqn() { return unsupported("query_eqn"); }
 
   virtual Result<uint32_t> alloc_pd() { return unsupported("alloc_pd"); }  // the PD number
-  virtual Status dealloc_pd(uint32_t pdn) { return unsupported("dealloc_pd"); }
-  virtual Result<Umem> umem_reg(void* addr, size_t size, uint32_t access) { return unsupported("umem_reg"); }
-  virtual Status umem_dereg(const Umem& u) { return unsupported("umem_dereg"); }
+  virtual Status dealloc_pd(uint32_t /*pdn*/) { return unsupported("dealloc_pd"); }
+  virtual Result<Umem> umem_reg(void* /*addr*/, size_t /*size*/, uint32_t /*access*/) { return unsupported("umem_reg"); }
+  virtual Status umem_dereg(const Umem& /*u*/) { return unsupported("umem_dereg"); }
   virtual Result<Uar> alloc_uar() { return unsupported("alloc_uar"); }
-  virtual Status free_uar(const Uar& u) { return unsupported("free_uar"); }
-  virtual Result<Mr> reg_mr(uint32_t pdn, void* addr, size_t len, uint32_t access) { return unsupported("reg_mr"); }
-  virtual Status dereg_mr(const Mr& m) { return unsupported("dereg_mr"); }
+  virtual Status free_uar(const Uar& /*u*/) { return unsupported("free_uar"); }
+  virtual Result<Mr> reg_mr(uint32_t /*pdn*/, void* /*addr*/, size_t /*len*/, uint32_t /*access*/) { return unsupported("reg_mr"); }
+  virtual Status dereg_mr(const Mr& /*m*/) { return unsupported("dereg_mr"); }
   // Receive side, created through verbs as IBGDA hosts do: an SRQ and a CQ, by number.
-  virtual Result<Obj> create_srq(uint32_t pdn, uint32_t max_wr) { return unsupported("create_srq"); }
-  virtual Result<Obj> create_verbs_cq(uint32_t cqe) { return unsupported("create_verbs_cq"); }
+  virtual Result<Obj> create_srq(uint32_t /*pdn*/, uint32_t /*max_wr*/) { return unsupported("create_srq"); }
+  virtual Result<Obj> create_verbs_cq(uint32_t /*cqe*/) { return unsupported("create_verbs_cq"); }
 
   // PRM object commands. `out` always receives the device's reply (status, syndrome), also
   // when the call fails. `destroy_in` is the DESTROY command the driver built; a backend
   // whose kernel keeps its own (rdma-core) may ignore it.
-  virtual Result<Obj> obj_create(const void* in, size_t inlen, void* out, size_t outlen) { return unsupported("obj_create"); }
-  virtual Status obj_modify(const Obj& o, const void* in, size_t inlen, void* out, size_t outlen) { return unsupported("obj_modify"); }
-  virtual Status obj_query(const Obj& o, const void* in, size_t inlen, void* out, size_t outlen) { return unsupported("obj_query"); }
-  virtual Status obj_destroy(const Obj& o, const void* destroy_in, size_t inlen) { return unsupported("obj_destroy"); }
+  virtual Result<Obj> obj_create(const void* /*in*/, size_t /*inlen*/, void* /*out*/, size_t /*outlen*/) { return unsupported("obj_create"); }
+  virtual Status obj_modify(const Obj& /*o*/, const void* /*in*/, size_t /*inlen*/, void* /*out*/, size_t /*outlen*/) { return unsupported("obj_modify"); }
+  virtual Status obj_query(const Obj& /*o*/, const void* /*in*/, size_t /*inlen*/, void* /*out*/, size_t /*outlen*/) { return unsupported("obj_query"); }
+  virtual Status obj_destroy(const Obj& /*o*/, const void* /*destroy_in*/, size_t /*inlen*/) { return unsupported("obj_destroy"); }
   // The backend's reading of a command syndrome, or nullptr (firmware syndromes are opaque).
-  virtual const char* syndrome_text(uint32_t syndrome) const { return nullptr; }
+  virtual const char* syndrome_text(uint32_t /*syndrome*/) const { return nullptr; }
 
  protected:
   Status unsupported(const char* op) const {
