@@ -1,0 +1,236 @@
+#include "core/ibgda/host/model_world.h"
+
+#include <cstring>
+
+#include "core/ibgda/queue.h"
+#include "hw/gpu_sim/sim_ctx.h"
+#include "hw/mlx5_devx/driver.h"
+
+namespace doorbell::ibgda {
+
+namespace {
+constexpr uint32_t kAllAccess = mock_nic::kLocalWrite | mock_nic::kRemoteWrite | mock_nic::kRemoteRead | mock_nic::kRemoteAtomic;
+}
+
+Result<std::unique_ptr<ModelWorld>> ModelWorld::create(const WorldConfig& cfg) {
+  if (cfg.npes == 0 || cfg.num_rc_per_pe == 0) return Status(Errc::kBadParam, "world: need at least one PE and one RC QP per PE");
+  if ((cfg.opt.num_requests_in_batch & (cfg.opt.num_requests_in_batch - 1)) != 0 || cfg.opt.num_requests_in_batch == 0)
+    return Status(Errc::kBadParam, "world: num_requests_in_batch must be a power of two");
+  if ((cfg.ibuf_slots & (cfg.ibuf_slots - 1)) != 0 || cfg.ibuf_slots == 0)
+    return Status(Errc::kBadParam, "world: ibuf_slots must be a power of two");
+  std::unique_ptr<ModelWorld> w(new ModelWorld(cfg));
+  if (Status st = w->build(); !st) return st;
+  return w;
+}
+
+ModelWorld::~ModelWorld() {
+  for (auto& pe : pes_) {
+    for (size_t i = 0; i < pe->ibufs.size(); ++i) {
+      (void)pe->devx->dereg_mr(pe->ibuf_mrs[i]);
+      pe->devx->free(pe->ibufs[i]);
+    }
+    pe->queues.reset();
+  }
+  // Heap chunk MRs go with each ModelDevx; the heap's memory must outlive them.
+  for (auto& pe : pes_) pe->devx.reset();
+  heap_.reset();
+}
+
+Status ModelWorld::build() {
+  const uint32_t n = cfg_.npes, nrc = cfg_.num_rc_per_pe, nqp = n * nrc;
+  for (uint32_t p = 0; p < n; ++p) {
+    auto pe = std::make_unique<Pe>();
+    mock_nic::NicConfig nc;
+    nc.lid = uint16_t(p + 1);
+    nc.response_delay_max = cfg_.response_delay_max;
+    nc.seed = cfg_.seed * 7919 + p;
+    pe->nic = std::make_unique<mock_nic::Nic>(mem_, nc);
+    if (Status st = fabric_.attach(*pe->nic); !st) return st;
+    pe->devx = std::make_unique<mock_nic::ModelDevx>(*pe->nic, "model_pe" + std::to_string(p));
+    Result<uint32_t> pd = pe->devx->alloc_pd();
+    Result<devx::Uar> uar = pe->devx->alloc_uar();
+    if (!pd || !uar) return Status(Errc::kInternal, "world: PD/UAR allocation failed");
+    pe->pdn = *pd;
+    pe->uar = *uar;
+    devx::QueueSetSpec qs;
+    qs.num_qps = nqp;
+    qs.log_sq_size = cfg_.log_qp_depth;
+    qs.gpu_memory = cfg_.nic_buf_on_gpumem;
+    qs.pdn = pe->pdn;
+    qs.uar_page = pe->uar.page_id;
+    Result<std::unique_ptr<devx::QueueSet>> q = devx::QueueSet::create(*pe->devx, *pe->devx, qs);
+    if (!q) return q.status();
+    pe->queues = std::move(*q);
+    pes_.push_back(std::move(pe));
+  }
+  // Bootstrap: the queue set's QP (rc * npes + peer) of PE p talks to QP (rc * npes + p) of peer.
+  for (uint32_t p = 0; p < n; ++p) {
+    devx::Driver drv(*pes_[p]->devx);
+    for (uint32_t rc = 0; rc < nrc; ++rc)
+      for (uint32_t peer = 0; peer < n; ++peer) {
+        const devx::Obj& qp = pes_[p]->queues->qp(rc * n + peer);
+        devx::RtrSpec r;
+        r.remote_qpn = pes_[peer]->queues->qp(rc * n + p).id;
+        r.dlid = pes_[peer]->nic->lid();
+        if (Status st = drv.rst2init(qp, {}); !st) return st;
+        if (Status st = drv.init2rtr(qp, r); !st) return st;
+        if (Status st = drv.rtr2rts(qp, {}); !st) return st;
+      }
+  }
+  for (uint32_t p = 0; p < n; ++p) {
+    Pe& pe = *pes_[p];
+    pe.mvars.resize(nqp);
+    pe.qps.resize(nqp);
+    for (uint32_t rc = 0; rc < nrc; ++rc)
+      for (uint32_t peer = 0; peer < n; ++peer) {
+        const uint32_t qi = rc * n + peer;  // queue-set order (QP-major)
+        Result<void*> ib = pe.devx->alloc(uint64_t(cfg_.ibuf_slots + 1) * kIbufSlotBytes, cfg_.nic_buf_on_gpumem);
+        if (!ib) return ib.status();
+        Result<devx::Mr> mr = pe.devx->reg_mr(pe.pdn, *ib, uint64_t(cfg_.ibuf_slots + 1) * kIbufSlotBytes, mock_nic::kLocalWrite);
+        if (!mr) return mr.status();
+        pe.ibufs.push_back(static_cast<uint8_t*>(*ib));
+        pe.ibuf_mrs.push_back(*mr);
+        const uint32_t slot = cfg_.layout == QpLayout::kQpMajor ? rc * n + peer : peer * nrc + rc;
+        DevQp& d = pe.qps[slot];
+        d.qpn = pe.queues->qp(qi).id;
+        d.pe = peer;
+        d.nwqes = 1u << cfg_.log_qp_depth;
+        d.wq = pe.queues->wq(qi);
+        d.dbr = reinterpret_cast<uint64_t*>(pe.queues->qp_dbr(qi));
+        d.bf = reinterpret_cast<uint64_t*>(pe.uar.reg_addr);
+        d.cqe = pe.queues->cq_buf(qi);
+        d.mv = &pe.mvars[slot];
+        d.ibuf = pe.ibufs.back();
+        d.ibuf_lkey = mr->lkey;
+        d.ibuf_nslots = cfg_.ibuf_slots;
+      }
+    DevState& s = pe.state;
+    s.my_pe = p;
+    s.npes = n;
+    s.num_rc_per_pe = nrc;
+    s.qps = pe.qps.data();
+    s.layout = cfg_.layout;
+    s.group_switches = &pe.group_switch;
+    s.opt = cfg_.opt;
+    s.error = &pe.error;
+    s.keys.npes = n;
+    uint32_t g = 0;
+    while ((uint64_t(1) << g) < cfg_.heap.granularity) ++g;
+    s.keys.log2_granularity = g;
+  }
+  heap::HeapConfig hc = cfg_.heap;
+  hc.npes = n;
+  Result<std::unique_ptr<heap::SymmetricHeap>> h = heap::SymmetricHeap::create(
+      hc, [this](uint32_t chunk, const std::vector<uint8_t*>& addrs, uint64_t bytes) { return register_chunk(chunk, addrs, bytes); });
+  if (!h) return h.status();
+  heap_ = std::move(*h);
+  for (auto& pe : pes_) {
+    for (uint32_t q = 0; q < n; ++q) pe->heap_bases.push_back(reinterpret_cast<uint64_t>(heap_->base(q)));
+    pe->state.heap_bases = pe->heap_bases.data();
+  }
+  return {};
+}
+
+void ModelWorld::set_key(heap::KeyEntry* constant, std::vector<heap::KeyEntry>& global, heap::KeyEntry** global_ptr,
+                         uint32_t i, heap::KeyEntry e) {
+  if (i < heap::KeyTables::kConstKeys) {
+    constant[i] = e;
+    return;
+  }
+  if (global.size() <= i - heap::KeyTables::kConstKeys) global.resize(i - heap::KeyTables::kConstKeys + 1);
+  global[i - heap::KeyTables::kConstKeys] = e;
+  *global_ptr = global.data();
+}
+
+Status ModelWorld::register_chunk(uint32_t chunk, const std::vector<uint8_t*>& addrs, uint64_t bytes) {
+  const uint32_t n = cfg_.npes;
+  std::vector<uint32_t> keys(n);
+  for (uint32_t p = 0; p < n; ++p) {
+    const mem::MemKind kind = mem::MemKind::kGpu;  // the heap is GPU memory
+    if (Status st = mem_.map_external(addrs[p], bytes, kind, "heap"); !st) return st;
+    Result<devx::Mr> mr = pes_[p]->devx->reg_mr(pes_[p]->pdn, addrs[p], bytes, kAllAccess);
+    if (!mr) return mr.status();
+    keys[p] = mr->lkey;
+  }
+  for (uint32_t p = 0; p < n; ++p) {
+    Pe& pe = *pes_[p];
+    heap::KeyTables& t = pe.state.keys;
+    set_key(t.lkeys_const, pe.lkeys_global, &t.lkeys_global, chunk,
+            {keys[p], reinterpret_cast<uint64_t>(addrs[p]) + bytes});
+    for (uint32_t q = 0; q < n; ++q)
+      set_key(t.rkeys_const, pe.rkeys_global, &t.rkeys_global, chunk * n + q,
+              {keys[q], reinterpret_cast<uint64_t>(addrs[q]) + bytes});
+    t.nchunks = chunk + 1;
+  }
+  return {};
+}
+
+void ModelWorld::attach(gpu_sim::Scheduler& s) {
+  for (uint32_t p = 0; p < cfg_.npes; ++p) {
+    mock_nic::Nic* nic = pes_[p]->nic.get();
+    // Every UAR page of this NIC: stores there are doorbells.
+    s.map_mmio(nic->uar_va(0), uint64_t(1) << 32, [nic](uint64_t addr, uint64_t v) { nic->mmio_write64(addr, v); });
+    s.add_agent("nic" + std::to_string(p), [nic](gpu_sim::AgentCtx& a) {
+      for (;;) {
+        a.point();
+        if (nic->progress(1) != 0) {
+          a.changed(nic->now());
+        } else if (!a.spin("nic engine: idle (no doorbell)")) {
+          return;
+        }
+      }
+    });
+    if (cfg_.opt.cpu_proxy) {
+      Pe* pe = pes_[p].get();
+      s.add_agent("proxy" + std::to_string(p), [pe, nic](gpu_sim::AgentCtx& a) {
+        std::vector<uint64_t> rung(pe->qps.size());
+        for (;;) {
+          a.point();
+          bool did = false;
+          for (size_t i = 0; i < pe->qps.size(); ++i) {
+            const DevQp& q = pe->qps[i];
+            const uint64_t p = __atomic_load_n(&q.mv->proxy_prod, __ATOMIC_ACQUIRE);
+            if (p <= rung[i]) continue;
+            // The host rings for the GPU: DBR, then the BlueFlame store.
+            __atomic_store_n(q.dbr, dbr_word(p), __ATOMIC_RELEASE);
+            nic->uar_write64(pe->uar.page_id, mlx5::kBfOffset, *reinterpret_cast<const uint64_t*>(wqe_at(q, p - 1)));
+            rung[i] = p;
+            did = true;
+          }
+          if (did) a.changed();
+          else if (!a.spin("cpu proxy: idle")) return;
+        }
+      });
+    }
+  }
+}
+
+std::string ModelWorld::check_invariants() {
+  for (uint32_t p = 0; p < cfg_.npes; ++p)
+    for (const DevQp& q : pes_[p]->qps) {
+      const Mvars& m = *q.mv;
+      const uint64_t fetched = pes_[p]->nic->qp(q.qpn)->head;
+      std::string bad;
+      if (!(m.cons_idx <= m.prod_idx)) bad = "cons > prod";
+      else if (!(m.prod_idx <= m.ready_head)) bad = "prod > ready";
+      else if (!(m.ready_head <= m.resv_head)) bad = "ready > resv";
+      else if (m.ready_head - m.cons_idx > q.nwqes) bad = "ready - cons > depth";
+      else if (m.ibuf_tail > m.ibuf_head) bad = "ibuf tail > head";
+      else if (fetched > m.ready_head) bad = "NIC fetched beyond ready_head";
+      if (!bad.empty())
+        return "pe " + std::to_string(p) + " qpn " + std::to_string(q.qpn) + ": " + bad + " (resv " + std::to_string(m.resv_head) +
+               " ready " + std::to_string(m.ready_head) + " prod " + std::to_string(m.prod_idx) + " cons " +
+               std::to_string(m.cons_idx) + " nic head " + std::to_string(fetched) + ")";
+    }
+  return {};
+}
+
+std::string ModelWorld::first_error() const {
+  for (uint32_t p = 0; p < cfg_.npes; ++p)
+    if (pes_[p]->error != 0)
+      return "pe " + std::to_string(p) + ": error CQE syndrome 0x" + std::to_string(pes_[p]->error >> 32) + " at wqe " +
+             std::to_string(pes_[p]->error & 0xffff);
+  return {};
+}
+
+}  // namespace doorbell::ibgda

@@ -1,0 +1,88 @@
+// N PEs of one process on software NICs joined by a fabric, set up the way an IBGDA host
+// does it, through the DEVX driver only: per PE a NIC context, PD, UAR, a queue set of
+// npes * num_rc_per_pe RC QPs with collapsed send CQs, an ibuf per QP, RC handles exchanged
+// through an in-process bootstrap table, QPs moved to RTS, the symmetric heap's chunks
+// registered on every NIC (lkey per chunk, rkey per chunk and PE), and the device state
+// each PE's GPU code reads. attach() lets the NIC engines (and the CPU proxies, in the
+// CPU-handler variant) run as agents of a gpu_sim scheduler.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/heap/symmetric_heap.h"
+#include "core/ibgda/state.h"
+#include "hw/gpu_sim/scheduler.h"
+#include "hw/mlx5_devx/queue_set.h"
+#include "hw/mock_nic/devx/model_devx.h"
+#include "hw/mock_nic/fabric.h"
+
+namespace doorbell::ibgda {
+
+struct WorldConfig {
+  uint32_t npes = 2;
+  uint32_t num_rc_per_pe = 1;
+  uint32_t log_qp_depth = 6;          // WQEBBs per QP (and CQEs per send CQ)
+  QpLayout layout = QpLayout::kQpMajor;
+  Options opt;
+  bool nic_buf_on_gpumem = true;
+  uint32_t ibuf_slots = 8;            // fetch slots per QP (power of two)
+  heap::HeapConfig heap{0, 64ull << 20, 64ull << 10, 2ull << 30};  // npes filled in
+  uint32_t response_delay_max = 0;    // NIC model: late READ / atomic responses
+  uint64_t seed = 1;
+};
+
+class ModelWorld {
+ public:
+  static Result<std::unique_ptr<ModelWorld>> create(const WorldConfig& cfg);
+  ~ModelWorld();
+
+  const WorldConfig& config() const { return cfg_; }
+  DevState& state(uint32_t pe) { return pes_[pe]->state; }
+  heap::SymmetricHeap& heap() { return *heap_; }
+  mock_nic::Nic& nic(uint32_t pe) { return *pes_[pe]->nic; }
+  mock_nic::Fabric& fabric() { return fabric_; }
+  // Symmetric allocation (same offset on every PE); grows the heap and the key tables.
+  Result<uint64_t> malloc(uint64_t bytes, uint64_t align = 64) { return heap_->alloc(bytes, align); }
+  uint8_t* at(uint32_t pe, uint64_t off) { return heap_->base(pe) + off; }
+
+  // NIC engines (and CPU proxies) become daemon agents; UAR stores are routed to the NICs.
+  void attach(gpu_sim::Scheduler& s);
+  // Queue-index invariants of every QP: cons <= prod <= ready <= resv, ready - cons <= depth,
+  // ibuf head - tail <= nslots, and the NIC has fetched nothing beyond ready_head. Empty when
+  // they hold; else a description of the first violation.
+  std::string check_invariants();
+  // The first error CQE any PE saw, as "pe N: syndrome S at wqe W", or empty.
+  std::string first_error() const;
+
+ private:
+  struct Pe {
+    std::unique_ptr<mock_nic::Nic> nic;
+    std::unique_ptr<mock_nic::ModelDevx> devx;
+    uint32_t pdn = 0;
+    devx::Uar uar;
+    std::unique_ptr<devx::QueueSet> queues;
+    std::vector<Mvars> mvars;
+    std::vector<DevQp> qps;             // layout order
+    std::vector<uint8_t*> ibufs;
+    std::vector<devx::Mr> ibuf_mrs;
+    std::vector<heap::KeyEntry> lkeys_global, rkeys_global;
+    std::vector<uint64_t> heap_bases;
+    uint64_t group_switch = 0, error = 0;
+    DevState state;
+  };
+  explicit ModelWorld(const WorldConfig& c) : cfg_(c) {}
+  Status build();
+  Status register_chunk(uint32_t chunk, const std::vector<uint8_t*>& addrs, uint64_t bytes);
+  static void set_key(heap::KeyEntry* constant, std::vector<heap::KeyEntry>& global, heap::KeyEntry** global_ptr,
+                      uint32_t i, heap::KeyEntry e);
+
+  WorldConfig cfg_;
+  mem::AddressSpace mem_;
+  mock_nic::Fabric fabric_;
+  std::vector<std::unique_ptr<Pe>> pes_;
+  std::unique_ptr<heap::SymmetricHeap> heap_;
+};
+
+}  // namespace doorbell::ibgda

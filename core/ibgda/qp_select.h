@@ -1,0 +1,39 @@
+// Which QP carries a request to `pe` (SPEC §5). NVSHMEM lays QPs out QP-major and picks the
+// next QP of a group round-robin; DeepEP lays them out PE-major. A caller may also pin the
+// choice to its warp or CTA, or to an explicit index.
+//
+// The seed writes the explicit-index case as idx = id + pe. In the QP-major layout that
+// aliases (id 1 -> PE 0 is the same slot as id 0 -> PE 1), so it is a bug; here every
+// selector maps through the layout: id * npes + pe (QP-major) or pe * nrc + id (PE-major).
+#pragma once
+
+#include <cstdint>
+
+#include "core/exec/context.h"
+#include "core/ibgda/state.h"
+
+namespace doorbell::ibgda {
+
+struct QpSelector {
+  enum Kind : uint8_t { kAny, kByWarp, kByCta, kIndex } kind = kAny;
+  uint32_t index = 0;
+};
+
+DOORBELL_HD uint32_t qp_slot(const DevState& st, uint32_t id, uint32_t pe) {
+  const uint32_t nrc = st.num_rc_per_pe;
+  return st.layout == QpLayout::kQpMajor ? (id % nrc) * st.npes + pe : pe * nrc + id % nrc;
+}
+
+template <class C>
+DOORBELL_HD const DevQp& select_qp(C& ctx, const DevState& st, uint32_t pe, QpSelector sel = {}) {
+  uint32_t id = 0;
+  switch (sel.kind) {
+    case QpSelector::kAny: id = uint32_t(ctx.atomic_add(exec::gpu_scope, st.group_switches, 1)); break;
+    case QpSelector::kByWarp: id = ctx.cta() * ctx.warps_per_cta() + ctx.warp(); break;
+    case QpSelector::kByCta: id = ctx.cta(); break;
+    case QpSelector::kIndex: id = sel.index; break;
+  }
+  return st.qps[qp_slot(st, id, pe)];
+}
+
+}  // namespace doorbell::ibgda

@@ -1,0 +1,155 @@
+// The IBGDA send path (SPEC §4), one source for the CPU model and CUDA: reserve WQEBBs,
+// submit in reservation order with the three doorbell rules, post (DBR then BlueFlame under
+// a lock), poll the collapsed CQ rebuilding the 64-bit consumer index from the 16-bit
+// wqe_counter, quiet. Functions taking `C& ctx` run in one thread unless named _warp.
+#pragma once
+
+#include <cstdint>
+
+#include "core/exec/context.h"
+#include "core/ibgda/state.h"
+#include "hw/mlx5/wqe.h"
+
+namespace doorbell::ibgda {
+
+enum class OpResult : uint8_t { kOk, kTimeout, kCqError };
+
+// The doorbell record's 8 bytes for producer index `pi` as one little-endian word: receive
+// word 0, send word = pi & 0xffff, both big-endian.
+DOORBELL_HD uint64_t dbr_word(uint64_t pi) { return uint64_t(mlx5::bswap32(uint32_t(pi & 0xffff))) << 32; }
+
+DOORBELL_HD uint8_t* wqe_at(const DevQp& qp, uint64_t idx) { return qp.wq + (idx & (qp.nwqes - 1)) * mlx5::kWqebb; }
+
+// Wait until everything below `idx` has completed; fail on an error CQE (recorded in
+// st.error) rather than spin on it.
+template <class C>
+DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64_t idx) {
+  using namespace exec;
+  if (ctx.load(gpu_scope, acquire, &qp.mv->cons_idx) >= idx) return OpResult::kOk;
+  // The 16-bit wqe_counter can only be trusted for posted WQEs.
+  if (wait_until(ctx, "poll_cq: prod_idx >= idx", &qp.mv->prod_idx, [idx](uint64_t p) { return p >= idx; }) != WaitResult::kOk)
+    return OpResult::kTimeout;
+  // Bytes 56..63 of the CQE in one load: qpn (4), wqe_counter (2, big-endian), signature, op_own.
+  const auto* tail = reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(qp.cqe) + 56);
+  uint16_t wc = 0;
+  for (;;) {
+    const uint64_t w = ctx.load(system_scope, acquire, tail);
+    wc = uint16_t(((w >> 32) & 0xff) << 8 | ((w >> 40) & 0xff));
+    const uint8_t opcode = uint8_t(w >> 60);
+    if (opcode == uint8_t(mlx5::CqeOpcode::kReqErr) || opcode == uint8_t(mlx5::CqeOpcode::kRespErr)) {
+      const uint64_t head = ctx.load(system_scope, relaxed, tail - 1);  // bytes 48..55: syndrome is byte 55
+      const uint64_t syndrome = head >> 56;
+      if (st.error != nullptr) ctx.atomic_cas(gpu_scope, st.error, 0, (syndrome << 32) | (uint64_t(1) << 31) | wc);
+      return OpResult::kCqError;
+    }
+    // Done once wqe_counter + 1 reaches idx (the -2 makes wqe_counter + 1 == idx wrap out).
+    if (uint16_t(uint16_t(idx) - wc - 2) >= qp.nwqes) break;
+    if (ctx.load(gpu_scope, acquire, &qp.mv->cons_idx) >= idx) return OpResult::kOk;  // another thread did it
+    if (!ctx.spin("poll_cq: CQE wqe_counter", tail, wc)) return OpResult::kTimeout;
+  }
+  const uint16_t wc1 = uint16_t(wc + 1);
+  uint64_t cons = (idx & ~uint64_t(0xffff)) | wc1;
+  if (!st.opt.plant_no_carry && uint16_t(idx) > wc1) cons += 0x10000;  // wqe_counter wrapped past idx's block
+  ctx.atomic_max(gpu_scope, &qp.mv->cons_idx, cons);
+  return OpResult::kOk;
+}
+
+template <class C>
+DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint64_t upto);
+
+// Reserve n WQEBBs; waits (polling the CQ) until the ring has room for them. The room it
+// waits for may depend on WQEs that are written but unposted — their submitters skipped
+// the doorbell because this reservation made resv_head != new — so the waiter posts them
+// itself. Without that, num_requests_in_batch > depth deadlocks.
+template <class C>
+DOORBELL_HD OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32_t n, uint64_t* base) {
+  using namespace exec;
+  *base = ctx.atomic_add(gpu_scope, &qp.mv->resv_head, n);
+  if (*base + n <= qp.nwqes) return OpResult::kOk;
+  const uint64_t need = *base + n - qp.nwqes;
+  for (;;) {
+    if (ctx.load(gpu_scope, acquire, &qp.mv->cons_idx) >= need) return OpResult::kOk;
+    const uint64_t prod = ctx.load(gpu_scope, acquire, &qp.mv->prod_idx);
+    if (prod >= need) return poll_cq(ctx, st, qp, need);
+    const uint64_t ready = ctx.load(gpu_scope, acquire, &qp.mv->ready_head);
+    if (ready > prod) {
+      if (OpResult r = post_send(ctx, st, qp, ready); r != OpResult::kOk) return r;
+    } else if (!ctx.spin("reserve: room (waiting for earlier WQEs to be written)", &qp.mv->ready_head, ready)) {
+      return OpResult::kTimeout;
+    }
+  }
+}
+
+// Make WQEs [.., upto) visible to the NIC: producer index, DBR, then the BlueFlame doorbell
+// (or, in the CPU-handler variant, the host-visible producer word a proxy thread watches).
+template <class C>
+DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint64_t upto) {
+  using namespace exec;
+  while (ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1) != 0)
+    if (!ctx.spin("post_send: lock", &qp.mv->post_send_lock, 1)) return OpResult::kTimeout;
+  const uint64_t old = ctx.atomic_max(gpu_scope, &qp.mv->prod_idx, upto);
+  if (upto > old) {
+    if (st.opt.cpu_proxy) {
+      ctx.fence(system_scope);  // WQEs visible to the host before it sees the index
+      ctx.store(system_scope, release, &qp.mv->proxy_prod, upto);
+    } else {
+      ctx.fence(system_scope);  // WQEs before the DBR: the NIC fetches what the DBR covers
+      ctx.store(system_scope, relaxed, qp.dbr, dbr_word(upto));
+      ctx.fence(system_scope);  // DBR before the doorbell that makes the NIC read it
+      const uint64_t db = *reinterpret_cast<const uint64_t*>(wqe_at(qp, upto - 1));
+      ctx.mmio_store64(qp.bf, db);
+    }
+  }
+  ctx.store(gpu_scope, release, &qp.mv->post_send_lock, 0);
+  return OpResult::kOk;
+}
+
+// Publish WQEs [base, base+n) in reservation order and ring iff (a) nobody else is in
+// flight, (b) the unposted span crosses a batch boundary, or (c) n fills a batch.
+template <class C>
+DOORBELL_HD OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_t base, uint32_t n) {
+  using namespace exec;
+  // Another CTA may ring the doorbell for these WQEs: GPU scope.
+  ctx.fence(gpu_scope);
+  const uint64_t next = base + n;
+  while (ctx.atomic_cas(gpu_scope, &qp.mv->ready_head, base, next) != base)
+    if (!ctx.spin("submit: ready_head CAS", &qp.mv->ready_head, base)) return OpResult::kTimeout;
+  const uint64_t batch = st.opt.num_requests_in_batch;
+  const bool idle = !st.opt.plant_no_idle_doorbell && ctx.load(gpu_scope, relaxed, &qp.mv->resv_head) == next;
+  const uint64_t prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
+  const bool crosses = (prod & ~(batch - 1)) != (next & ~(batch - 1));
+  if (idle || crosses || n >= batch) return post_send(ctx, st, qp, next);
+  return OpResult::kOk;
+}
+
+// A consistency WQE (CST): a fenced DUMP reading one byte of ibuf slot 0; its completion
+// means every earlier READ has landed. Returns the index after it.
+template <class C>
+DOORBELL_HD OpResult post_cst(C& ctx, const DevState& st, const DevQp& qp, uint64_t* end) {
+  uint64_t base;
+  if (OpResult r = reserve(ctx, st, qp, 1, &base); r != OpResult::kOk) return r;
+  uint8_t* w = wqe_at(qp, base);
+  mlx5::set_data_seg(reinterpret_cast<mlx5::WqeDataSeg*>(w + 16), 1, qp.ibuf_lkey, reinterpret_cast<uint64_t>(qp.ibuf));
+  mlx5::set_ctrl_seg(reinterpret_cast<mlx5::WqeCtrlSeg*>(w), uint16_t(base), mlx5::WqeOpcode::kDump, 0, qp.qpn,
+                     mlx5::kCtrlCqUpdate | mlx5::kCtrlFmFence, 2);
+  *end = base + 1;
+  return submit(ctx, st, qp, base, 1);
+}
+
+// Wait for every submitted WQE of this QP; without GPU write ordering, a CST first makes
+// sure outstanding READ data has landed.
+template <class C>
+DOORBELL_HD OpResult quiet(C& ctx, const DevState& st, const DevQp& qp) {
+  using namespace exec;
+  uint64_t upto = ctx.load(gpu_scope, acquire, &qp.mv->ready_head);
+  uint64_t gets = 0;
+  if (!st.opt.may_skip_cst && (gets = ctx.load(gpu_scope, relaxed, &qp.mv->get_head)) >
+                                  ctx.load(gpu_scope, relaxed, &qp.mv->get_tail)) {
+    if (OpResult r = post_cst(ctx, st, qp, &upto); r != OpResult::kOk) return r;
+  }
+  if (OpResult r = poll_cq(ctx, st, qp, upto); r != OpResult::kOk) return r;
+  if (gets != 0) ctx.atomic_max(gpu_scope, &qp.mv->get_tail, gets);
+  return OpResult::kOk;
+}
+
+}  // namespace doorbell::ibgda

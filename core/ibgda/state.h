@@ -1,0 +1,69 @@
+// IBGDA device state (SPEC §3–§4): what GPU threads see of one PE's QPs — the WQ ring, its
+// doorbell record and BlueFlame register, the collapsed send CQ, the internal buffer (ibuf)
+// for atomics, and the 64-bit management words, all counted in 64-byte WQEBBs. Every WQE
+// this protocol writes is exactly one WQEBB, so WQE index == WQEBB index.
+#pragma once
+
+#include <cstdint>
+
+#include "core/heap/keys.h"
+#include "hw/mlx5/cqe.h"
+
+namespace doorbell::ibgda {
+
+// Management words of one QP/CQ pair (device memory; each updated with scoped atomics).
+struct Mvars {
+  uint64_t resv_head = 0;    // last reserved + 1
+  uint64_t ready_head = 0;   // every WQE below is fully written
+  uint64_t prod_idx = 0;     // posted to the NIC (DBR + doorbell)
+  uint64_t cons_idx = 0;     // completed
+  uint64_t get_head = 0;     // last READ-type WQE + 1
+  uint64_t get_tail = 0;     // covered by a completed CST
+  uint64_t ibuf_head = 0;    // ibuf fetch slots handed out
+  uint64_t ibuf_tail = 0;    // ibuf fetch slots released (in order)
+  uint64_t post_send_lock = 0;
+  uint64_t proxy_prod = 0;   // CPU-handler variant: producer index for the host proxy
+};
+
+inline constexpr uint32_t kIbufSlotBytes = 256;  // one uint64 per lane of a warp
+
+struct DevQp {
+  uint32_t qpn = 0;
+  uint32_t pe = 0;                     // the PE this QP reaches
+  uint32_t nwqes = 0;                  // ring size in WQEBBs (power of two) = CQ size
+  uint8_t* wq = nullptr;
+  uint64_t* dbr = nullptr;             // the 8-byte doorbell record: receive word, send word
+  uint64_t* bf = nullptr;              // BlueFlame doorbell register (MMIO)
+  const mlx5::Cqe64* cqe = nullptr;    // collapsed CQ: the NIC always writes slot 0
+  Mvars* mv = nullptr;
+  uint8_t* ibuf = nullptr;             // slot 0: non-fetch AMOs and CST; slots 1..nslots: fetch ring
+  uint32_t ibuf_lkey = 0;
+  uint32_t ibuf_nslots = 0;            // fetch slots (power of two)
+};
+
+enum class QpLayout : uint8_t {
+  kQpMajor,  // NVSHMEM: [QP0->PE0, QP0->PE1, ..., QP1->PE0, ...]
+  kPeMajor,  // DeepEP:  [QP0->PE0, QP1->PE0, ..., QP0->PE1, ...]
+};
+
+struct Options {
+  uint32_t num_requests_in_batch = 32;  // power of two
+  bool may_skip_cst = true;             // GPU has PCIe write ordering (Hopper): no CST needed
+  bool cpu_proxy = false;               // UAR not mappable: a CPU thread rings for the GPU
+  // Planted bugs, for tests only.
+  bool plant_no_idle_doorbell = false;  // drop the "resv_head == new" doorbell rule
+  bool plant_no_carry = false;          // drop the 0x10000 carry in poll_cq
+};
+
+struct DevState {
+  uint32_t my_pe = 0, npes = 0, num_rc_per_pe = 0;
+  DevQp* qps = nullptr;                 // npes * num_rc_per_pe, in `layout` order
+  QpLayout layout = QpLayout::kQpMajor;
+  uint64_t* group_switches = nullptr;   // round-robin counter for DEFAULT/ANY selection
+  Options opt;
+  heap::KeyTables keys;
+  uint64_t* heap_bases = nullptr;       // per PE
+  uint64_t* error = nullptr;            // first error CQE: (syndrome << 32) | wqe_counter, +1 flag
+};
+
+}  // namespace doorbell::ibgda

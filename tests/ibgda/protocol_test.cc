@@ -1,0 +1,247 @@
+// The IBGDA queue protocol under stress: the 16-bit CQ counter across 2^20 WQEs, every
+// batch size against every queue depth, queue-index invariants checked while random
+// schedules run, planted bugs (missing idle doorbell, missing 0x10000 carry) caught, the
+// CPU-handler variant, and both QP layouts.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/ibgda/host/model_world.h"
+#include "core/ibgda/queue.h"
+#include "core/ibgda/ops.h"
+#include "hw/gpu_sim/sim_ctx.h"
+#include "tests/seeds.h"
+
+namespace doorbell::ibgda {
+namespace {
+
+using gpu_sim::AgentCtx;
+using gpu_sim::LaunchConfig;
+using gpu_sim::Outcome;
+using gpu_sim::Policy;
+using gpu_sim::RunResult;
+using gpu_sim::Scheduler;
+using gpu_sim::SimCtx;
+
+WorldConfig world_cfg(uint32_t npes, uint32_t log_depth, uint32_t batch) {
+  WorldConfig c;
+  c.npes = npes;
+  c.log_qp_depth = log_depth;
+  c.opt.num_requests_in_batch = batch;
+  c.heap.heap_bytes = 4ull << 20;
+  c.heap.granularity = 64ull << 10;
+  c.heap.max_handle_bytes = 128ull << 10;
+  return c;
+}
+
+gpu_sim::SchedOptions sched(uint64_t seed, Policy p = Policy::kRandom) {
+  gpu_sim::SchedOptions o;
+  o.seed = seed;
+  o.policy = p;
+  o.hang_spins = 256;
+  return o;
+}
+
+void watch_queues(Scheduler& s, ModelWorld& w, uint32_t pe, uint32_t qp) {
+  const Mvars* m = w.state(pe).qps[qp].mv;
+  s.watch("resv_head", &m->resv_head);
+  s.watch("ready_head", &m->ready_head);
+  s.watch("prod_idx", &m->prod_idx);
+  s.watch("cons_idx", &m->cons_idx);
+}
+
+// PE 0's warps each put `ops` 8-byte messages to PE 1 (one QP), then quiet.
+RunResult put_storm(ModelWorld& w, Scheduler& s, LaunchConfig cfg, int ops, std::string* invariant_violation = nullptr) {
+  const uint64_t buf = *w.malloc(64 << 10);
+  DevState* st = &w.state(0);
+  s.launch("pe0", cfg, [st, buf, ops](SimCtx& ctx) {
+    const uint64_t me = (ctx.cta() * ctx.warps_per_cta() + ctx.warp()) * ctx.warp_size() + ctx.lane();
+    for (int i = 0; i < ops; ++i) {
+      const uint64_t off = buf + ((me * 131 + uint64_t(i)) % 8192) * 8;
+      if (put_nbi(ctx, *st, off, off, 8, 1, QpSelector{QpSelector::kIndex, 0}) != OpResult::kOk) return;
+    }
+    (void)quiet_all(ctx, *st);
+  });
+  if (invariant_violation != nullptr)
+    s.add_agent("invariants", [&w, invariant_violation](AgentCtx& a) {
+      for (;;) {
+        a.point();
+        if (invariant_violation->empty()) *invariant_violation = w.check_invariants();
+        if (!a.spin("invariant checker")) return;
+      }
+    });
+  watch_queues(s, w, 0, 1);
+  w.attach(s);
+  return s.run();
+}
+
+TEST(IbgdaProtocol, NoHangForEveryBatchSizeAndQueueDepth) {
+  for (uint32_t batch : {1u, 2u, 4u, 8u, 16u, 32u, 64u})
+    for (uint32_t log_depth = 3; log_depth <= 10; ++log_depth) {
+      auto w = ModelWorld::create(world_cfg(2, log_depth, batch));
+      ASSERT_TRUE(w.is_ok());
+      Scheduler s(sched(batch * 100 + log_depth));
+      const RunResult r = put_storm(**w, s, {1, 3, 4}, 6);
+      ASSERT_EQ(r.outcome, Outcome::kCompleted) << "batch " << batch << " depth " << (1u << log_depth) << "\n" << r.report;
+      const Mvars& m = *(*w)->state(0).qps[1].mv;
+      EXPECT_EQ(m.cons_idx, 72u);
+      EXPECT_EQ(m.resv_head, 72u);
+    }
+}
+
+TEST(IbgdaProtocol, InvariantsHoldUnderRandomAndPctSchedules) {
+  for (Policy p : {Policy::kRandom, Policy::kPct}) {
+    const uint64_t bad = testing::sweep_seeds(1, 40, [&](uint64_t seed) {
+      auto w = ModelWorld::create(world_cfg(2, 3, 4));
+      std::string violation;
+      Scheduler s(sched(seed, p));
+      const RunResult r = put_storm(**w, s, {2, 2, 4}, 5, &violation);
+      EXPECT_EQ(r.outcome, Outcome::kCompleted) << r.report;
+      EXPECT_EQ(violation, "");
+      return r.outcome == Outcome::kCompleted && violation.empty();
+    });
+    EXPECT_EQ(bad, 0u) << gpu_sim::policy_name(p);
+  }
+}
+
+TEST(IbgdaProtocol, InvariantCheckerCatchesAPlantedViolation) {
+  auto w = ModelWorld::create(world_cfg(2, 3, 4));
+  ASSERT_TRUE(w.is_ok());
+  EXPECT_EQ((*w)->check_invariants(), "");
+  (*w)->state(0).qps[1].mv->cons_idx = 5;  // completed more than was ever posted
+  EXPECT_NE((*w)->check_invariants().find("cons > prod"), std::string::npos);
+}
+
+TEST(IbgdaProtocol, MissingIdleDoorbellIsReportedAsAHang) {
+  WorldConfig c = world_cfg(2, 6, 8);
+  c.opt.plant_no_idle_doorbell = true;
+  auto w = ModelWorld::create(c);
+  ASSERT_TRUE(w.is_ok());
+  Scheduler s(sched(1));
+  const RunResult r = put_storm(**w, s, {1, 1, 1}, 3);  // 3 puts < batch 8: only rule (a) would ring
+  ASSERT_EQ(r.outcome, Outcome::kHang) << r.report;
+  std::printf("%s", r.report.c_str());
+  EXPECT_NE(r.report.find("poll_cq: prod_idx >= idx"), std::string::npos);
+  EXPECT_NE(r.report.find("watched: resv_head=3 ready_head=3 prod_idx=0 cons_idx=0"), std::string::npos);
+  EXPECT_NE(r.report.find("nic engine: idle"), std::string::npos);
+}
+
+// 2^20 WQEs through one QP of depth 64 with a collapsed CQ. Each round posts 1..60 puts and
+// polls with a lag, so the CQE is often ahead of the polled index, across 16-bit blocks; after
+// every poll the rebuilt 64-bit cons_idx must cover the polled index and not exceed what the
+// NIC has fetched, and after every quiet it must equal what was submitted.
+uint64_t wrap_soak(bool plant_no_carry, uint64_t total, std::string* why) {
+  WorldConfig c = world_cfg(2, 6, 16);
+  c.opt.plant_no_carry = plant_no_carry;
+  auto w = ModelWorld::create(c);
+  const uint64_t buf = *(*w)->malloc(4096);
+  DevState* st = &(*w)->state(0);
+  mock_nic::Nic* nic = &(*w)->nic(0);
+  uint64_t checked = 0;
+  Scheduler s(sched(1, Policy::kRunToCompletion));
+  s.launch("soak", {1, 1, 1}, [&](SimCtx& ctx) {
+    const DevQp& qp = st->qps[1];
+    auto fail = [&](const std::string& m) { *why = m + " (cons_idx " + std::to_string(qp.mv->cons_idx) + ")"; };
+    for (uint64_t done = 0, round = 0; done < total; ++round) {
+      const uint64_t k = 1 + (round * 7) % 60;
+      for (uint64_t i = 0; i < k; ++i, ++done)
+        if (put_nbi(ctx, *st, buf, buf + 8, 8, 1, QpSelector{QpSelector::kIndex, 0}) != OpResult::kOk) return fail("put failed");
+      const uint64_t target = done - round % k;
+      if (poll_cq(ctx, *st, qp, target) != OpResult::kOk) return fail("poll failed");
+      const uint64_t fetched = nic->qp(qp.qpn)->head;
+      if (qp.mv->cons_idx < target || qp.mv->cons_idx > fetched)
+        return fail("after poll_cq(" + std::to_string(target) + ") with the NIC at " + std::to_string(fetched));
+      if (round % 10 == 0) {
+        if (quiet(ctx, *st, qp) != OpResult::kOk) return fail("quiet failed");
+        if (qp.mv->cons_idx != done) return fail("after quiet, submitted " + std::to_string(done));
+      }
+      ++checked;
+    }
+  });
+  (*w)->attach(s);
+  const RunResult r = s.run();
+  if (r.outcome != Outcome::kCompleted && why->empty()) *why = r.report;
+  return checked;
+}
+
+TEST(IbgdaProtocol, CqWraparoundOverAMillionWqesKeepsConsIdxExact) {
+  std::string why;
+  const uint64_t total = 1ull << 20;
+  const uint64_t checks = wrap_soak(false, total, &why);
+  EXPECT_EQ(why, "");
+  EXPECT_GT(checks, total / 60);
+}
+
+TEST(IbgdaProtocol, DroppingTheCarryIsCaught) {
+  std::string why;
+  wrap_soak(true, 1ull << 18, &why);
+  EXPECT_NE(why, "") << "a poll_cq without the 0x10000 carry went unnoticed";
+  std::printf("[doorbell] planted no-carry bug caught: %s\n", why.substr(0, 200).c_str());
+}
+
+TEST(IbgdaProtocol, CpuProxyVariantDeliversTheSameData) {
+  const uint64_t bad = testing::sweep_seeds(1, 20, [](uint64_t seed) {
+    WorldConfig c = world_cfg(2, 4, 4);
+    c.opt.cpu_proxy = true;
+    auto w = ModelWorld::create(c);
+    const uint64_t src = *(*w)->malloc(8192), dst = *(*w)->malloc(8192);
+    for (int i = 0; i < 8192; ++i) (*w)->at(0, src)[i] = uint8_t(i * 3 + 1);
+    Scheduler s(sched(seed));
+    DevState* st = &(*w)->state(0);
+    s.launch("pe0", {1, 2, 4}, [&](SimCtx& ctx) {
+      const uint64_t me = ctx.warp() * 4 + ctx.lane();
+      EXPECT_EQ(put_nbi(ctx, *st, dst + me * 1024, src + me * 1024, 1024, 1), OpResult::kOk);
+      EXPECT_EQ(quiet_all(ctx, *st), OpResult::kOk);
+    });
+    (*w)->attach(s);
+    const RunResult r = s.run();
+    EXPECT_EQ(r.outcome, Outcome::kCompleted) << r.report;
+    EXPECT_EQ((*w)->state(0).qps[1].mv->proxy_prod, (*w)->state(0).qps[1].mv->prod_idx);
+    return r.outcome == Outcome::kCompleted && std::memcmp((*w)->at(1, dst), (*w)->at(0, src), 8192) == 0;
+  });
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(IbgdaProtocol, QpMajorAndPeMajorLayouts) {
+  DevState st;
+  st.npes = 4;
+  st.num_rc_per_pe = 3;
+  st.layout = QpLayout::kQpMajor;
+  EXPECT_EQ(qp_slot(st, 0, 0), 0u);
+  EXPECT_EQ(qp_slot(st, 0, 1), 1u);   // QP0 -> PE1 next to QP0 -> PE0
+  EXPECT_EQ(qp_slot(st, 1, 0), 4u);   // QP1 -> PE0 after all PEs' QP0
+  EXPECT_EQ(qp_slot(st, 4, 2), 6u);   // ids wrap modulo num_rc
+  st.layout = QpLayout::kPeMajor;
+  EXPECT_EQ(qp_slot(st, 1, 0), 1u);   // QP1 -> PE0 next to QP0 -> PE0
+  EXPECT_EQ(qp_slot(st, 0, 1), 3u);
+  // Every (id, pe) pair gets its own slot in both layouts.
+  for (QpLayout l : {QpLayout::kQpMajor, QpLayout::kPeMajor}) {
+    st.layout = l;
+    std::set<uint32_t> slots;
+    for (uint32_t id = 0; id < 3; ++id)
+      for (uint32_t pe = 0; pe < 4; ++pe) slots.insert(qp_slot(st, id, pe));
+    EXPECT_EQ(slots.size(), 12u);
+  }
+  // Live: a PE-major world with two RC QPs per peer still delivers.
+  WorldConfig c = world_cfg(3, 4, 4);
+  c.layout = QpLayout::kPeMajor;
+  c.num_rc_per_pe = 2;
+  auto w = ModelWorld::create(c);
+  ASSERT_TRUE(w.is_ok());
+  for (uint32_t slot = 0; slot < 6; ++slot) EXPECT_EQ((*w)->state(0).qps[slot].pe, slot / 2);
+  const uint64_t buf = *(*w)->malloc(4096);
+  std::memset((*w)->at(0, buf), 0x6b, 4096);
+  Scheduler s(sched(9));
+  DevState* s0 = &(*w)->state(0);
+  s.launch("pe0", {1, 2, 2}, [&](SimCtx& ctx) {
+    for (uint32_t pe = 1; pe < 3; ++pe) EXPECT_EQ(put_nbi(ctx, *s0, buf, buf, 4096, pe), OpResult::kOk);  // round robin
+    EXPECT_EQ(quiet_all(ctx, *s0), OpResult::kOk);
+  });
+  (*w)->attach(s);
+  ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
+  EXPECT_EQ((*w)->at(2, buf)[4095], 0x6b);
+  EXPECT_EQ(*s0->group_switches, 8u);
+}
+
+}  // namespace
+}  // namespace doorbell::ibgda
