@@ -16,6 +16,10 @@ int main(int argc, char** argv) {
     params += (params.empty() ? "" : " ") + std::string("seed=") + std::to_string(seed);
     setenv("RC_PARAMS", params.c_str(), 1);
   }
+  if (params.find("max_success=") == std::string::npos) {  // more cases than rapidcheck's 100
+    params += " max_success=300";
+    setenv("RC_PARAMS", params.c_str(), 1);
+  }
   std::printf("[doorbell] rapidcheck %s\n[doorbell] replay: RC_PARAMS=\"%s\" %s --gtest_filter='%s'\n", params.c_str(),
               params.c_str(), argv[0], ::testing::GTEST_FLAG(filter).c_str());
   std::fflush(stdout);

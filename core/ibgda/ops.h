@@ -22,7 +22,8 @@ DOORBELL_HD uint32_t count_pieces(const DevState& st, uint64_t loff, uint64_t ro
 }
 
 // Write the RDMA WRITE / READ WQEs for a transfer at [base, base + pieces), signalling the last.
-DOORBELL_HD void write_rma_wqes(const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t base, uint64_t loff,
+template <class C>
+DOORBELL_HD void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t base, uint64_t loff,
                                 uint64_t roff, uint64_t bytes, uint32_t pe) {
   for (uint64_t idx = base; bytes != 0; ++idx) {
     const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe);
@@ -30,8 +31,7 @@ DOORBELL_HD void write_rma_wqes(const DevState& st, const DevQp& qp, mlx5::WqeOp
     mlx5::set_raddr_seg(reinterpret_cast<mlx5::WqeRaddrSeg*>(w + 16), p.raddr, p.rkey);
     mlx5::set_data_seg(reinterpret_cast<mlx5::WqeDataSeg*>(w + 32), uint32_t(p.bytes), p.lkey, p.laddr);
     loff += p.bytes, roff += p.bytes, bytes -= p.bytes;
-    mlx5::set_ctrl_seg(reinterpret_cast<mlx5::WqeCtrlSeg*>(w), uint16_t(idx), op, 0, qp.qpn,
-                       bytes == 0 ? mlx5::kCtrlCqUpdate : 0, 3);
+    publish_wqe(ctx, w, idx, op, 0, qp.qpn, bytes == 0 ? mlx5::kCtrlCqUpdate : 0, 3);
   }
 }
 
@@ -43,7 +43,7 @@ DOORBELL_HD OpResult rma_nbi(C& ctx, const DevState& st, mlx5::WqeOpcode op, uin
   const uint32_t n = count_pieces(st, loff, roff, bytes, pe);
   uint64_t base;
   if (OpResult r = reserve(ctx, st, qp, n, &base); r != OpResult::kOk) return r;
-  write_rma_wqes(st, qp, op, base, loff, roff, bytes, pe);
+  write_rma_wqes(ctx, st, qp, op, base, loff, roff, bytes, pe);
   if (op == mlx5::WqeOpcode::kRdmaRead) ctx.atomic_max(exec::gpu_scope, &qp.mv->get_head, base + n);
   return submit(ctx, st, qp, base, n);
 }
@@ -100,8 +100,7 @@ DOORBELL_HD OpResult put_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uin
       uint8_t* w = wqe_at(qp, base + i);
       mlx5::set_raddr_seg(reinterpret_cast<mlx5::WqeRaddrSeg*>(w + 16), p.raddr, p.rkey);
       mlx5::set_data_seg(reinterpret_cast<mlx5::WqeDataSeg*>(w + 32), uint32_t(p.bytes), p.lkey, p.laddr);
-      mlx5::set_ctrl_seg(reinterpret_cast<mlx5::WqeCtrlSeg*>(w), uint16_t(base + i), mlx5::WqeOpcode::kRdmaWrite, 0,
-                         qp.qpn, left == 0 ? mlx5::kCtrlCqUpdate : 0, 3);
+      publish_wqe(ctx, w, base + i, mlx5::WqeOpcode::kRdmaWrite, 0, qp.qpn, left == 0 ? mlx5::kCtrlCqUpdate : 0, 3);
     }
     loff += p.bytes, roff += p.bytes;
   }
@@ -113,14 +112,15 @@ DOORBELL_HD OpResult put_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uin
 // ---- atomics ----
 
 // One atomic WQE (CS or FA) on pe's 8-byte word at `off`, result into local `result_addr`.
-DOORBELL_HD void write_atomic_wqe(const DevState& st, const DevQp& qp, uint64_t idx, mlx5::WqeOpcode op, uint64_t off,
+template <class C>
+DOORBELL_HD void write_atomic_wqe(C& ctx, const DevState& st, const DevQp& qp, uint64_t idx, mlx5::WqeOpcode op, uint64_t off,
                                   uint32_t pe, uint64_t swap_add, uint64_t compare, uint64_t result_addr) {
   const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe);
   uint8_t* w = wqe_at(qp, idx);
   mlx5::set_raddr_seg(reinterpret_cast<mlx5::WqeRaddrSeg*>(w + 16), st.heap_bases[pe] + off, rk.key);
   mlx5::set_atomic_seg(reinterpret_cast<mlx5::WqeAtomicSeg*>(w + 32), swap_add, compare);
   mlx5::set_data_seg(reinterpret_cast<mlx5::WqeDataSeg*>(w + 48), 8, qp.ibuf_lkey, result_addr);
-  mlx5::set_ctrl_seg(reinterpret_cast<mlx5::WqeCtrlSeg*>(w), uint16_t(idx), op, 0, qp.qpn, mlx5::kCtrlCqUpdate, 4);
+  publish_wqe(ctx, w, idx, op, 0, qp.qpn, mlx5::kCtrlCqUpdate, 4);
 }
 
 // Fetching atomic: reserve an ibuf slot, post, wait for the CQE, read, release the slot.
@@ -137,7 +137,7 @@ DOORBELL_HD OpResult fetch_atomic(C& ctx, const DevState& st, mlx5::WqeOpcode op
   uint64_t base;
   OpResult r = reserve(ctx, st, qp, 1, &base);
   if (r == OpResult::kOk) {
-    write_atomic_wqe(st, qp, base, op, off, pe, swap_add, compare, reinterpret_cast<uint64_t>(res));
+    write_atomic_wqe(ctx, st, qp, base, op, off, pe, swap_add, compare, reinterpret_cast<uint64_t>(res));
     r = submit(ctx, st, qp, base, 1);
   }
   if (r == OpResult::kOk) r = poll_cq(ctx, st, qp, base + 1);
@@ -199,7 +199,7 @@ DOORBELL_HD OpResult atomic_add(C& ctx, const DevState& st, uint64_t off, uint64
   const DevQp& qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
   uint64_t base;
   if (OpResult r = reserve(ctx, st, qp, 1, &base); r != OpResult::kOk) return r;
-  write_atomic_wqe(st, qp, base, mlx5::WqeOpcode::kAtomicFa, off, pe, v, 0, reinterpret_cast<uint64_t>(qp.ibuf));
+  write_atomic_wqe(ctx, st, qp, base, mlx5::WqeOpcode::kAtomicFa, off, pe, v, 0, reinterpret_cast<uint64_t>(qp.ibuf));
   return submit(ctx, st, qp, base, 1);
 }
 

@@ -20,6 +20,18 @@ DOORBELL_HD uint64_t dbr_word(uint64_t pi) { return uint64_t(mlx5::bswap32(uint3
 
 DOORBELL_HD uint8_t* wqe_at(const DevQp& qp, uint64_t idx) { return qp.wq + (idx & (qp.nwqes - 1)) * mlx5::kWqebb; }
 
+// Finish a WQE whose segments are written: the control segment goes last, its first 8 bytes
+// (opcode, index, QPN, DS) as one store, so a reader that sees them sees a whole WQE.
+template <class C>
+DOORBELL_HD void publish_wqe(C& ctx, uint8_t* w, uint64_t idx, mlx5::WqeOpcode op, uint8_t opmod, uint32_t qpn,
+                             uint8_t fm_ce_se, uint8_t ds) {
+  mlx5::WqeCtrlSeg c;
+  mlx5::set_ctrl_seg(&c, uint16_t(idx), op, opmod, qpn, fm_ce_se, ds);
+  const auto* words = reinterpret_cast<const uint64_t*>(&c);
+  *reinterpret_cast<uint64_t*>(w + 8) = words[1];
+  ctx.store(exec::gpu_scope, exec::relaxed, reinterpret_cast<uint64_t*>(w), words[0]);
+}
+
 // Wait until everything below `idx` has completed; fail on an error CQE (recorded in
 // st.error) rather than spin on it.
 template <class C>
@@ -130,8 +142,7 @@ DOORBELL_HD OpResult post_cst(C& ctx, const DevState& st, const DevQp& qp, uint6
   if (OpResult r = reserve(ctx, st, qp, 1, &base); r != OpResult::kOk) return r;
   uint8_t* w = wqe_at(qp, base);
   mlx5::set_data_seg(reinterpret_cast<mlx5::WqeDataSeg*>(w + 16), 1, qp.ibuf_lkey, reinterpret_cast<uint64_t>(qp.ibuf));
-  mlx5::set_ctrl_seg(reinterpret_cast<mlx5::WqeCtrlSeg*>(w), uint16_t(base), mlx5::WqeOpcode::kDump, 0, qp.qpn,
-                     mlx5::kCtrlCqUpdate | mlx5::kCtrlFmFence, 2);
+  publish_wqe(ctx, w, base, mlx5::WqeOpcode::kDump, 0, qp.qpn, mlx5::kCtrlCqUpdate | mlx5::kCtrlFmFence, 2);
   *end = base + 1;
   return submit(ctx, st, qp, base, 1);
 }

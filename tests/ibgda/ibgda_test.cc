@@ -103,27 +103,36 @@ TEST(Ibgda, TransfersSplitAtHeapChunkBoundaries) {
 }
 
 TEST(Ibgda, FetchAddFromManyAgentsGivesDistinctOldValues) {
-  for (Policy p : {Policy::kRandom, Policy::kPct}) {
-    auto w = ModelWorld::create(small_world(3));
-    ASSERT_TRUE(w.is_ok());
-    ModelWorld& world = **w;
-    const uint64_t ctr = *world.malloc(8);
-    std::vector<uint64_t> olds;
-    Scheduler s(sched(11, p));
-    const int per_lane = 4;
-    RunResult r = run_on_all(world, s, {2, 2, 4}, [&](SimCtx& ctx, const DevState& st) {
-      for (int i = 0; i < per_lane; ++i) {
-        uint64_t old = 0;
-        ASSERT_EQ(atomic_fetch_add(ctx, st, ctr, 1, 0, &old), OpResult::kOk);
-        olds.push_back(old);
-      }
-    });
-    ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.report;
-    const size_t total = 3 * 2 * 2 * 4 * per_lane;
-    EXPECT_EQ(olds.size(), total);
-    EXPECT_EQ(std::set<uint64_t>(olds.begin(), olds.end()).size(), total) << "previous values must be distinct";
-    EXPECT_EQ(*reinterpret_cast<uint64_t*>(world.at(0, ctr)), total);
-  }
+  // Few ibuf slots make slot reuse frequent: a result read after its slot was handed on
+  // would show up as a repeated previous value.
+  for (Policy p : {Policy::kRandom, Policy::kPct})
+    for (uint32_t slots : {1u, 8u}) {
+      const uint64_t bad = testing::sweep_seeds(1, 60, [&](uint64_t seed) {
+        WorldConfig c = small_world(3);
+        c.ibuf_slots = slots;
+        auto w = ModelWorld::create(c);
+        ModelWorld& world = **w;
+        const uint64_t ctr = *world.malloc(8);
+        std::vector<uint64_t> olds;
+        gpu_sim::SchedOptions o = sched(seed, p);
+        o.pct_steps = 2000;
+        Scheduler s(o);
+        const int per_lane = 3;
+        RunResult r = run_on_all(world, s, {1, 2, 2}, [&](SimCtx& ctx, const DevState& st) {
+          for (int i = 0; i < per_lane; ++i) {
+            uint64_t old = 0;
+            if (atomic_fetch_add(ctx, st, ctr, 1, 0, &old) != OpResult::kOk) return;
+            olds.push_back(old);
+          }
+        });
+        const size_t total = 3 * 2 * 2 * per_lane;
+        EXPECT_EQ(r.outcome, Outcome::kCompleted) << r.report;
+        return r.outcome == Outcome::kCompleted && olds.size() == total &&
+               std::set<uint64_t>(olds.begin(), olds.end()).size() == total &&
+               *reinterpret_cast<uint64_t*>(world.at(0, ctr)) == total;
+      });
+      EXPECT_EQ(bad, 0u) << gpu_sim::policy_name(p) << " ibuf slots " << slots;
+    }
 }
 
 TEST(Ibgda, CasLoopAtomics) {
