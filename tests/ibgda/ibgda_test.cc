@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/ibgda/host/model_world.h"
+#include "core/ibgda/api.h"
 #include "core/ibgda/ops.h"
 #include "hw/gpu_sim/sim_ctx.h"
 #include "tests/seeds.h"
@@ -158,6 +159,38 @@ TEST(Ibgda, CasLoopAtomics) {
   EXPECT_EQ(o3, 0x3cu);
   EXPECT_EQ(o4, 0xc3u);
   EXPECT_EQ(*reinterpret_cast<uint64_t*>(world.at(1, word)), 80u);
+}
+
+}  // namespace
+}  // namespace doorbell::ibgda
+
+namespace doorbell::ibgda {
+namespace {
+
+TEST(IbgdaApi, TypedSymmetricPointers) {
+  auto w = ModelWorld::create(small_world());
+  ASSERT_TRUE(w.is_ok());
+  ModelWorld& world = **w;
+  const uint64_t off = *world.malloc(64 * 8), ctr = *world.malloc(8);
+  auto* mine = [&](uint32_t pe) { return reinterpret_cast<uint64_t*>(world.at(pe, off)); };
+  for (uint32_t i = 0; i < 64; ++i) mine(0)[i] = 1000 + i;
+  uint64_t old = 0;
+  Scheduler s(sched(21));
+  RunResult r = run_on_all(world, s, {1, 1, 1}, [&](SimCtx& ctx, const DevState& st) {
+    if (st.my_pe != 0) return;
+    auto* a = reinterpret_cast<uint64_t*>(world.at(0, off));  // symmetric address on PE 0
+    auto* c = reinterpret_cast<uint64_t*>(world.at(0, ctr));
+    EXPECT_EQ(doorbell::put(ctx, st, a + 32, a, 32, 1), OpResult::kOk);
+    EXPECT_EQ(doorbell::get(ctx, st, a + 32, a + 32, 32, 1), OpResult::kOk);
+    EXPECT_EQ(doorbell::atomic_fetch_add(ctx, st, c, 5, 1, &old), OpResult::kOk);
+    EXPECT_EQ(doorbell::atomic_compare_swap(ctx, st, c, 5, 9, 1, &old), OpResult::kOk);
+    EXPECT_EQ(doorbell::fence(ctx, st), OpResult::kOk);
+    EXPECT_EQ(doorbell::quiet(ctx, st), OpResult::kOk);
+  });
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.report;
+  for (uint32_t i = 0; i < 32; ++i) EXPECT_EQ(mine(1)[32 + i], 1000u + i);
+  EXPECT_EQ(old, 5u);
+  EXPECT_EQ(*reinterpret_cast<uint64_t*>(world.at(1, ctr)), 9u);
 }
 
 }  // namespace
