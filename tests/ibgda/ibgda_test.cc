@@ -172,7 +172,7 @@ TEST(IbgdaApi, TypedSymmetricPointers) {
   ASSERT_TRUE(w.is_ok());
   ModelWorld& world = **w;
   const uint64_t off = *world.malloc(64 * 8), ctr = *world.malloc(8);
-  auto* mine = [&](uint32_t pe) { return reinterpret_cast<uint64_t*>(world.at(pe, off)); };
+  auto mine = [&](uint32_t pe) { return reinterpret_cast<uint64_t*>(world.at(pe, off)); };
   for (uint32_t i = 0; i < 64; ++i) mine(0)[i] = 1000 + i;
   uint64_t old = 0;
   Scheduler s(sched(21));
