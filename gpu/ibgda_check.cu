@@ -1,0 +1,282 @@
+// IBGDA on a Hopper GPU (run through the device tool; CI only compiles it). The protocol of
+// core/ibgda — the same source the CPU-model tests run — executes as device code with
+// CudaCtx against the GPU-resident software NIC (gpu_nic.cuh); WQ rings, DBRs, collapsed
+// CQs, management words, ibufs and the PEs' symmetric heaps all live in GPU memory. Two PEs
+// share the GPU. Checks put / get (crossing heap chunks) / fetch-add results, then measures
+// 8-byte put_nbi throughput. Exits non-zero on a wrong result.
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "core/ibgda/api.h"
+#include "gpu/gpu_nic.cuh"
+#include "hw/cuda/cuda_ctx.cuh"
+
+using namespace doorbell;
+using doorbell::cuda_exec::CudaCtx;
+
+#define CHECK(x)                                                                                 \
+  do {                                                                                           \
+    cudaError_t e_ = (x);                                                                        \
+    if (e_ != cudaSuccess) {                                                                     \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+
+namespace {
+
+constexpr uint32_t kNpes = 2;
+constexpr uint64_t kHeap = 4ull << 20, kChunk = 1ull << 20;
+constexpr uint32_t kLogDepth = 8, kDepth = 1u << kLogDepth, kIbufSlots = 8;
+
+template <class T>
+T* dalloc(size_t n, int fill = 0) {
+  T* p;
+  CHECK(cudaMalloc(&p, n * sizeof(T)));
+  CHECK(cudaMemset(p, fill, n * sizeof(T)));
+  return p;
+}
+
+template <class T>
+T* dcopy(const std::vector<T>& v) {
+  T* p = dalloc<T>(v.size());
+  CHECK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return p;
+}
+
+struct GpuWorld {
+  uint8_t* heap[kNpes];
+  ibgda::DevState* states;        // device array, one per PE
+  gpu_nic::Engine* engines;       // device array, one per PE
+  ibgda::Mvars* mvars[kNpes];
+  unsigned long long *executed, *errors;
+  uint64_t* error_words;
+};
+
+GpuWorld build(uint32_t batch) {
+  GpuWorld g{};
+  std::vector<gpu_nic::Region> regions;
+  for (uint32_t p = 0; p < kNpes; ++p) {
+    g.heap[p] = dalloc<uint8_t>(kHeap);
+    for (uint32_t c = 0; c < kHeap / kChunk; ++c)
+      regions.push_back({reinterpret_cast<uint64_t>(g.heap[p]) + c * kChunk, kChunk, 0x1000u + p * 16 + c});
+  }
+  std::vector<ibgda::DevState> states(kNpes);
+  std::vector<gpu_nic::Engine> engines(kNpes);
+  g.executed = dalloc<unsigned long long>(1);
+  g.errors = dalloc<unsigned long long>(1);
+  g.error_words = dalloc<uint64_t>(kNpes);
+  std::vector<uint64_t> bases;
+  for (uint32_t p = 0; p < kNpes; ++p) bases.push_back(reinterpret_cast<uint64_t>(g.heap[p]));
+  uint64_t* dbases = dcopy(bases);
+  for (uint32_t p = 0; p < kNpes; ++p) {
+    const uint32_t nqp = kNpes;  // one RC QP per peer (QP-major with one QP per PE == PE order)
+    uint8_t* wq = dalloc<uint8_t>(size_t(nqp) * kDepth * 64);
+    uint64_t* dbr = dalloc<uint64_t>(nqp * 8);
+    uint8_t* cq = dalloc<uint8_t>(nqp * 64, 0xff);  // collapsed CQs, invalid until written
+    g.mvars[p] = dalloc<ibgda::Mvars>(nqp);
+    uint8_t* ibuf = dalloc<uint8_t>(size_t(nqp) * (kIbufSlots + 1) * ibgda::kIbufSlotBytes);
+    uint64_t* bf = dalloc<uint64_t>(1);
+    std::vector<ibgda::DevQp> qps(nqp);
+    for (uint32_t q = 0; q < nqp; ++q) {
+      ibgda::DevQp& d = qps[q];
+      d.qpn = 0x100 + p * 16 + q;
+      d.pe = q;
+      d.nwqes = kDepth;
+      d.wq = wq + size_t(q) * kDepth * 64;
+      d.dbr = dbr + q * 8;
+      d.bf = bf;
+      d.cqe = reinterpret_cast<const mlx5::Cqe64*>(cq + q * 64);
+      d.mv = g.mvars[p] + q;
+      d.ibuf = ibuf + size_t(q) * (kIbufSlots + 1) * ibgda::kIbufSlotBytes;
+      d.ibuf_lkey = 0x9000 + p * 64 + q;
+      d.ibuf_nslots = kIbufSlots;
+      regions.push_back({reinterpret_cast<uint64_t>(d.ibuf), (kIbufSlots + 1) * ibgda::kIbufSlotBytes, d.ibuf_lkey});
+    }
+    ibgda::DevQp* dqps = dcopy(qps);
+    ibgda::DevState& s = states[p];
+    s.my_pe = p;
+    s.npes = kNpes;
+    s.num_rc_per_pe = 1;
+    s.qps = dqps;
+    s.layout = ibgda::QpLayout::kQpMajor;
+    s.group_switches = dalloc<uint64_t>(1);
+    s.opt.num_requests_in_batch = batch;
+    s.heap_bases = dbases;
+    s.error = g.error_words + p;
+    s.keys.npes = kNpes;
+    s.keys.log2_granularity = 20;
+    s.keys.nchunks = kHeap / kChunk;
+    for (uint32_t c = 0; c < kHeap / kChunk; ++c) {
+      s.keys.lkeys_const[c] = {0x1000u + p * 16 + c, bases[p] + (c + 1) * kChunk};
+      for (uint32_t q = 0; q < kNpes; ++q) s.keys.rkeys_const[c * kNpes + q] = {0x1000u + q * 16 + c, bases[q] + (c + 1) * kChunk};
+    }
+    engines[p].qps = dqps;
+    engines[p].nqps = nqp;
+    engines[p].heads = dalloc<uint64_t>(nqp);
+    engines[p].dead = dalloc<uint32_t>(nqp);
+    engines[p].executed = g.executed;
+    engines[p].errors = g.errors;
+  }
+  gpu_nic::Region* dregions = dcopy(regions);
+  for (auto& e : engines) e.mrs = dregions, e.nmrs = uint32_t(regions.size());
+  g.states = dcopy(states);
+  g.engines = dcopy(engines);
+  return g;
+}
+
+struct Work {
+  int kind;               // 0: correctness mix, 1: put_nbi storm, 2: warp-collective storm
+  uint32_t ctas_per_pe;
+  uint32_t per_thread;
+  unsigned long long* fetched;  // kind 0: old values
+  unsigned int* done_ctas;
+  unsigned long long* failures;
+};
+
+constexpr uint64_t kCtrOff = 0, kSlots = 4096, kDstSlots = 128 << 10, kBigSrc = 512 << 10, kBig = 1536 << 10, kBigDst = 2 << 20,
+                   kGetOff = 3584 << 10;
+
+__global__ void ibgda_kernel(const gpu_nic::Engine* engines, const ibgda::DevState* states, Work w) {
+  if (blockIdx.x < kNpes) {  // the PE's NIC
+    if (threadIdx.x != 0) return;
+    const unsigned total = kNpes * w.ctas_per_pe;
+    for (;;) {
+      if (gpu_nic::engine_pass(engines[blockIdx.x]) != 0) continue;
+      if (atomicAdd(w.done_ctas, 0u) == total && gpu_nic::engine_pass(engines[blockIdx.x]) == 0) return;
+    }
+  }
+  const uint32_t pe = (blockIdx.x - kNpes) / w.ctas_per_pe, cta = (blockIdx.x - kNpes) % w.ctas_per_pe;
+  const ibgda::DevState& st = states[pe];
+  CudaCtx ctx;
+  const uint32_t peer = (pe + 1) % kNpes;
+  const uint32_t t = cta * blockDim.x + threadIdx.x;
+  auto* heap = reinterpret_cast<uint8_t*>(st.heap_bases[pe]);
+  bool ok = true;
+  if (w.kind == 0) {
+    // 8-byte puts into per-thread slots, one big put crossing chunks, a get, a fetch-add.
+    for (uint32_t i = 0; i < w.per_thread; ++i) {
+      auto* slot = reinterpret_cast<uint64_t*>(heap + kSlots) + t * w.per_thread + i;
+      auto* dst = reinterpret_cast<uint64_t*>(heap + kDstSlots) + t * w.per_thread + i;
+      *slot = (uint64_t(pe) << 48) | (uint64_t(t) << 16) | i;
+      ok &= put_nbi(ctx, st, dst, slot, 1, int(peer)) == OpResult::kOk;
+    }
+    if (t == 0) ok &= ibgda::put_nbi(ctx, st, kBigDst, kBigSrc, kBig, peer) == OpResult::kOk;
+    ok &= ibgda::get_nbi(ctx, st, kGetOff + t * 64, kBigSrc + t * 64, 64, peer) == OpResult::kOk;
+    uint64_t old = 0;
+    ok &= ibgda::atomic_fetch_add(ctx, st, kCtrOff, 1, peer, &old) == OpResult::kOk;
+    w.fetched[pe * 65536 + t] = old;
+    ok &= quiet(ctx, st) == OpResult::kOk;
+  } else if (pe == 0) {
+    auto* buf = reinterpret_cast<uint64_t*>(heap + kSlots);
+    for (uint32_t i = 0; i < w.per_thread && ok; ++i) {
+      uint64_t* p = buf + (t * w.per_thread + i) % 65536;
+      ok &= (w.kind == 1 ? put_nbi(ctx, st, p, p, 1, 1) : put_nbi_warp(ctx, st, p, p, 1, 1)) == OpResult::kOk;
+    }
+    ok &= quiet(ctx, st) == OpResult::kOk;
+  }
+  if (!ok) atomicAdd(w.failures, 1ull);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(w.done_ctas, 1u);
+  }
+}
+
+}  // namespace
+
+int main() {
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+  int failed = 0, passed = 0;
+
+  {  // correctness
+    GpuWorld g = build(32);
+    for (uint32_t p = 0; p < kNpes; ++p) {
+      std::vector<uint8_t> pattern(kBig);
+      for (size_t i = 0; i < kBig; ++i) pattern[i] = uint8_t(i * 13 + p);
+      CHECK(cudaMemcpy(g.heap[p] + kBigSrc, pattern.data(), kBig, cudaMemcpyHostToDevice));
+    }
+    const uint32_t ctas = 2, threads = 128, per = 16;
+    Work w{0, ctas, per, dalloc<unsigned long long>(kNpes * 65536), dalloc<unsigned>(1), dalloc<unsigned long long>(1)};
+    ibgda_kernel<<<kNpes + kNpes * ctas, threads>>>(g.engines, g.states, w);
+    CHECK(cudaDeviceSynchronize());
+    unsigned long long fails = 0, errors = 0, executed = 0;
+    CHECK(cudaMemcpy(&fails, w.failures, 8, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(&errors, g.errors, 8, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(&executed, g.executed, 8, cudaMemcpyDeviceToHost));
+    bool ok = fails == 0 && errors == 0;
+    const uint32_t nthreads = ctas * threads;
+    auto expect = [&](bool cond, const char* what, uint32_t p) {
+      if (!cond) std::printf("ibgda correctness: %s wrong on PE %u\n", what, p);
+      ok &= cond;
+    };
+    for (uint32_t p = 0; p < kNpes; ++p) {
+      const uint32_t src = (p + kNpes - 1) % kNpes;  // who put into p
+      std::vector<uint64_t> slots(nthreads * per);
+      CHECK(cudaMemcpy(slots.data(), g.heap[p] + kDstSlots, slots.size() * 8, cudaMemcpyDeviceToHost));
+      bool slots_ok = true;
+      for (uint32_t t = 0; t < nthreads; ++t)
+        for (uint32_t i = 0; i < per; ++i) slots_ok &= slots[t * per + i] == ((uint64_t(src) << 48) | (uint64_t(t) << 16) | i);
+      expect(slots_ok, "8-byte put slots", p);
+      std::vector<uint8_t> big(kBig), want(kBig), got(nthreads * 64);
+      CHECK(cudaMemcpy(big.data(), g.heap[p] + kBigDst, kBig, cudaMemcpyDeviceToHost));
+      CHECK(cudaMemcpy(got.data(), g.heap[p] + kGetOff, got.size(), cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < kBig; ++i) want[i] = uint8_t(i * 13 + src);
+      expect(big == want, "chunk-crossing put", p);  // src's pattern, across the chunk boundaries
+      const uint32_t from = (p + 1) % kNpes;      // p got from its peer's source region
+      bool got_ok = true;
+      for (size_t i = 0; i < got.size(); ++i) got_ok &= got[i] == uint8_t(i * 13 + from);
+      expect(got_ok, "get data", p);
+      uint64_t ctr = 0;
+      CHECK(cudaMemcpy(&ctr, g.heap[p] + kCtrOff, 8, cudaMemcpyDeviceToHost));
+      expect(ctr == nthreads, "fetch-add total", p);
+      std::vector<unsigned long long> olds(nthreads);
+      CHECK(cudaMemcpy(olds.data(), w.fetched + size_t(src) * 65536, nthreads * 8, cudaMemcpyDeviceToHost));
+      expect(std::set<unsigned long long>(olds.begin(), olds.end()).size() == nthreads, "distinct fetched values", p);
+    }
+    std::printf("ibgda correctness: 2 PEs x %u threads: %u 8-byte puts each, a %llu KiB put across 1 MiB heap chunks, "
+                "a get, a fetch-add; NIC executed %llu WQEs, errors %llu, failed calls %llu: %s\n",
+                nthreads, per, (unsigned long long)(kBig >> 10), executed, errors, fails, ok ? "OK" : "FAIL");
+    ok ? ++passed : ++failed;
+  }
+
+  for (int kind : {1, 2})
+    for (uint32_t batch : {1u, 32u}) {
+      GpuWorld g = build(batch);
+      const uint32_t ctas = 4, threads = 128, per = kind == 1 ? 256 : 2048;
+      Work w{kind, ctas, per, nullptr, dalloc<unsigned>(1), dalloc<unsigned long long>(1)};
+      cudaEvent_t a, b;
+      CHECK(cudaEventCreate(&a));
+      CHECK(cudaEventCreate(&b));
+      CHECK(cudaEventRecord(a));
+      ibgda_kernel<<<kNpes + kNpes * ctas, threads>>>(g.engines, g.states, w);
+      CHECK(cudaEventRecord(b));
+      CHECK(cudaDeviceSynchronize());
+      float ms = 0;
+      CHECK(cudaEventElapsedTime(&ms, a, b));
+      unsigned long long fails = 0, errors = 0, executed = 0;
+      CHECK(cudaMemcpy(&fails, w.failures, 8, cudaMemcpyDeviceToHost));
+      CHECK(cudaMemcpy(&errors, g.errors, 8, cudaMemcpyDeviceToHost));
+      CHECK(cudaMemcpy(&executed, g.executed, 8, cudaMemcpyDeviceToHost));
+      ibgda::Mvars mv;
+      CHECK(cudaMemcpy(&mv, g.mvars[0] + 1, sizeof mv, cudaMemcpyDeviceToHost));
+      const uint64_t ops = kind == 1 ? uint64_t(ctas) * threads * per : uint64_t(ctas) * (threads / 32) * per;
+      const bool ok = fails == 0 && errors == 0 && mv.cons_idx == ops && executed == ops;
+      std::printf("put_nbi %s 8 B, batch %u: %llu puts PE0->PE1 in %.2f ms = %.2f M puts/s (resv %llu ready %llu prod %llu "
+                  "cons %llu): %s\n",
+                  kind == 1 ? "thread-scope" : "warp-scope ", batch, (unsigned long long)ops, ms, double(ops) / ms / 1e3,
+                  (unsigned long long)mv.resv_head, (unsigned long long)mv.ready_head, (unsigned long long)mv.prod_idx,
+                  (unsigned long long)mv.cons_idx, ok ? "OK" : "FAIL");
+      ok ? ++passed : ++failed;
+    }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
