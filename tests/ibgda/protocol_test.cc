@@ -245,3 +245,58 @@ TEST(IbgdaProtocol, QpMajorAndPeMajorLayouts) {
 
 }  // namespace
 }  // namespace doorbell::ibgda
+
+namespace doorbell::ibgda {
+namespace {
+
+// Without PCIe write ordering (may_skip_cst = false) quiet after non-blocking gets appends
+// one CST — a fenced DUMP on ibuf slot 0 — and advances get_tail; with ordering, none.
+TEST(IbgdaProtocol, QuietIssuesACstAfterGetsOnlyWithoutWriteOrdering) {
+  for (bool ordering : {false, true}) {
+    WorldConfig c = world_cfg(2, 5, 4);
+    c.opt.may_skip_cst = ordering;
+    c.response_delay_max = 20;  // READ data lands late; the CST's fence waits for it
+    auto w = ModelWorld::create(c);
+    ASSERT_TRUE(w.is_ok());
+    const uint64_t src = *(*w)->malloc(4096), dst = *(*w)->malloc(4096);
+    for (int i = 0; i < 4096; ++i) (*w)->at(1, src)[i] = uint8_t(i ^ 0x5a);
+    DevState* st = &(*w)->state(0);
+    Scheduler s(sched(4));
+    s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {
+      for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(get_nbi(ctx, *st, dst + i * 1024, src + i * 1024, 1024, 1, QpSelector{QpSelector::kIndex, 0}), OpResult::kOk);
+      EXPECT_EQ(quiet(ctx, *st, st->qps[1]), OpResult::kOk);
+    });
+    (*w)->attach(s);
+    ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
+    const Mvars& m = *st->qps[1].mv;
+    EXPECT_EQ(m.get_head, 3u);
+    EXPECT_EQ(m.ready_head, ordering ? 3u : 4u) << "one CST WQE after the gets";
+    EXPECT_EQ(m.get_tail, ordering ? 0u : 3u);
+    EXPECT_EQ(m.cons_idx, m.ready_head);
+    EXPECT_EQ(0, std::memcmp((*w)->at(0, dst), (*w)->at(1, src), 3072));
+  }
+}
+
+}  // namespace
+}  // namespace doorbell::ibgda
+
+namespace doorbell::ibgda {
+namespace {
+
+TEST(IbgdaWorld, ReachMapFollowsQpState) {
+  auto w = ModelWorld::create(world_cfg(3, 4, 4));
+  ASSERT_TRUE(w.is_ok());
+  auto m = (*w)->reach_map();
+  ASSERT_TRUE(m.is_ok());
+  EXPECT_EQ(m->name(m->rma(0, 2)), "ibgda");
+  EXPECT_EQ(m->amo(2, 1), 0);
+  // A QP to PE 2 in error: PE 0 can no longer reach PE 2 through IBGDA.
+  ASSERT_TRUE((*w)->nic(0).force_qp_error((*w)->state(0).qps[2].qpn).is_ok());
+  m = (*w)->reach_map();
+  EXPECT_EQ(m->rma(0, 2), -1);
+  EXPECT_EQ(m->rma(0, 1), 0);
+}
+
+}  // namespace
+}  // namespace doorbell::ibgda

@@ -225,6 +225,19 @@ std::string ModelWorld::check_invariants() {
   return {};
 }
 
+Result<transport::ReachMap> ModelWorld::reach_map() const {
+  struct IbgdaTransport : transport::Transport {
+    const ModelWorld* w;
+    explicit IbgdaTransport(const ModelWorld* world) : w(world) { name = "ibgda"; }
+    uint32_t can_reach(uint32_t pe, uint32_t peer) const override {
+      for (const DevQp& q : w->pes_[pe]->qps)
+        if (q.pe == peer && w->pes_[pe]->nic->qp(q.qpn)->state != mock_nic::QpState::kRts) return 0;
+      return transport::kRead | transport::kWrite | transport::kAtomics;
+    }
+  } ib(this);
+  return transport::ReachMap::build(cfg_.npes, {&ib});
+}
+
 std::string ModelWorld::first_error() const {
   for (uint32_t p = 0; p < cfg_.npes; ++p)
     if (pes_[p]->error != 0)

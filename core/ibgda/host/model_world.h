@@ -13,6 +13,7 @@
 
 #include "core/heap/symmetric_heap.h"
 #include "core/ibgda/state.h"
+#include "core/transport/reach_map.h"
 #include "hw/gpu_sim/scheduler.h"
 #include "hw/mlx5_devx/queue_set.h"
 #include "hw/mock_nic/devx/model_devx.h"
@@ -53,6 +54,9 @@ class ModelWorld {
   // ibuf head - tail <= nslots, and the NIC has fetched nothing beyond ready_head. Empty when
   // they hold; else a description of the first violation.
   std::string check_invariants();
+  // Which transport carries RMA / AMO between each pair of PEs (SPEC §2): here the one
+  // transport is IBGDA, which reaches a peer when every QP to it is in RTS.
+  Result<transport::ReachMap> reach_map() const;
   // The first error CQE any PE saw, as "pe N: syndrome S at wqe W", or empty.
   std::string first_error() const;
 
