@@ -28,6 +28,7 @@ concept ExecContext = requires(C& c, const C& cc, uint64_t* p, const uint64_t* c
   { c.all(b) } -> std::same_as<bool>;
   { c.any(b) } -> std::same_as<bool>;
   c.syncwarp();
+  c.sync_cta();  // barrier over every thread of the CTA (that has not exited)
   // 64-bit atomics, each with a scope.
   { c.atomic_add(gpu_scope, p, v) } -> std::same_as<uint64_t>;
   { c.atomic_cas(gpu_scope, p, v, v) } -> std::same_as<uint64_t>;

@@ -109,6 +109,17 @@ DOORBELL_HD OpResult put_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uin
   return OpResult(ctx.shfl(uint64_t(r), 0));
 }
 
+// Block-collective put: every thread of the CTA calls it with the same arguments; one warp
+// (warp 0) issues it, as NVSHMEM's block-scope calls do, and the CTA waits for that warp.
+// The result is warp 0's; other warps see kOk.
+template <class C>
+DOORBELL_HD OpResult put_nbi_block(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t pe) {
+  OpResult r = OpResult::kOk;
+  if (ctx.warp() == 0) r = put_nbi_warp(ctx, st, dest, src, bytes, pe);
+  ctx.sync_cta();
+  return r;
+}
+
 // ---- atomics ----
 
 // One atomic WQE (CS or FA) on pe's 8-byte word at `off`, result into local `result_addr`.

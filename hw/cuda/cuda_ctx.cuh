@@ -58,6 +58,7 @@ class CudaCtx {
   __device__ bool all(bool b) { return __all_sync(0xffffffffu, b) != 0; }
   __device__ bool any(bool b) { return __any_sync(0xffffffffu, b) != 0; }
   __device__ void syncwarp() { __syncwarp(); }
+  __device__ void sync_cta() { __syncthreads(); }
 
   template <exec::Scope S>
   __device__ uint64_t atomic_add(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {

@@ -41,7 +41,7 @@ const char* outcome_name(Outcome o) {
 }
 
 struct Scheduler::Lane {
-  enum class State : uint8_t { kRunnable, kCollective, kDone };
+  enum class State : uint8_t { kRunnable, kCollective, kBarrier, kDone };
   std::unique_ptr<Fiber> fiber;
   uint32_t index = 0;
   State state = State::kRunnable;
@@ -59,8 +59,20 @@ struct Scheduler::Lane {
   }
 };
 
+// A CTA-wide barrier: every live lane of every warp of the CTA must arrive.
+struct Scheduler::CtaBarrier {
+  uint32_t live = 0, arrived = 0;
+  std::vector<Scheduler::Lane*> waiting;
+  void release() {
+    for (Lane* l : waiting) l->state = Lane::State::kRunnable;
+    waiting.clear();
+    arrived = 0;
+  }
+};
+
 struct Scheduler::Agent {
   std::string name;
+  CtaBarrier* barrier = nullptr;  // the CTA's barrier (kernel warps only)
   uint32_t index = 0;
   bool daemon = false;
   std::vector<std::unique_ptr<Lane>> lanes;
@@ -99,9 +111,13 @@ void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::fu
   LaunchConfig c = cfg;
   c.lanes = lanes;
   auto shared_body = std::make_shared<std::function<void(SimCtx&)>>(std::move(body));
-  for (uint32_t cta = 0; cta < cfg.ctas; ++cta)
+  for (uint32_t cta = 0; cta < cfg.ctas; ++cta) {
+    barriers_.push_back(std::make_unique<CtaBarrier>());
+    CtaBarrier* bar = barriers_.back().get();
+    bar->live = cfg.warps_per_cta * lanes;
     for (uint32_t w = 0; w < cfg.warps_per_cta; ++w) {
       auto a = std::make_unique<Agent>();
+      a->barrier = bar;
       a->name = name + "[cta " + std::to_string(cta) + " warp " + std::to_string(w) + "]";
       a->index = uint32_t(agents_.size());
       Agent* ap = a.get();
@@ -124,6 +140,7 @@ void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::fu
       a->live = lanes;
       agents_.push_back(std::move(a));
     }
+  }
 }
 
 void Scheduler::add_agent(const std::string& name, std::function<void(AgentCtx&)> body, bool daemon) {
@@ -232,6 +249,20 @@ uint64_t Scheduler::collective(int kind, uint64_t value, uint32_t arg) {
   return a.out[gen & 1][l.index];
 }
 
+void Scheduler::sync_cta() {
+  if (aborted_) throw KernelAborted{};
+  CtaBarrier* b = cur_agent_->barrier;
+  if (b == nullptr) return;  // device agents have no CTA
+  if (++b->arrived == b->live) {
+    b->release();
+    return;
+  }
+  cur_lane_->state = Lane::State::kBarrier;
+  b->waiting.push_back(cur_lane_);
+  yield();
+  if (aborted_) throw KernelAborted{};
+}
+
 void Scheduler::complete_collective(Agent& a) {
   uint64_t ballot = 0;
   for (const auto& l : a.lanes)
@@ -250,6 +281,7 @@ void Scheduler::finish_lane(Agent& a, Lane& l) {
   l.state = Lane::State::kDone;
   --a.live;
   if (a.arrived != 0 && a.arrived == a.live) complete_collective(a);
+  if (a.barrier != nullptr && --a.barrier->live != 0 && a.barrier->arrived == a.barrier->live) a.barrier->release();
 }
 
 // ---- the scheduler proper (main context) ----
@@ -304,7 +336,8 @@ Scheduler::Agent* Scheduler::pick() {
 void Scheduler::check_hang() {
   for (const auto& a : agents_)
     for (const auto& l : a->lanes) {
-      if (l->state == Lane::State::kDone || l->state == Lane::State::kCollective) continue;
+      if (l->state == Lane::State::kDone || l->state == Lane::State::kCollective || l->state == Lane::State::kBarrier)
+        continue;
       if (!l->polling(version_, opt_.hang_spins)) return;
     }
   hang_ = true;
@@ -340,6 +373,7 @@ std::string Scheduler::hang_report() const {
       os << ": ";
       if (l.state == Lane::State::kDone) os << "finished";
       else if (l.state == Lane::State::kCollective) os << "at a warp collective";
+      else if (l.state == Lane::State::kBarrier) os << "at a CTA barrier";
       else {
         os << "waits in \"" << (l.wait_what ? l.wait_what : "?") << "\"";
         if (l.wait_addr != nullptr) os << " on " << name_of(l.wait_addr) << ", last seen " << l.wait_seen;

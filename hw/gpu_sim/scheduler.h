@@ -86,12 +86,14 @@ class Scheduler {
   void record(Access kind, uint64_t value, bool changed);
   bool spin(const char* what, const uint64_t* addr, uint64_t seen);
   uint64_t collective(int kind, uint64_t value, uint32_t arg);
+  void sync_cta();
   void mmio_store(uint64_t* addr, uint64_t value);
   bool stopping() const { return stopping_ || aborted_; }
 
  private:
   struct Lane;
   struct Agent;
+  struct CtaBarrier;
   void step(Agent& a);
   void resume(Agent& a, Lane& l);
   void yield();
@@ -105,6 +107,7 @@ class Scheduler {
 
   SchedOptions opt_;
   std::vector<std::unique_ptr<Agent>> agents_;
+  std::vector<std::unique_ptr<CtaBarrier>> barriers_;  // one per launched CTA
   Fiber main_;
   Agent* cur_agent_ = nullptr;
   Lane* cur_lane_ = nullptr;

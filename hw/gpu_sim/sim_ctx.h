@@ -28,6 +28,7 @@ class SimCtx {
   bool all(bool b) { return ballot(b) == (cfg_.lanes == 32 ? ~0u : (1u << cfg_.lanes) - 1); }
   bool any(bool b) { return ballot(b) != 0; }
   void syncwarp() { (void)s_->collective(2, 0, 0); }
+  void sync_cta() { s_->sync_cta(); }
 
   template <exec::Scope S>
   uint64_t atomic_add(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {

@@ -232,3 +232,26 @@ TEST(Scheduler, MmioStoresRouteToTheDevice) {
 
 }  // namespace
 }  // namespace doorbell::gpu_sim
+
+namespace doorbell::gpu_sim {
+namespace {
+
+TEST(Scheduler, CtaBarrierHoldsEveryWarpOfTheCta) {
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    Scheduler s(opts(seed));
+    uint64_t before = 0;
+    std::vector<uint64_t> seen;
+    s.launch("bar", {2, 3, 2}, [&](SimCtx& ctx) {
+      ctx.atomic_add(exec::gpu_scope, &before, 1);
+      ctx.sync_cta();
+      // Every lane of this CTA has arrived: at least its 6 increments are in.
+      seen.push_back(ctx.load(exec::gpu_scope, exec::relaxed, &before));
+    });
+    ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
+    ASSERT_EQ(seen.size(), 12u);
+    for (uint64_t v : seen) EXPECT_GE(v, 6u) << "seed " << seed;
+  }
+}
+
+}  // namespace
+}  // namespace doorbell::gpu_sim

@@ -195,3 +195,27 @@ TEST(IbgdaApi, TypedSymmetricPointers) {
 
 }  // namespace
 }  // namespace doorbell::ibgda
+
+namespace doorbell::ibgda {
+namespace {
+
+TEST(Ibgda, BlockScopePutIsIssuedByOneWarp) {
+  auto w = ModelWorld::create(small_world());
+  ASSERT_TRUE(w.is_ok());
+  ModelWorld& world = **w;
+  const uint64_t buf = *world.malloc(200 << 10);
+  for (int i = 0; i < (200 << 10); ++i) world.at(0, buf)[i] = uint8_t(i * 5);
+  Scheduler s(sched(17));
+  DevState* st = &world.state(0);
+  s.launch("pe0", {1, 3, 4}, [&](SimCtx& ctx) {
+    EXPECT_EQ(put_nbi_block(ctx, *st, buf, buf, 200 << 10, 1), OpResult::kOk);
+    if (ctx.warp() == 0) EXPECT_EQ(quiet_all(ctx, *st), OpResult::kOk);
+  });
+  world.attach(s);
+  ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
+  EXPECT_EQ(0, std::memcmp(world.at(1, buf), world.at(0, buf), 200 << 10));
+  EXPECT_EQ(st->qps[1].mv->resv_head, count_pieces(*st, buf, buf, 200 << 10, 1));  // one warp's WQEs only
+}
+
+}  // namespace
+}  // namespace doorbell::ibgda
