@@ -9,19 +9,12 @@
 
 #include "core/sync/publish_ring.h"
 #include "core/sync/ticket_lock.h"
+#include "gpu/cuda_check.h"
 #include "hw/cuda/cuda_ctx.cuh"
 
 using doorbell::cuda_exec::CudaCtx;
 using namespace doorbell;
 
-#define CHECK(x)                                                                          \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
 
 static_assert(exec::ExecContext<CudaCtx>);
 

@@ -15,19 +15,12 @@
 
 #include "core/ibgda/api.h"
 #include "gpu/gpu_nic.cuh"
+#include "gpu/cuda_check.h"
 #include "hw/cuda/cuda_ctx.cuh"
 
 using namespace doorbell;
 using doorbell::cuda_exec::CudaCtx;
 
-#define CHECK(x)                                                                                 \
-  do {                                                                                           \
-    cudaError_t e_ = (x);                                                                        \
-    if (e_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
 
 namespace {
 

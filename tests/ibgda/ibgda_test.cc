@@ -10,6 +10,7 @@
 #include "core/ibgda/api.h"
 #include "core/ibgda/ops.h"
 #include "hw/gpu_sim/sim_ctx.h"
+#include "tests/ibgda/world_rig.h"
 #include "tests/seeds.h"
 
 namespace doorbell::ibgda {
@@ -21,23 +22,6 @@ using gpu_sim::Policy;
 using gpu_sim::RunResult;
 using gpu_sim::Scheduler;
 using gpu_sim::SimCtx;
-
-WorldConfig small_world(uint32_t npes = 2) {
-  WorldConfig c;
-  c.npes = npes;
-  c.heap.heap_bytes = 4ull << 20;
-  c.heap.granularity = 64ull << 10;
-  c.heap.max_handle_bytes = 128ull << 10;
-  return c;
-}
-
-gpu_sim::SchedOptions sched(uint64_t seed, Policy p = Policy::kRandom) {
-  gpu_sim::SchedOptions o;
-  o.seed = seed;
-  o.policy = p;
-  o.hang_spins = 256;
-  return o;
-}
 
 // Launch `body` as a kernel on every PE, with the NIC engines attached; run.
 template <class Body>
@@ -52,7 +36,7 @@ RunResult run_on_all(ModelWorld& w, Scheduler& s, LaunchConfig cfg, Body body) {
 
 TEST(Ibgda, PutGetAndAtomicsBetweenTwoPes) {
   const uint64_t bad = testing::sweep_seeds(1, 30, [](uint64_t seed) {
-    auto w = ModelWorld::create(small_world());
+    auto w = ModelWorld::create(world_cfg());
     EXPECT_TRUE(w.is_ok()) << w.status().to_string();
     ModelWorld& world = **w;
     const uint64_t src = *world.malloc(4096), dst = *world.malloc(4096), got = *world.malloc(4096), ctr = *world.malloc(64);
@@ -83,7 +67,7 @@ TEST(Ibgda, PutGetAndAtomicsBetweenTwoPes) {
 }
 
 TEST(Ibgda, TransfersSplitAtHeapChunkBoundaries) {
-  auto w = ModelWorld::create(small_world());
+  auto w = ModelWorld::create(world_cfg());
   ASSERT_TRUE(w.is_ok());
   ModelWorld& world = **w;
   const uint64_t pad = *world.malloc(30000);  // misalign the buffers against the 64 KiB chunks
@@ -109,7 +93,7 @@ TEST(Ibgda, FetchAddFromManyAgentsGivesDistinctOldValues) {
   for (Policy p : {Policy::kRandom, Policy::kPct})
     for (uint32_t slots : {1u, 8u}) {
       const uint64_t bad = testing::sweep_seeds(1, 60, [&](uint64_t seed) {
-        WorldConfig c = small_world(3);
+        WorldConfig c = world_cfg(3);
         c.ibuf_slots = slots;
         auto w = ModelWorld::create(c);
         ModelWorld& world = **w;
@@ -137,7 +121,7 @@ TEST(Ibgda, FetchAddFromManyAgentsGivesDistinctOldValues) {
 }
 
 TEST(Ibgda, CasLoopAtomics) {
-  auto w = ModelWorld::create(small_world());
+  auto w = ModelWorld::create(world_cfg());
   ASSERT_TRUE(w.is_ok());
   ModelWorld& world = **w;
   const uint64_t word = *world.malloc(64);
@@ -168,7 +152,7 @@ namespace doorbell::ibgda {
 namespace {
 
 TEST(IbgdaApi, TypedSymmetricPointers) {
-  auto w = ModelWorld::create(small_world());
+  auto w = ModelWorld::create(world_cfg());
   ASSERT_TRUE(w.is_ok());
   ModelWorld& world = **w;
   const uint64_t off = *world.malloc(64 * 8), ctr = *world.malloc(8);
@@ -200,7 +184,7 @@ namespace doorbell::ibgda {
 namespace {
 
 TEST(Ibgda, BlockScopePutIsIssuedByOneWarp) {
-  auto w = ModelWorld::create(small_world());
+  auto w = ModelWorld::create(world_cfg());
   ASSERT_TRUE(w.is_ok());
   ModelWorld& world = **w;
   const uint64_t buf = *world.malloc(200 << 10);

@@ -10,6 +10,7 @@
 #include "core/ibgda/queue.h"
 #include "core/ibgda/ops.h"
 #include "hw/gpu_sim/sim_ctx.h"
+#include "tests/ibgda/world_rig.h"
 #include "tests/seeds.h"
 
 namespace doorbell::ibgda {
@@ -22,25 +23,6 @@ using gpu_sim::Policy;
 using gpu_sim::RunResult;
 using gpu_sim::Scheduler;
 using gpu_sim::SimCtx;
-
-WorldConfig world_cfg(uint32_t npes, uint32_t log_depth, uint32_t batch) {
-  WorldConfig c;
-  c.npes = npes;
-  c.log_qp_depth = log_depth;
-  c.opt.num_requests_in_batch = batch;
-  c.heap.heap_bytes = 4ull << 20;
-  c.heap.granularity = 64ull << 10;
-  c.heap.max_handle_bytes = 128ull << 10;
-  return c;
-}
-
-gpu_sim::SchedOptions sched(uint64_t seed, Policy p = Policy::kRandom) {
-  gpu_sim::SchedOptions o;
-  o.seed = seed;
-  o.policy = p;
-  o.hang_spins = 256;
-  return o;
-}
 
 void watch_queues(Scheduler& s, ModelWorld& w, uint32_t pe, uint32_t qp) {
   const Mvars* m = w.state(pe).qps[qp].mv;
