@@ -7,7 +7,7 @@
 
 namespace doorbell::ibgda {
 
-inline WorldConfig world_cfg(uint32_t npes, uint32_t log_depth = 6, uint32_t batch = 32) {
+inline WorldConfig world_cfg(uint32_t npes = 2, uint32_t log_depth = 6, uint32_t batch = 32) {
   WorldConfig c;
   c.npes = npes;
   c.log_qp_depth = log_depth;
