@@ -45,8 +45,12 @@ TEST(Mspace, RandomAllocFreeNeverOverlapsAndCoalescesFully) {
         if (auto off = m.alloc(size, align)) {
           EXPECT_EQ(*off % align, 0u);
           auto next = live.lower_bound(*off);
-          if (next != live.end()) EXPECT_LE(*off + size, next->first);
-          if (next != live.begin()) EXPECT_LE(std::prev(next)->first + std::prev(next)->second, *off);
+          if (next != live.end()) {
+            EXPECT_LE(*off + size, next->first);
+          }
+          if (next != live.begin()) {
+            EXPECT_LE(std::prev(next)->first + std::prev(next)->second, *off);
+          }
           live[*off] = size;
         }
       } else {

@@ -240,9 +240,10 @@ Result<transport::ReachMap> ModelWorld::reach_map() const {
 
 std::string ModelWorld::first_error() const {
   for (uint32_t p = 0; p < cfg_.npes; ++p)
-    if (pes_[p]->error != 0)
-      return "pe " + std::to_string(p) + ": error CQE syndrome 0x" + std::to_string(pes_[p]->error >> 32) + " at wqe " +
-             std::to_string(pes_[p]->error & 0xffff);
+    if (pes_[p]->error != 0) {
+      const auto s = mlx5::CqeSyndrome(pes_[p]->error >> 32);
+      return "pe " + std::to_string(p) + ": error CQE " + mlx5::syndrome_name(s) + " at wqe " + std::to_string(pes_[p]->error & 0xffff);
+    }
   return {};
 }
 
