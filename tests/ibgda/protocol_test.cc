@@ -282,3 +282,28 @@ TEST(IbgdaWorld, ReachMapFollowsQpState) {
 
 }  // namespace
 }  // namespace doorbell::ibgda
+
+namespace doorbell::ibgda {
+namespace {
+
+TEST(IbgdaProtocol, ErrorCqeIsReportedNotSpunOn) {
+  auto w = ModelWorld::create(world_cfg(2, 4, 4));
+  ASSERT_TRUE(w.is_ok());
+  const uint64_t buf = *(*w)->malloc(4096);
+  DevState* st = &(*w)->state(0);
+  st->keys.rkeys_const[0 * 2 + 1].key ^= 0x80;  // a stale rkey for PE 1's first chunk
+  OpResult put = OpResult::kOk, q = OpResult::kOk;
+  Scheduler s(sched(2));
+  s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {
+    put = put_nbi(ctx, *st, buf, buf, 64, 1);
+    q = quiet_all(ctx, *st);
+  });
+  (*w)->attach(s);
+  ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
+  EXPECT_EQ(put, OpResult::kOk);  // submitting succeeds; the NIC rejects the WQE
+  EXPECT_EQ(q, OpResult::kCqError);
+  EXPECT_NE((*w)->first_error().find("REMOTE_ACCESS_ERR"), std::string::npos) << (*w)->first_error();
+}
+
+}  // namespace
+}  // namespace doorbell::ibgda
