@@ -3,6 +3,7 @@
 
 #include "tools/demo.h"
 #include "tools/devices.h"
+#include "tools/replay_cmd.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"doorbell: GPU-initiated communication (IBGDA / NVLS / P2P) simulation and verification"};
@@ -21,7 +22,32 @@ int main(int argc, char** argv) {
   v->add_option("--hca-list", dev.hca_list, "keep these devices (mlx5_0:1,mlx5_1) or exclude them (^mlx5_2)");
   v->add_option("--near-gpu", dev.near_gpu, "PCI bus id or sysfs path of a GPU: report the closest device");
 
+  doorbell::tools::ReplayCmd rep;
+  uint64_t rep_seed = 0;
+  CLI::App* r = app.add_subcommand("replay", "replay scenario files on the CPU model and check their expectations");
+  r->add_option("files", rep.files, "scenario files (YAML)")->required();
+  CLI::Option* seed_opt = r->add_option("--seed", rep_seed, "override the scenarios' seed");
+  r->add_option("--schedule", rep.schedule, "override the schedule")->check(CLI::IsMember({"random", "pct"}));
+  r->add_option("--report", rep.report, "write the JSON report here");
+
+  std::string ex_file, ex_schedule;
+  uint64_t ex_seeds = 100;
+  CLI::App* x = app.add_subcommand("explore", "replay one scenario under many seeds; stop at the first that misses");
+  x->add_option("file", ex_file, "scenario file")->required();
+  x->add_option("--seeds", ex_seeds, "how many seeds (1..N)");
+  x->add_option("--schedule", ex_schedule, "override the schedule")->check(CLI::IsMember({"random", "pct"}));
+
+  std::string list_dir = DOORBELL_SCENARIO_DIR;
+  CLI::App* l = app.add_subcommand("list", "the scenario library, one line each");
+  l->add_option("dir", list_dir, "directory of scenario files");
+
   CLI11_PARSE(app, argc, argv);
+  if (r->parsed()) {
+    if (seed_opt->count() != 0) rep.seed = rep_seed;
+    return doorbell::tools::run_replay(rep);
+  }
+  if (x->parsed()) return doorbell::tools::run_explore(ex_file, ex_seeds, ex_schedule);
+  if (l->parsed()) return doorbell::tools::run_list(list_dir);
   if (d->parsed()) return doorbell::tools::run_demo(demo);
   if (v->parsed()) return doorbell::tools::run_devices(dev);
   return 0;

@@ -1,0 +1,184 @@
+#include "scenarios/replay/parse.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace doorbell::scenario {
+
+namespace {
+
+// A parse error at a node's line.
+struct Bad {
+  std::string msg;
+  int line;
+};
+
+[[noreturn]] void fail(const YAML::Node& n, const std::string& msg) { throw Bad{msg, n.Mark().line + 1}; }
+
+void only_keys(const YAML::Node& map, const char* where, std::initializer_list<const char*> known) {
+  if (!map.IsMap()) fail(map, std::string(where) + " must be a mapping");
+  for (const auto& kv : map) {
+    const std::string k = kv.first.as<std::string>();
+    bool ok = false;
+    for (const char* c : known) ok |= k == c;
+    if (!ok) {
+      std::string list;
+      for (const char* c : known) list += std::string(list.empty() ? "" : ", ") + c;
+      fail(kv.first, "unknown key '" + k + "' in " + where + " (known: " + list + ")");
+    }
+  }
+}
+
+uint64_t uint_of(const YAML::Node& n, const std::string& key, uint64_t lo, uint64_t hi) {
+  const std::string s = n.Scalar();
+  if (!n.IsScalar() || s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+    fail(n, "'" + key + "' must be a non-negative integer, not '" + (n.IsScalar() ? s : std::string("a ") + (n.IsMap() ? "mapping" : "list")) + "'");
+  uint64_t v;
+  try {
+    v = std::stoull(s);
+  } catch (...) {
+    fail(n, "'" + key + "' is out of range");
+  }
+  if (v < lo || v > hi) fail(n, "'" + key + "' must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", not " + s);
+  return v;
+}
+
+uint32_t pow2_of(const YAML::Node& n, const std::string& key, uint64_t lo, uint64_t hi) {
+  const uint64_t v = uint_of(n, key, lo, hi);
+  if ((v & (v - 1)) != 0) fail(n, "'" + key + "' must be a power of two, not " + std::to_string(v));
+  return uint32_t(v);
+}
+
+bool bool_of(const YAML::Node& n, const std::string& key) {
+  const std::string s = n.IsScalar() ? n.Scalar() : "";
+  if (s == "true") return true;
+  if (s == "false") return false;
+  fail(n, "'" + key + "' must be true or false");
+}
+
+std::string choice_of(const YAML::Node& n, const std::string& key, std::initializer_list<const char*> options) {
+  const std::string s = n.IsScalar() ? n.Scalar() : "";
+  std::string list;
+  for (const char* o : options) {
+    if (s == o) return s;
+    list += std::string(list.empty() ? "" : ", ") + o;
+  }
+  fail(n, "'" + key + "' must be one of " + list + ", not '" + s + "'");
+}
+
+Scenario parse_root(const YAML::Node& root, const std::string& file) {
+  Scenario sc;
+  sc.file = file;
+  if (!root.IsMap()) fail(root, "a scenario is a mapping (name, stack, workload, expect, ...)");
+  only_keys(root, "the scenario", {"name", "description", "topology", "stack", "planted", "workload", "faults", "run", "expect"});
+  if (!root["name"]) fail(root, "missing 'name'");
+  sc.name = root["name"].Scalar();
+  if (root["description"]) sc.description = root["description"].Scalar();
+  if (const YAML::Node t = root["topology"]) {
+    only_keys(t, "topology", {"pes"});
+    if (t["pes"]) sc.pes = uint32_t(uint_of(t["pes"], "pes", 1, 64));
+  }
+  if (const YAML::Node s = root["stack"]) {
+    only_keys(s, "stack", {"num_rc_per_pe", "qp_depth", "num_requests_in_batch", "qp_layout", "cst", "cpu_proxy", "nic_buffers", "ibuf_slots"});
+    if (s["num_rc_per_pe"]) sc.num_rc_per_pe = uint32_t(uint_of(s["num_rc_per_pe"], "num_rc_per_pe", 1, 16));
+    if (s["qp_depth"]) sc.qp_depth = pow2_of(s["qp_depth"], "qp_depth", 8, 32768);
+    if (s["num_requests_in_batch"]) sc.num_requests_in_batch = pow2_of(s["num_requests_in_batch"], "num_requests_in_batch", 1, 4096);
+    if (s["qp_layout"]) sc.pe_major = choice_of(s["qp_layout"], "qp_layout", {"qp-major", "pe-major"}) == "pe-major";
+    if (s["cst"]) sc.cst = bool_of(s["cst"], "cst");
+    if (s["cpu_proxy"]) sc.cpu_proxy = bool_of(s["cpu_proxy"], "cpu_proxy");
+    if (s["nic_buffers"]) sc.nic_buffers_on_gpu = choice_of(s["nic_buffers"], "nic_buffers", {"gpu", "host"}) == "gpu";
+    if (s["ibuf_slots"]) sc.ibuf_slots = pow2_of(s["ibuf_slots"], "ibuf_slots", 1, 1024);
+  }
+  if (const YAML::Node p = root["planted"]) {
+    only_keys(p, "planted", {"no_idle_doorbell", "no_carry"});
+    if (p["no_idle_doorbell"]) sc.plant_no_idle_doorbell = bool_of(p["no_idle_doorbell"], "no_idle_doorbell");
+    if (p["no_carry"]) sc.plant_no_carry = bool_of(p["no_carry"], "no_carry");
+  }
+  const YAML::Node w = root["workload"];
+  if (!w) fail(root, "missing 'workload'");
+  only_keys(w, "workload", {"ctas", "warps", "lanes", "ops"});
+  if (w["ctas"]) sc.ctas = uint32_t(uint_of(w["ctas"], "ctas", 1, 64));
+  if (w["warps"]) sc.warps = uint32_t(uint_of(w["warps"], "warps", 1, 32));
+  if (w["lanes"]) sc.lanes = uint32_t(uint_of(w["lanes"], "lanes", 1, 32));
+  const YAML::Node ops = w["ops"];
+  if (!ops || !ops.IsSequence() || ops.size() == 0) fail(ops ? ops : w, "'workload.ops' must be a non-empty list of ops");
+  for (const YAML::Node& o : ops) {
+    only_keys(o, "an op", {"op", "pe", "target", "bytes", "count"});
+    if (!o["op"]) fail(o, "an op needs 'op' (put, get, fetch_add, add, quiet)");
+    Op op;
+    const std::string k = choice_of(o["op"], "op", {"put", "get", "fetch_add", "add", "quiet"});
+    op.kind = k == "put" ? OpKind::kPut : k == "get" ? OpKind::kGet : k == "fetch_add" ? OpKind::kFetchAdd : k == "add" ? OpKind::kAdd : OpKind::kQuiet;
+    if (o["pe"]) op.pe = uint32_t(uint_of(o["pe"], "pe", 0, 1u << 20));
+    if (op.pe >= sc.pes) fail(o["pe"], "op on PE " + std::to_string(op.pe) + ", but the topology has " + std::to_string(sc.pes) + " PEs");
+    if (op.kind != OpKind::kQuiet) {
+      if (!o["target"]) fail(o, "'" + k + "' needs a 'target' PE");
+      op.target = uint32_t(uint_of(o["target"], "target", 0, 1u << 20));
+      if (op.target >= sc.pes)
+        fail(o["target"], "target PE " + std::to_string(op.target) + " is unreachable: the topology has " + std::to_string(sc.pes) + " PEs");
+    }
+    if (o["bytes"]) {
+      if (o["bytes"].IsScalar() && !o["bytes"].Scalar().empty() && o["bytes"].Scalar()[0] == '-')
+        fail(o["bytes"], "'bytes' must not be negative");
+      op.bytes = uint_of(o["bytes"], "bytes", 1, 1u << 24);
+      if ((op.kind == OpKind::kFetchAdd || op.kind == OpKind::kAdd) && op.bytes != 8) fail(o["bytes"], "atomics are 8 bytes");
+    }
+    if (o["count"]) op.count = uint32_t(uint_of(o["count"], "count", 1, 1u << 20));
+    sc.ops.push_back(op);
+  }
+  if (const YAML::Node f = root["faults"]) {
+    if (!f.IsSequence()) fail(f, "'faults' must be a list");
+    for (const YAML::Node& n : f) {
+      only_keys(n, "a fault", {"fault", "pe", "target", "count"});
+      if (!n["fault"]) fail(n, "a fault needs 'fault'");
+      Fault fl;
+      const std::string k = choice_of(n["fault"], "fault", {"drop_doorbells", "doorbell_delay", "stale_rkey", "stall_nic"});
+      fl.kind = k == "drop_doorbells" ? Fault::kDropDoorbells : k == "doorbell_delay" ? Fault::kDoorbellDelay
+              : k == "stale_rkey" ? Fault::kStaleRkey : Fault::kStallNic;
+      if (n["pe"]) fl.pe = uint32_t(uint_of(n["pe"], "pe", 0, sc.pes - 1));
+      if (n["target"]) fl.target = uint32_t(uint_of(n["target"], "target", 0, sc.pes - 1));
+      if (n["count"]) fl.count = uint_of(n["count"], "count", 1, 1ull << 40);
+      sc.faults.push_back(fl);
+    }
+  }
+  if (const YAML::Node r = root["run"]) {
+    only_keys(r, "run", {"schedule", "seed", "response_delay"});
+    if (r["schedule"]) sc.pct = choice_of(r["schedule"], "schedule", {"random", "pct"}) == "pct";
+    if (r["seed"]) sc.seed = uint_of(r["seed"], "seed", 0, ~0ull);
+    if (r["response_delay"]) sc.response_delay = uint32_t(uint_of(r["response_delay"], "response_delay", 0, 1000));
+  }
+  const YAML::Node e = root["expect"];
+  if (!e) fail(root, "missing 'expect' (completes, hangs or errors)");
+  only_keys(e, "expect", {"result", "syndrome", "waits_on"});
+  if (!e["result"]) fail(e, "expect needs 'result'");
+  const std::string res = choice_of(e["result"], "result", {"completes", "hangs", "errors"});
+  sc.expect = res == "completes" ? Expect::kCompletes : res == "hangs" ? Expect::kHangs : Expect::kErrors;
+  if (e["syndrome"]) sc.expect_syndrome = e["syndrome"].Scalar();
+  if (e["waits_on"]) sc.expect_waits_on = e["waits_on"].Scalar();
+  if (sc.expect == Expect::kErrors && sc.expect_syndrome.empty()) fail(e, "an expected error needs 'syndrome'");
+  return sc;
+}
+
+}  // namespace
+
+Result<Scenario> parse_text(const std::string& text, const std::string& file) {
+  try {
+    return parse_root(YAML::Load(text), file);
+  } catch (const Bad& b) {
+    return Status(Errc::kBadParam, file + ":" + std::to_string(b.line) + ": " + b.msg);
+  } catch (const YAML::Exception& e) {
+    return Status(Errc::kBadParam, file + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+}
+
+Result<Scenario> parse_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status(Errc::kNotFound, path + ":0: cannot open the scenario file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_text(ss.str(), path);
+}
+
+}  // namespace doorbell::scenario

@@ -1,0 +1,198 @@
+#include "scenarios/replay/replay.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "core/ibgda/host/model_world.h"
+#include "core/ibgda/ops.h"
+#include "hw/gpu_sim/sim_ctx.h"
+
+namespace doorbell::scenario {
+
+using namespace doorbell::ibgda;
+
+namespace {
+
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+uint8_t pattern(uint32_t pe, uint64_t i) { return uint8_t(i * 31 + pe * 7 + 1); }
+
+void flip_rkeys(DevState& st, uint32_t target) {
+  for (uint32_t c = 0; c < st.keys.nchunks; ++c) {
+    const uint32_t i = c * st.npes + target;
+    heap::KeyEntry& e = i < heap::KeyTables::kConstKeys ? st.keys.rkeys_const[i] : st.keys.rkeys_global[i - heap::KeyTables::kConstKeys];
+    e.key ^= 0x80;  // the variant byte: the key of a registration that no longer exists
+  }
+}
+
+const char* mvar_names[] = {"resv_head", "ready_head", "prod_idx", "cons_idx", "get_head", "get_tail", "ibuf_head", "ibuf_tail", "post_send_lock"};
+
+}  // namespace
+
+ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
+  ReplayResult out;
+  const uint64_t seed = opt.seed.value_or(sc.seed);
+  const bool pct = opt.pct.value_or(sc.pct);
+  const uint32_t threads = sc.ctas * sc.warps * sc.lanes;
+  uint64_t max_bytes = 8;
+  for (const Op& o : sc.ops) max_bytes = std::max(max_bytes, o.bytes);
+  const uint64_t slot = round_up(max_bytes, 64);
+  const uint64_t gran = 64 << 10;
+  const uint64_t need = slot /*src*/ + uint64_t(threads) * sc.ops.size() * slot /*dst*/ + 64 /*counters*/;
+
+  WorldConfig c;
+  c.npes = sc.pes;
+  c.num_rc_per_pe = sc.num_rc_per_pe;
+  uint32_t log_depth = 0;
+  while ((1u << log_depth) < sc.qp_depth) ++log_depth;
+  c.log_qp_depth = log_depth;
+  c.layout = sc.pe_major ? QpLayout::kPeMajor : QpLayout::kQpMajor;
+  c.opt.num_requests_in_batch = sc.num_requests_in_batch;
+  c.opt.may_skip_cst = !sc.cst;
+  c.opt.cpu_proxy = sc.cpu_proxy;
+  c.opt.plant_no_idle_doorbell = sc.plant_no_idle_doorbell;
+  c.opt.plant_no_carry = sc.plant_no_carry;
+  c.nic_buf_on_gpumem = sc.nic_buffers_on_gpu;
+  c.ibuf_slots = sc.ibuf_slots;
+  c.response_delay_max = sc.response_delay;
+  c.seed = seed;
+  c.heap.granularity = gran;
+  c.heap.heap_bytes = round_up(need + gran * 4, gran);
+  c.heap.max_handle_bytes = 32 * gran;
+  auto w = ModelWorld::create(c);
+  if (!w) {
+    out.outcome = "error";
+    out.detail = "set-up failed: " + w.status().to_string();
+    return out;
+  }
+  ModelWorld& world = **w;
+  const uint64_t src = *world.malloc(slot), ctr = *world.malloc(64), dst = *world.malloc(uint64_t(threads) * sc.ops.size() * slot);
+  for (uint32_t pe = 0; pe < sc.pes; ++pe)
+    for (uint64_t i = 0; i < slot; ++i) world.at(pe, src)[i] = pattern(pe, i);
+
+  gpu_sim::SchedOptions so;
+  so.seed = seed;
+  so.policy = pct ? gpu_sim::Policy::kPct : gpu_sim::Policy::kRandom;
+  so.hang_spins = 512;
+  gpu_sim::Scheduler s(so);
+  for (uint32_t pe = 0; pe < sc.pes; ++pe)
+    for (uint32_t q = 0; q < sc.pes * sc.num_rc_per_pe; ++q) {
+      const DevQp& d = world.state(pe).qps[q];
+      const std::string pfx = "pe" + std::to_string(pe) + ".qp" + std::to_string(q) + ".";
+      const uint64_t* words = reinterpret_cast<const uint64_t*>(d.mv);
+      for (int k = 0; k < 9; ++k) s.watch(pfx + mvar_names[k], words + k);
+      s.watch(pfx + "cqe", reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(d.cqe) + 56));
+    }
+  for (const Fault& f : sc.faults) {
+    mock_nic::Faults& nf = world.nic(f.pe).faults();
+    switch (f.kind) {
+      case Fault::kDropDoorbells: nf.drop_doorbells = uint32_t(f.count); break;
+      case Fault::kDoorbellDelay: nf.doorbell_delay = f.count; break;
+      case Fault::kStallNic: nf.stalled = true; break;
+      case Fault::kStaleRkey: flip_rkeys(world.state(f.pe), f.target); break;
+    }
+  }
+  std::vector<uint64_t> fetched;
+  for (uint32_t pe = 0; pe < sc.pes; ++pe) {
+    DevState* st = &world.state(pe);
+    s.launch("pe" + std::to_string(pe), {sc.ctas, sc.warps, sc.lanes}, [&, st, pe](gpu_sim::SimCtx& ctx) {
+      const uint64_t t = (uint64_t(ctx.cta()) * ctx.warps_per_cta() + ctx.warp()) * ctx.warp_size() + ctx.lane();
+      for (size_t j = 0; j < sc.ops.size(); ++j) {
+        const Op& o = sc.ops[j];
+        if (o.pe != pe) continue;
+        const uint64_t my_slot = dst + (t * sc.ops.size() + j) * slot;
+        for (uint32_t r = 0; r < o.count; ++r) {
+          uint64_t old = 0;
+          OpResult res = OpResult::kOk;
+          switch (o.kind) {
+            case OpKind::kPut: res = put_nbi(ctx, *st, my_slot, src, o.bytes, o.target); break;
+            case OpKind::kGet: res = get_nbi(ctx, *st, my_slot, src, o.bytes, o.target); break;
+            case OpKind::kFetchAdd: res = atomic_fetch_add(ctx, *st, ctr, 1, o.target, &old); break;
+            case OpKind::kAdd: res = atomic_add(ctx, *st, ctr, 1, o.target); break;
+            case OpKind::kQuiet: res = quiet_all(ctx, *st); break;
+          }
+          if (res != OpResult::kOk) return;
+        }
+      }
+      (void)quiet_all(ctx, *st);
+    });
+  }
+  world.attach(s);
+  const gpu_sim::RunResult r = s.run();
+
+  // Classify, then check the data of a completed run.
+  if (r.outcome != gpu_sim::Outcome::kCompleted) {
+    out.outcome = "hang";
+    out.detail = r.report;
+  } else if (std::string e = world.first_error(); !e.empty()) {
+    out.outcome = "error";
+    out.detail = e;
+  } else {
+    out.outcome = "completed";
+    std::vector<uint64_t> adds(sc.pes);
+    for (uint32_t pe = 0; pe < sc.pes && out.detail.empty(); ++pe)
+      for (uint64_t t = 0; t < threads && out.detail.empty(); ++t)
+        for (size_t j = 0; j < sc.ops.size(); ++j) {
+          const Op& o = sc.ops[j];
+          if (o.pe != pe) continue;
+          const uint64_t sl = dst + (t * sc.ops.size() + j) * slot;
+          if (o.kind == OpKind::kFetchAdd || o.kind == OpKind::kAdd) adds[o.target] += o.count;
+          const uint8_t* got = o.kind == OpKind::kPut ? world.at(o.target, sl) : o.kind == OpKind::kGet ? world.at(pe, sl) : nullptr;
+          const uint32_t from = o.kind == OpKind::kPut ? pe : o.target;
+          for (uint64_t i = 0; got != nullptr && i < o.bytes; ++i)
+            if (got[i] != pattern(from, i)) {
+              out.outcome = "wrong-data";
+              out.detail = "op " + std::to_string(j) + " of pe " + std::to_string(pe) + " thread " + std::to_string(t) + ": byte " +
+                           std::to_string(i) + " differs";
+              break;
+            }
+        }
+    for (uint32_t pe = 0; pe < sc.pes && out.detail.empty(); ++pe)
+      if (*reinterpret_cast<uint64_t*>(world.at(pe, ctr)) != adds[pe]) {  // summed over threads above
+        out.outcome = "wrong-data";
+        out.detail = "counter on pe " + std::to_string(pe) + " wrong";
+      }
+  }
+  switch (sc.expect) {
+    case Expect::kCompletes: out.met = out.outcome == "completed"; break;
+    case Expect::kHangs: out.met = out.outcome == "hang" && out.detail.find(sc.expect_waits_on) != std::string::npos; break;
+    case Expect::kErrors: out.met = out.outcome == "error" && out.detail.find(sc.expect_syndrome) != std::string::npos; break;
+  }
+
+  // Report.
+  char hash[32];
+  std::snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r.trace_hash);
+  nlohmann::ordered_json& j = out.report;
+  j["scenario"] = sc.name;
+  j["seed"] = seed;
+  j["schedule"] = pct ? "pct" : "random";
+  j["outcome"] = out.outcome;
+  j["expected"] = sc.expect == Expect::kCompletes ? "completes" : sc.expect == Expect::kHangs ? "hangs" : "errors";
+  j["expectation_met"] = out.met;
+  j["steps"] = r.steps;
+  j["accesses"] = r.accesses;
+  j["trace_hash"] = hash;
+  std::string table = "  pe  qp->pe   resv  ready   prod   cons  WQEs  doorbells\n";
+  for (uint32_t pe = 0; pe < sc.pes; ++pe) {
+    nlohmann::ordered_json qps = nlohmann::ordered_json::array();
+    for (uint32_t q = 0; q < sc.pes * sc.num_rc_per_pe; ++q) {
+      const DevQp& d = world.state(pe).qps[q];
+      const mock_nic::QpStats& ns = world.nic(pe).qp(d.qpn)->stats;
+      qps.push_back({{"peer", d.pe}, {"qpn", d.qpn}, {"resv_head", d.mv->resv_head}, {"ready_head", d.mv->ready_head},
+                     {"prod_idx", d.mv->prod_idx}, {"cons_idx", d.mv->cons_idx}, {"wqes_executed", ns.wqes},
+                     {"doorbells", ns.doorbells}, {"errors", ns.errors}, {"flushed", ns.flushed}});
+      if (d.mv->resv_head == 0) continue;
+      char line[128];
+      std::snprintf(line, sizeof line, "  %2u  %2u->%-3u %6llu %6llu %6llu %6llu %5llu %10llu\n", pe, q, d.pe,
+                    (unsigned long long)d.mv->resv_head, (unsigned long long)d.mv->ready_head, (unsigned long long)d.mv->prod_idx,
+                    (unsigned long long)d.mv->cons_idx, (unsigned long long)ns.wqes, (unsigned long long)ns.doorbells);
+      table += line;
+    }
+    j["pes"].push_back({{"pe", pe}, {"qps", qps}});
+  }
+  if (!out.detail.empty()) j["detail"] = out.detail;
+  out.summary = sc.name + ": " + out.outcome + " (expected " + j["expected"].get<std::string>() + ") — " +
+                (out.met ? "OK" : "EXPECTATION NOT MET") + "\n" + table;
+  return out;
+}
+
+}  // namespace doorbell::scenario

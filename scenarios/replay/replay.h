@@ -1,0 +1,32 @@
+// Replaying a scenario on the CPU model: the IBGDA stack on NIC models, every PE's threads
+// running the workload under the scheduler, faults applied, the outcome classified
+// (completed / hang / error / wrong-data) and compared with the expectation. The JSON report
+// is a pure function of (scenario, seed, schedule): same inputs, byte-identical report.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "scenarios/replay/scenario.h"
+
+namespace doorbell::scenario {
+
+struct ReplayOptions {
+  std::optional<uint64_t> seed;  // overrides the scenario's
+  std::optional<bool> pct;       // overrides the scenario's schedule
+};
+
+struct ReplayResult {
+  bool met = false;           // the expectation held
+  std::string outcome;        // completed | hang | error | wrong-data
+  std::string detail;         // hang report, error, or what differed
+  nlohmann::ordered_json report;
+  std::string summary;        // human-readable table
+};
+
+ReplayResult replay(const Scenario& sc, const ReplayOptions& opt = {});
+
+}  // namespace doorbell::scenario

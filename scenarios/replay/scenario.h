@@ -1,0 +1,51 @@
+// A replay scenario: the stack settings, the workload every PE's GPU threads run, faults to
+// inject, the schedule, and what the run is expected to do. Parsed from YAML (parse.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace doorbell::scenario {
+
+enum class OpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd, kQuiet };
+enum class Expect : uint8_t { kCompletes, kHangs, kErrors };
+
+struct Op {
+  OpKind kind = OpKind::kPut;
+  uint32_t pe = 0;        // which PE's threads run it
+  uint32_t target = 0;    // remote PE
+  uint64_t bytes = 8;
+  uint32_t count = 1;     // repetitions
+};
+
+struct Fault {
+  enum Kind : uint8_t { kDropDoorbells, kDoorbellDelay, kStaleRkey, kStallNic } kind = kDropDoorbells;
+  uint32_t pe = 0;
+  uint32_t target = 0;    // stale_rkey: whose key goes stale in pe's table
+  uint64_t count = 1;     // drop_doorbells: how many; doorbell_delay: engine actions
+};
+
+struct Scenario {
+  std::string file, name, description;
+  // topology
+  uint32_t pes = 2;
+  // stack
+  uint32_t num_rc_per_pe = 1, qp_depth = 64, num_requests_in_batch = 32, ibuf_slots = 8;
+  bool pe_major = false, cst = false, cpu_proxy = false, nic_buffers_on_gpu = true;
+  bool plant_no_idle_doorbell = false, plant_no_carry = false;
+  // workload
+  uint32_t ctas = 1, warps = 1, lanes = 1;
+  std::vector<Op> ops;
+  std::vector<Fault> faults;
+  // run
+  bool pct = false;
+  uint64_t seed = 1;
+  uint32_t response_delay = 0;
+  // expectation
+  Expect expect = Expect::kCompletes;
+  std::string expect_syndrome;   // kErrors: e.g. REMOTE_ACCESS_ERR
+  std::string expect_waits_on;   // kHangs: text the hang report must contain
+};
+
+}  // namespace doorbell::scenario

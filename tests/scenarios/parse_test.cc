@@ -1,0 +1,66 @@
+// Malformed scenario files: each gets `file:line: message` at the right line, and nothing
+// runs. Plus the good path: every library scenario parses.
+#include "scenarios/replay/parse.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace doorbell::scenario {
+namespace {
+
+struct Case {
+  const char* file;
+  int line;
+  const char* says;
+};
+
+const Case kCases[] = {
+    {"unknown_key.yaml", 3, "unknown key 'qp_depht' in stack (known: num_rc_per_pe, qp_depth"},
+    {"wrong_type.yaml", 3, "'qp_depth' must be a non-negative integer, not 'sixty-four'"},
+    {"negative_size.yaml", 4, "'bytes' must not be negative"},
+    {"unknown_op.yaml", 4, "'op' must be one of put, get, fetch_add, add, quiet, not 'scatter'"},
+    {"unreachable_pe.yaml", 5, "target PE 5 is unreachable: the topology has 2 PEs"},
+    {"not_power_of_two.yaml", 2, "'qp_depth' must be a power of two, not 100"},
+    {"missing_expect.yaml", 1, "missing 'expect'"},
+    {"bad_bool.yaml", 3, "'cst' must be true or false"},
+    {"empty_ops.yaml", 4, "'workload.ops' must be a non-empty list"},
+    {"error_without_syndrome.yaml", 5, "an expected error needs 'syndrome'"},
+    {"broken_yaml.yaml", 4, "end of sequence flow not found"},
+    {"atomic_size.yaml", 5, "atomics are 8 bytes"},
+    {"op_on_missing_pe.yaml", 5, "op on PE 3, but the topology has 2 PEs"},
+    {"unknown_schedule.yaml", 5, "'schedule' must be one of random, pct, not 'fifo'"},
+    {"too_many_lanes.yaml", 3, "'lanes' must be in 1..32, not 64"},
+};
+
+class BadScenario : public ::testing::TestWithParam<Case> {};
+
+TEST_P(BadScenario, ReportsFileLineAndMessage) {
+  const Case& c = GetParam();
+  const std::string path = std::string(DOORBELL_BAD_SCENARIOS) + "/" + c.file;
+  Result<Scenario> s = parse_file(path);
+  ASSERT_FALSE(s.is_ok());
+  const std::string want = path + ":" + std::to_string(c.line) + ": ";
+  EXPECT_EQ(s.status().message().rfind(want, 0), 0u) << s.status().message();
+  EXPECT_NE(s.status().message().find(c.says), std::string::npos) << s.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(All, BadScenario, ::testing::ValuesIn(kCases), [](const auto& info) {
+  std::string n = info.param.file;
+  return n.substr(0, n.find('.'));
+});
+
+TEST(GoodScenarios, EveryLibraryFileParses) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(DOORBELL_SCENARIO_LIBRARY)) {
+    if (e.path().extension() != ".yaml") continue;
+    Result<Scenario> s = parse_file(e.path().string());
+    EXPECT_TRUE(s.is_ok()) << s.status().message();
+    ++n;
+  }
+  EXPECT_GE(n, 7);
+  EXPECT_EQ(parse_file("/nonexistent.yaml").status().message(), "/nonexistent.yaml:0: cannot open the scenario file");
+}
+
+}  // namespace
+}  // namespace doorbell::scenario

@@ -1,0 +1,25 @@
+// `doorbell replay`, `doorbell explore`, `doorbell list`: scenario files from the command line.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace doorbell::tools {
+
+struct ReplayCmd {
+  std::vector<std::string> files;
+  std::optional<uint64_t> seed;
+  std::string schedule;  // empty: the scenario's
+  std::string report;    // JSON report path
+};
+
+// Exit status: 0 every expectation met, 1 one was not, 2 a scenario file is malformed.
+int run_replay(const ReplayCmd& c);
+// Seeds 1..n until one misses its expectation; prints the command that replays it.
+int run_explore(const std::string& file, uint64_t seeds, const std::string& schedule);
+// One line per scenario file in dir.
+int run_list(const std::string& dir);
+
+}  // namespace doorbell::tools
