@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   CLI::App* r = app.add_subcommand("replay", "replay scenario files on the CPU model and check their expectations");
   r->add_option("files", rep.files, "scenario files (YAML)")->required();
   CLI::Option* seed_opt = r->add_option("--seed", rep_seed, "override the scenarios' seed");
-  r->add_option("--schedule", rep.schedule, "override the schedule")->check(CLI::IsMember({"random", "pct"}));
+  r->add_option("--schedule", rep.schedule, "override the schedule")->check(CLI::IsMember({"random", "pct", "timed"}));
   r->add_option("--report", rep.report, "write the JSON report here");
 
   std::string ex_file, ex_schedule;
@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   CLI::App* x = app.add_subcommand("explore", "replay one scenario under many seeds; stop at the first that misses");
   x->add_option("file", ex_file, "scenario file")->required();
   x->add_option("--seeds", ex_seeds, "how many seeds (1..N)");
-  x->add_option("--schedule", ex_schedule, "override the schedule")->check(CLI::IsMember({"random", "pct"}));
+  x->add_option("--schedule", ex_schedule, "override the schedule")->check(CLI::IsMember({"random", "pct", "timed"}));
 
   std::string list_dir = DOORBELL_SCENARIO_DIR;
   CLI::App* l = app.add_subcommand("list", "the scenario library, one line each");

@@ -14,7 +14,7 @@ namespace {
 scenario::ReplayOptions options(std::optional<uint64_t> seed, const std::string& schedule) {
   scenario::ReplayOptions o;
   o.seed = seed;
-  if (!schedule.empty()) o.pct = schedule == "pct";
+  if (!schedule.empty()) o.schedule = schedule;
   return o;
 }
 }  // namespace

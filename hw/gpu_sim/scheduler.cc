@@ -27,6 +27,7 @@ const char* policy_name(Policy p) {
     case Policy::kRandom: return "random";
     case Policy::kPct: return "pct";
     case Policy::kRunToCompletion: return "fast";
+    case Policy::kTimed: return "timed";
   }
   return "?";
 }
@@ -46,6 +47,7 @@ struct Scheduler::Lane {
   uint32_t index = 0;
   State state = State::kRunnable;
   uint64_t resumes = 0;
+  double step_ns = 0;  // kTimed: this lane's cost in the current warp step
   // Polling: the lane's last spin, at which shared-state version, and on what.
   uint64_t spin_mark = 0, spin_version = ~0ull;
   uint32_t spins = 0;
@@ -85,6 +87,7 @@ struct Scheduler::Agent {
   uint32_t in_arg[32] = {};
   uint64_t out[2][32] = {};
   int64_t priority = 0;
+  double clock_ns = 0;  // kTimed
 
   bool runnable() const {
     for (const auto& l : lanes)
@@ -184,8 +187,37 @@ void Scheduler::point() {
   }
 }
 
-void Scheduler::record(Access kind, uint64_t value, bool changed) {
+// Lanes of a warp run in lockstep: a warp step costs what its slowest lane spent, so costs
+// collect per lane and step() adds their maximum to the warp's clock.
+void Scheduler::advance(double ns) {
+  if (opt_.policy == Policy::kTimed && cur_lane_ != nullptr) cur_lane_->step_ns += ns;
+}
+
+double Scheduler::now() const {
+  return cur_agent_ != nullptr && cur_lane_ != nullptr ? cur_agent_->clock_ns + cur_lane_->step_ns : 0;
+}
+
+void Scheduler::wait_until_ns(double t) {
+  if (opt_.policy == Policy::kTimed && cur_lane_ != nullptr && t > now()) cur_lane_->step_ns = t - cur_agent_->clock_ns;
+}
+
+void Scheduler::observe(const void* addr) {
+  if (opt_.policy != Policy::kTimed || addr == nullptr) return;
+  auto it = write_ns_.find(addr);
+  if (it != write_ns_.end()) wait_until_ns(it->second);
+}
+
+void Scheduler::wrote(const void* addr) {
+  if (opt_.policy == Policy::kTimed && addr != nullptr) write_ns_[addr] = now();
+}
+
+void Scheduler::record(Access kind, uint64_t value, bool changed, const void* addr) {
   ++accesses_;
+  if (opt_.policy == Policy::kTimed && kind != Access::kDevice) {
+    observe(addr);  // what it read was written no earlier than this
+    advance(kind == Access::kMmio ? opt_.costs.doorbell_mmio_ns : opt_.costs.gpu_access_ns);
+    if (changed || kind == Access::kMmio) wrote(addr);
+  }
   if (changed) ++version_;
   // FNV-1a over 64-bit words: who, what kind, which value.
   const uint64_t who = (uint64_t(cur_agent_->index) << 40) | (uint64_t(cur_lane_->index) << 32) | uint64_t(kind);
@@ -204,7 +236,7 @@ void Scheduler::mmio_store(uint64_t* addr, uint64_t value) {
       break;
     }
   if (!routed) *addr = value;
-  record(Access::kMmio, value, true);  // a doorbell is an event even when the value repeats
+  record(Access::kMmio, value, true, addr);  // a doorbell is an event even when the value repeats
 }
 
 bool Scheduler::spin(const char* what, const uint64_t* addr, uint64_t seen) {
@@ -220,6 +252,7 @@ bool Scheduler::spin(const char* what, const uint64_t* addr, uint64_t seen) {
   l.ever_spun = true;
   if (l.spins == opt_.hang_spins) check_hang();
   if (opt_.policy == Policy::kPct) a.priority = --lowest_priority_;  // a poller gives way
+  advance(opt_.costs.poll_ns);
   yield();
   return !(aborted_ || (stopping_ && a.daemon));
 }
@@ -297,11 +330,15 @@ void Scheduler::resume(Agent& a, Lane& l) {
 
 void Scheduler::step(Agent& a) {
   // Lockstep: one warp step resumes every runnable lane once, in lane order.
+  double cost = 0;
   for (auto& l : a.lanes) {
     if (l->state != Lane::State::kRunnable) continue;
     resume(a, *l);
-    if (hang_) return;
+    cost = std::max(cost, l->step_ns);
+    l->step_ns = 0;
+    if (hang_) break;
   }
+  a.clock_ns += cost;
 }
 
 Scheduler::Agent* Scheduler::pick() {
@@ -319,6 +356,10 @@ Scheduler::Agent* Scheduler::pick() {
     case Policy::kPct:
       for (auto& a : agents_)
         if (a->runnable() && (best == nullptr || a->priority > best->priority)) best = a.get();
+      return best;
+    case Policy::kTimed:  // the earliest agent in simulated time; ties by index
+      for (auto& a : agents_)
+        if (a->runnable() && (best == nullptr || a->clock_ns < best->clock_ns)) best = a.get();
       return best;
     case Policy::kRunToCompletion:
       for (size_t i = 0; i < agents_.size(); ++i) {
@@ -447,6 +488,8 @@ RunResult Scheduler::run() {
   if (r.outcome != Outcome::kCompleted) abort_all();
   r.steps = steps_;
   r.accesses = accesses_;
+  for (const auto& a : agents_)
+    if (!a->daemon) r.sim_time_ns = std::max(r.sim_time_ns, a->clock_ns);
   r.trace_hash = hash_;
   r.report = report_;
   return r;

@@ -14,13 +14,15 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "hw/gpu_sim/fiber.h"
+#include "models/cost_model.h"
 
 namespace doorbell::gpu_sim {
 
-enum class Policy : uint8_t { kRandom, kPct, kRunToCompletion };
+enum class Policy : uint8_t { kRandom, kPct, kRunToCompletion, kTimed };
 const char* policy_name(Policy p);
 
 struct SchedOptions {
@@ -31,6 +33,7 @@ struct SchedOptions {
   uint32_t hang_spins = 64;        // polls per waiting lane with no shared change => hang
   uint64_t max_steps = 100'000'000;
   size_t stack_bytes = 0;          // per fiber; 0 = default (64 KiB, 512 KiB under ASan)
+  models::CostModel costs;         // kTimed: what accesses, doorbells and polls cost
 };
 
 enum class Outcome : uint8_t { kCompleted, kHang, kStepLimit };
@@ -42,6 +45,7 @@ struct RunResult {
   uint64_t accesses = 0;     // shared-memory accesses performed
   uint64_t trace_hash = 0;   // over every access: (agent, lane, kind, value)
   std::string report;        // hang / limit report; empty when completed
+  double sim_time_ns = 0;    // kTimed: when the last kernel lane finished
 };
 
 struct LaunchConfig {
@@ -83,7 +87,14 @@ class Scheduler {
 
   // ---- used by SimCtx / AgentCtx from inside running fibers ----
   void point();                                   // a scheduling point before an access
-  void record(Access kind, uint64_t value, bool changed);
+  void record(Access kind, uint64_t value, bool changed, const void* addr = nullptr);
+  // kTimed (no-ops otherwise): charge the running lane; make it wait for the time `addr`
+  // was last written (it observed that write); note that it wrote `addr` now.
+  void advance(double ns);
+  void observe(const void* addr);
+  void wrote(const void* addr);
+  void wait_until_ns(double t);
+  double now() const;
   bool spin(const char* what, const uint64_t* addr, uint64_t seen);
   uint64_t collective(int kind, uint64_t value, uint32_t arg);
   void sync_cta();
@@ -121,6 +132,7 @@ class Scheduler {
     const uint64_t* addr;
   };
   std::vector<Watch> watches_;
+  std::unordered_map<const void*, double> write_ns_;  // kTimed: when each word was last written
   struct Mmio {
     uint64_t base, size;
     std::function<void(uint64_t, uint64_t)> fn;

@@ -35,7 +35,7 @@ class SimCtx {
     s_->point();
     const uint64_t old = *p;
     *p = old + v;
-    s_->record(Access::kAdd, old, v != 0);
+    s_->record(Access::kAdd, old, v != 0, p);
     return old;
   }
   template <exec::Scope S>
@@ -43,7 +43,7 @@ class SimCtx {
     s_->point();
     const uint64_t old = *p;
     if (old == expected) *p = desired;
-    s_->record(Access::kCas, old, old == expected && desired != old);
+    s_->record(Access::kCas, old, old == expected && desired != old, p);
     return old;
   }
   template <exec::Scope S>
@@ -51,7 +51,7 @@ class SimCtx {
     s_->point();
     const uint64_t old = *p;
     if (v > old) *p = v;
-    s_->record(Access::kMax, old, v > old);
+    s_->record(Access::kMax, old, v > old, p);
     return old;
   }
   template <exec::Scope S>
@@ -59,14 +59,14 @@ class SimCtx {
     s_->point();
     const uint64_t old = *p;
     *p = v;
-    s_->record(Access::kExch, old, v != old);
+    s_->record(Access::kExch, old, v != old, p);
     return old;
   }
   template <exec::Scope S, exec::Order O>
   uint64_t load(exec::ScopeTag<S>, exec::OrderTag<O>, const uint64_t* p) {
     s_->point();
     const uint64_t v = *p;
-    s_->record(Access::kLoad, v, false);
+    s_->record(Access::kLoad, v, false, p);
     return v;
   }
   template <exec::Scope S, exec::Order O>
@@ -74,7 +74,7 @@ class SimCtx {
     s_->point();
     const bool changed = *p != v;
     *p = v;
-    s_->record(Access::kStore, v, changed);
+    s_->record(Access::kStore, v, changed, p);
   }
   // Sequentially consistent model: fences order nothing further (weak-memory mode hooks here).
   template <exec::Scope S>
@@ -97,6 +97,13 @@ class AgentCtx {
   explicit AgentCtx(Scheduler* s) : s_(s) {}
   void point() { s_->point(); }
   void changed(uint64_t what = 0) { s_->record(Access::kDevice, what, true); }
+  // Simulated time (timed schedule): charge this agent, wait for a write it observed, note a
+  // write it made, read its clock, wait until a time.
+  void advance(double ns) { s_->advance(ns); }
+  void observe(const void* addr) { s_->observe(addr); }
+  void wrote(const void* addr) { s_->wrote(addr); }
+  void wait_until_ns(double t) { s_->wait_until_ns(t); }
+  double now() const { return s_->now(); }
   bool spin(const char* what, const uint64_t* addr = nullptr, uint64_t seen = 0) { return s_->spin(what, addr, seen); }
   bool stopping() const { return s_->stopping(); }
 

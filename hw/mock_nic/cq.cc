@@ -44,6 +44,7 @@ void Cq::write(const Completion& c) {
   // The owner/opcode byte goes last, with release order: a poller that sees it sees the rest.
   std::memcpy(slot, &cqe, offsetof(mlx5::Cqe64, op_own));
   std::atomic_ref<uint8_t>(slot->op_own).store(op_own, std::memory_order_release);
+  if (on_write != nullptr && *on_write) (*on_write)(reinterpret_cast<const uint8_t*>(slot) + 56);
   ++pi;
   ++cqes_written;
   if (err) ++errors_written;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 
 #include "hw/mlx5/cqe.h"
 
@@ -33,6 +34,8 @@ struct Cq {
   uint64_t pi = 0;                         // CQEs produced so far
   bool overrun = false;
   uint64_t cqes_written = 0, errors_written = 0;
+  // Told the address of each CQE's last 8 bytes once written (time models; may be empty).
+  const std::function<void(const void*)>* on_write = nullptr;
 
   // Fault hook: completions become visible `delay` engine actions after they are produced.
   uint64_t delay = 0;

@@ -440,6 +440,7 @@ struct Engine {
       return true;
     }
     qp.stats.bytes += o.byte_cnt;
+    nic.bytes_moved_ += o.byte_cnt;
     const bool signaled = ctrl.cq_update();
     if (o.delayed) {
       Inflight& resp = qp.staging;

@@ -101,6 +101,10 @@ class Nic {
   Status set_completion_delay(uint32_t cqn, uint64_t actions);
 
   uint64_t now() const { return now_; }
+  // Payload bytes moved by executed WQEs so far (for time models).
+  uint64_t bytes_moved() const { return bytes_moved_; }
+  // Called with the address of each CQE's last 8 bytes after it is written (time models).
+  void set_cqe_hook(std::function<void(const void*)> fn) { cqe_hook_ = std::move(fn); }
   uint64_t bad_doorbells() const { return bad_doorbells_; }
   // Trace lines (`mock_nic_<area>_<event> key=value ...`) for errors, flushes and faults.
   void set_trace(std::function<void(const std::string&)> fn) { trace_ = std::move(fn); }
@@ -136,6 +140,8 @@ class Nic {
   uint64_t now_ = 0;
   uint64_t rng_;
   uint64_t bad_doorbells_ = 0;
+  uint64_t bytes_moved_ = 0;
+  std::function<void(const void*)> cqe_hook_;
   std::function<void(const std::string&)> trace_;
 };
 

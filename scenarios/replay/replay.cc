@@ -31,7 +31,7 @@ const char* mvar_names[] = {"resv_head", "ready_head", "prod_idx", "cons_idx", "
 ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   ReplayResult out;
   const uint64_t seed = opt.seed.value_or(sc.seed);
-  const bool pct = opt.pct.value_or(sc.pct);
+  const std::string schedule = opt.schedule.value_or(sc.schedule);
   const uint32_t threads = sc.ctas * sc.warps * sc.lanes;
   uint64_t max_bytes = 8;
   for (const Op& o : sc.ops) max_bytes = std::max(max_bytes, o.bytes);
@@ -71,7 +71,7 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
 
   gpu_sim::SchedOptions so;
   so.seed = seed;
-  so.policy = pct ? gpu_sim::Policy::kPct : gpu_sim::Policy::kRandom;
+  so.policy = schedule == "pct" ? gpu_sim::Policy::kPct : schedule == "timed" ? gpu_sim::Policy::kTimed : gpu_sim::Policy::kRandom;
   so.hang_spins = 512;
   gpu_sim::Scheduler s(so);
   for (uint32_t pe = 0; pe < sc.pes; ++pe)
@@ -164,13 +164,24 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   nlohmann::ordered_json& j = out.report;
   j["scenario"] = sc.name;
   j["seed"] = seed;
-  j["schedule"] = pct ? "pct" : "random";
+  j["schedule"] = schedule;
   j["outcome"] = out.outcome;
   j["expected"] = sc.expect == Expect::kCompletes ? "completes" : sc.expect == Expect::kHangs ? "hangs" : "errors";
   j["expectation_met"] = out.met;
   j["steps"] = r.steps;
   j["accesses"] = r.accesses;
   j["trace_hash"] = hash;
+  if (so.policy == gpu_sim::Policy::kTimed) {
+    // What the workload issued, over the simulated time until its last thread finished.
+    uint64_t ops = 0, bytes = 0;
+    for (const Op& o : sc.ops)
+      if (o.kind != OpKind::kQuiet) ops += uint64_t(o.count) * threads, bytes += uint64_t(o.count) * threads * o.bytes;
+    const double t = r.sim_time_ns;
+    j["sim_time_ns"] = int64_t(t);
+    j["ops"] = ops;
+    j["message_rate_mops"] = t > 0 ? double(int64_t(double(ops) / t * 1e6)) / 1000.0 : 0.0;  // M ops/s
+    j["bandwidth_gbps"] = t > 0 ? double(int64_t(double(bytes) / t * 1000)) / 1000.0 : 0.0;  // GB/s
+  }
   std::string table = "  pe  qp->pe   resv  ready   prod   cons  WQEs  doorbells\n";
   for (uint32_t pe = 0; pe < sc.pes; ++pe) {
     nlohmann::ordered_json qps = nlohmann::ordered_json::array();
@@ -191,7 +202,15 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   }
   if (!out.detail.empty()) j["detail"] = out.detail;
   out.summary = sc.name + ": " + out.outcome + " (expected " + j["expected"].get<std::string>() + ") — " +
-                (out.met ? "OK" : "EXPECTATION NOT MET") + "\n" + table;
+                (out.met ? "OK" : "EXPECTATION NOT MET") + "\n";
+  if (j.contains("sim_time_ns")) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  simulated %.3f us: %llu ops, %.3f M ops/s, %.3f GB/s\n",
+                  double(j["sim_time_ns"].get<int64_t>()) / 1000.0, (unsigned long long)j["ops"].get<uint64_t>(),
+                  j["message_rate_mops"].get<double>(), j["bandwidth_gbps"].get<double>());
+    out.summary += line;
+  }
+  out.summary += table;
   return out;
 }
 

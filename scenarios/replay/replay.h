@@ -16,7 +16,7 @@ namespace doorbell::scenario {
 
 struct ReplayOptions {
   std::optional<uint64_t> seed;  // overrides the scenario's
-  std::optional<bool> pct;       // overrides the scenario's schedule
+  std::optional<std::string> schedule;  // overrides the scenario's (random | pct | timed)
 };
 
 struct ReplayResult {

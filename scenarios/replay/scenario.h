@@ -39,7 +39,7 @@ struct Scenario {
   std::vector<Op> ops;
   std::vector<Fault> faults;
   // run
-  bool pct = false;
+  std::string schedule = "random";  // random | pct | timed (simulated time, models/cost_model.h)
   uint64_t seed = 1;
   uint32_t response_delay = 0;
   // expectation

@@ -166,14 +166,29 @@ Status ModelWorld::register_chunk(uint32_t chunk, const std::vector<uint8_t*>& a
 }
 
 void ModelWorld::attach(gpu_sim::Scheduler& s) {
+  doorbell_ns_.assign(cfg_.npes, 0);
+  const models::CostModel costs = s.options().costs;
   for (uint32_t p = 0; p < cfg_.npes; ++p) {
     mock_nic::Nic* nic = pes_[p]->nic.get();
-    // Every UAR page of this NIC: stores there are doorbells.
-    s.map_mmio(nic->uar_va(0), uint64_t(1) << 32, [nic](uint64_t addr, uint64_t v) { nic->mmio_write64(addr, v); });
-    s.add_agent("nic" + std::to_string(p), [nic](gpu_sim::AgentCtx& a) {
+    double* rung_ns = &doorbell_ns_[p];
+    // Every UAR page of this NIC: stores there are doorbells (and, in simulated time, the
+    // NIC cannot act on one before it was rung).
+    s.map_mmio(nic->uar_va(0), uint64_t(1) << 32, [nic, rung_ns, &s](uint64_t addr, uint64_t v) {
+      *rung_ns = std::max(*rung_ns, s.now());
+      nic->mmio_write64(addr, v);
+    });
+    s.add_agent("nic" + std::to_string(p), [nic, rung_ns, costs](gpu_sim::AgentCtx& a) {
+      nic->set_cqe_hook([&a](const void* cqe) { a.wrote(cqe); });  // GPU pollers wait for this time
+      struct Unhook {
+        mock_nic::Nic* n;
+        ~Unhook() { n->set_cqe_hook(nullptr); }
+      } unhook{nic};
       for (;;) {
         a.point();
+        a.wait_until_ns(*rung_ns);
+        const uint64_t bytes = nic->bytes_moved();
         if (nic->progress(1) != 0) {
+          a.advance(costs.nic_wqe_ns + double(nic->bytes_moved() - bytes) / costs.wire_bytes_per_ns);
           a.changed(nic->now());
         } else if (!a.spin("nic engine: idle (no doorbell)")) {
           return;
@@ -182,7 +197,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
     });
     if (cfg_.opt.cpu_proxy) {
       Pe* pe = pes_[p].get();
-      s.add_agent("proxy" + std::to_string(p), [pe, nic](gpu_sim::AgentCtx& a) {
+      s.add_agent("proxy" + std::to_string(p), [pe, nic, rung_ns, costs](gpu_sim::AgentCtx& a) {
         std::vector<uint64_t> rung(pe->qps.size());
         for (;;) {
           a.point();
@@ -191,8 +206,11 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
             const DevQp& q = pe->qps[i];
             const uint64_t p = __atomic_load_n(&q.mv->proxy_prod, __ATOMIC_ACQUIRE);
             if (p <= rung[i]) continue;
+            a.observe(&q.mv->proxy_prod);                          // published by the GPU at that time
+            a.advance(costs.proxy_post_ns * double(p - rung[i]));  // IBRC-style: each request posted
             // The host rings for the GPU: DBR, then the BlueFlame store.
             __atomic_store_n(q.dbr, dbr_word(p), __ATOMIC_RELEASE);
+            *rung_ns = std::max(*rung_ns, a.now());
             nic->uar_write64(pe->uar.page_id, mlx5::kBfOffset, *reinterpret_cast<const uint64_t*>(wqe_at(q, p - 1)));
             rung[i] = p;
             did = true;

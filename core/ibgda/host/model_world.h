@@ -86,6 +86,7 @@ class ModelWorld {
   mem::AddressSpace mem_;
   mock_nic::Fabric fabric_;
   std::vector<std::unique_ptr<Pe>> pes_;
+  std::vector<double> doorbell_ns_;  // timed schedule: latest doorbell time per PE's NIC
   std::unique_ptr<heap::SymmetricHeap> heap_;
 };
 
