@@ -33,7 +33,7 @@ Status SymmetricHeap::grow(uint64_t bytes) {
                                          std::to_string(cfg_.heap_bytes) + " bytes mapped, " + std::to_string(need) + " more needed");
   for (uint64_t done = 0; done < need;) {
     const uint64_t n = std::min(need - done, cfg_.max_handle_bytes);  // one physical handle
-    for (uint32_t pe = 0; pe < cfg_.npes; ++pe)
+    for (uint32_t pe = 0; pe < cfg_.npes && !cfg_.phantom; ++pe)
       if (mprotect(base(pe) + mapped_ + done, n, PROT_READ | PROT_WRITE) != 0)
         return Status(Errc::kNoResource, std::string("heap: mapping a chunk failed: ") + std::strerror(errno));
     ++mappings_;

@@ -20,6 +20,7 @@ struct HeapConfig {
   uint64_t heap_bytes = 1ull << 30;      // reserved per PE
   uint64_t granularity = 512ull << 20;   // physical chunk, a power of two
   uint64_t max_handle_bytes = 2ull << 30;
+  bool phantom = false;                  // never back chunks with memory (they stay PROT_NONE)
 };
 
 // A newly mapped chunk: its index, its address on every PE, its size.

@@ -28,7 +28,7 @@ Result<uint64_t> AddressSpace::alloc(uint64_t size, MemKind kind, std::string na
   return va;
 }
 
-Status AddressSpace::map_external(void* p, uint64_t size, MemKind kind, std::string name) {
+Status AddressSpace::map_external(void* p, uint64_t size, MemKind kind, std::string name, bool phantom) {
   if (p == nullptr || size == 0) return Status(Errc::kBadParam, "map_external: null or empty range");
   auto s = std::make_unique<Segment>();
   s->va = reinterpret_cast<uint64_t>(p);
@@ -36,6 +36,7 @@ Status AddressSpace::map_external(void* p, uint64_t size, MemKind kind, std::str
   s->host = static_cast<std::byte*>(p);
   s->kind = kind;
   s->name = std::move(name);
+  s->phantom = phantom;
   return insert(std::move(s));
 }
 
@@ -89,14 +90,14 @@ void AddressSpace::unpin(uint64_t va) {
 
 bool AddressSpace::read(uint64_t va, void* dst, uint64_t len) const {
   std::byte* p = translate(va, len);
-  if (p == nullptr) return false;
+  if (p == nullptr || find(va)->phantom) return false;
   std::memcpy(dst, p, len);
   return true;
 }
 
 bool AddressSpace::write(uint64_t va, const void* src, uint64_t len) {
   std::byte* p = translate(va, len);
-  if (p == nullptr) return false;
+  if (p == nullptr || find(va)->phantom) return false;
   std::memcpy(p, src, len);
   return true;
 }

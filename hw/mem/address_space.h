@@ -23,6 +23,7 @@ struct Segment {
   MemKind kind = MemKind::kHost;
   bool owned = false;         // allocated here (vs. external memory mapped at its own address)
   uint32_t pins = 0;          // registrations that hold a translation; free refuses while > 0
+  bool phantom = false;       // sizes only: the bytes are never stored (large replays)
   std::string name;
   std::unique_ptr<std::byte[]> storage;
 };
@@ -37,7 +38,9 @@ class AddressSpace {
   Result<uint64_t> alloc(uint64_t size, MemKind kind, std::string name = {}, uint64_t align = 4096);
   // Maps caller-owned memory at its own address (va == pointer), e.g. pinned host memory
   // that a real GPU also sees.
-  Status map_external(void* p, uint64_t size, MemKind kind, std::string name = {});
+  // A phantom mapping is address space without bytes: keys and bounds are checked as usual,
+  // data movement is recorded instead of performed, and read()/write() refuse it.
+  Status map_external(void* p, uint64_t size, MemKind kind, std::string name = {}, bool phantom = false);
   // Unmaps a segment by its base address; refused while pinned.
   Status free(uint64_t va);
 

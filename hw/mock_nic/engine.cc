@@ -97,6 +97,7 @@ struct Engine {
   static Inflight& stage(Qp& qp) {
     qp.staging.data.clear();
     qp.staging.scatter.clear();
+    qp.staging.phantom = false;
     return qp.staging;
   }
 
@@ -105,7 +106,9 @@ struct Engine {
     struct Piece {
       const std::byte* src;
       uint32_t len;
+      uint64_t va;  // 0 for inline data
     };
+    bool phantom = false;
     Piece pieces[mlx5::kMaxDs];
     uint32_t np = 0;
     uint64_t total = 0;
@@ -117,16 +120,18 @@ struct Engine {
         const uint32_t len = bc & ~mlx5::kInlineSegFlag;
         const uint32_t segs = (4 + len + 15) / 16;
         if (len > (ds - i) * 16 || i + segs > ds) return error(CqeSyndrome::kLocalLengthErr, vendor::kBadSegment);
-        pieces[np++] = {seg + 4, len};
+        pieces[np++] = {seg + 4, len, 0};
         total += len;
         i += segs;
       } else {
         const auto* d = reinterpret_cast<const mlx5::WqeDataSeg*>(seg);
         const uint32_t len = bc != 0 ? bc : 0x80000000u;
         KeyFault f{};
-        const std::byte* src = nic.mrs_.resolve(d->lkey.get(), qp.attr.pd, d->addr.get(), len, 0, &f);
+        bool ph = false;
+        const std::byte* src = nic.mrs_.resolve(d->lkey.get(), qp.attr.pd, d->addr.get(), len, 0, &f, &ph);
         if (src == nullptr) return error(CqeSyndrome::kLocalProtErr, uint8_t(vendor::kLocalKeyBase + uint8_t(f)));
-        pieces[np++] = {src, len};
+        phantom |= ph;
+        pieces[np++] = {src, len, d->addr.get()};
         total += len;
         ++i;
       }
@@ -144,11 +149,16 @@ struct Engine {
     if (total != 0) {  // a zero-length write carries no key to check
       const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
       KeyFault f{};
-      std::byte* dst = r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, ra->raddr.get(), total, kRemoteWrite, &f);
+      bool ph = false;
+      std::byte* dst = r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, ra->raddr.get(), total, kRemoteWrite, &f, &ph);
       if (dst == nullptr) return error(CqeSyndrome::kRemoteAccessErr, uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
+      phantom |= ph;
+      uint64_t dva = ra->raddr.get();
       for (uint32_t k = 0; k < np; ++k) {
-        std::memmove(dst, pieces[k].src, pieces[k].len);  // loopback ranges may overlap
+        if (phantom) nic.phantom_log_.push_back({dva, pieces[k].va, pieces[k].len});
+        else std::memmove(dst, pieces[k].src, pieces[k].len);  // loopback ranges may overlap
         dst += pieces[k].len;
+        dva += pieces[k].len;
       }
     }
     if (with_imm) {
@@ -169,7 +179,7 @@ struct Engine {
   // Local scatter list of a READ / atomic: segments [first, ds) must be plain data segments
   // the QP may write.
   static Outcome gather_scatter(Nic& nic, Qp& qp, const std::byte* w, uint32_t first, uint32_t ds,
-                                std::vector<Inflight::Scatter>* out, uint64_t* total) {
+                                std::vector<Inflight::Scatter>* out, uint64_t* total, bool* phantom = nullptr) {
     *total = 0;
     for (uint32_t i = first; i < ds; ++i) {
       const auto* d = reinterpret_cast<const mlx5::WqeDataSeg*>(w + 16 * i);
@@ -177,8 +187,10 @@ struct Engine {
       if (bc & mlx5::kInlineSegFlag) return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadSegment);
       const uint32_t len = bc != 0 ? bc : 0x80000000u;
       KeyFault f{};
-      if (nic.mrs_.resolve(d->lkey.get(), qp.attr.pd, d->addr.get(), len, kLocalWrite, &f) == nullptr)
+      bool ph = false;
+      if (nic.mrs_.resolve(d->lkey.get(), qp.attr.pd, d->addr.get(), len, kLocalWrite, &f, &ph) == nullptr)
         return error(CqeSyndrome::kLocalProtErr, uint8_t(vendor::kLocalKeyBase + uint8_t(f)));
+      if (phantom != nullptr) *phantom |= ph;
       out->push_back({d->lkey.get(), d->addr.get(), len});
       *total += len;
     }
@@ -191,18 +203,27 @@ struct Engine {
     Outcome o;
     uint64_t total;
     Inflight& resp = stage(qp);
-    if (Outcome e = gather_scatter(nic, qp, w, 2, ds, &resp.scatter, &total); e.syndrome != CqeSyndrome::kNone) return e;
+    bool phantom = false;
+    if (Outcome e = gather_scatter(nic, qp, w, 2, ds, &resp.scatter, &total, &phantom); e.syndrome != CqeSyndrome::kNone)
+      return e;
     Peer r;
     if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
     if (!(r.qp->remote_access & kRemoteRead)) return error(CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
-    resp.data.resize(total);
     if (total != 0) {
       const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
       KeyFault f{};
-      const std::byte* src = r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, ra->raddr.get(), total, kRemoteRead, &f);
+      const std::byte* src =
+          r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, ra->raddr.get(), total, kRemoteRead, &f, &phantom);
       if (src == nullptr) return error(CqeSyndrome::kRemoteAccessErr, uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
-      std::memcpy(resp.data.data(), src, total);  // the responder reads now; the data lands later
+      if (phantom) {
+        uint64_t off = 0;
+        for (const auto& s : resp.scatter) nic.phantom_log_.push_back({s.addr, ra->raddr.get() + off, s.len}), off += s.len;
+      } else {
+        resp.data.resize(total);
+        std::memcpy(resp.data.data(), src, total);  // the responder reads now; the data lands later
+      }
     }
+    resp.phantom = phantom;
     o.byte_cnt = uint32_t(total);
     o.delayed = true;
     return o;
@@ -232,8 +253,10 @@ struct Engine {
     const uint64_t raddr = ra->raddr.get();
     if (raddr % size != 0) return error(CqeSyndrome::kRemoteInvalReqErr, vendor::kAtomicMisaligned);
     KeyFault f{};
-    std::byte* tgt = r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, raddr, size, kRemoteAtomic, &f);
+    bool phantom = false;
+    std::byte* tgt = r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, raddr, size, kRemoteAtomic, &f, &phantom);
     if (tgt == nullptr) return error(CqeSyndrome::kRemoteAccessErr, uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
+    if (phantom) return error(CqeSyndrome::kRemoteOpErr, vendor::kPhantomAtomic);
     const std::byte* args = w + 32;
     uint64_t old = 0;
     if (size == 8) {
@@ -319,6 +342,7 @@ struct Engine {
   static void land(Nic& nic, Qp& qp, Inflight& e) {
     e.landed = true;
     --qp.pending_responses;
+    if (e.phantom) return;  // recorded at issue
     size_t off = 0;
     for (const auto& s : e.scatter) {
       KeyFault f{};

@@ -23,7 +23,7 @@ Result<uint32_t> MrTable::reg(uint32_t pd, uint64_t addr, uint64_t length, uint3
   }
   // The variant byte changes on every registration, so a stale key of a reused slot fails.
   uint32_t key = (idx << 8) | ++variant_;
-  mrs_[idx] = MemoryRegion{addr, length, host, pd, access, key, true};
+  mrs_[idx] = MemoryRegion{addr, length, host, pd, access, key, true, mem_.find(addr)->phantom};
   return key;
 }
 

@@ -21,6 +21,7 @@ struct MemoryRegion {
   uint32_t access = 0;
   uint32_t key = 0;           // lkey == rkey: index << 8 | variant
   bool valid = false;
+  bool phantom = false;       // over phantom memory: never dereference `host`
 };
 
 class MrTable {
@@ -34,13 +35,15 @@ class MrTable {
 
   // Host pointer for [addr, addr+len) under `key` in `pd` with rights `need`; on failure
   // nullptr and *fault says why.
-  std::byte* resolve(uint32_t key, uint32_t pd, uint64_t addr, uint64_t len, uint32_t need, KeyFault* fault) const {
+  std::byte* resolve(uint32_t key, uint32_t pd, uint64_t addr, uint64_t len, uint32_t need, KeyFault* fault,
+                     bool* phantom = nullptr) const {
     uint32_t idx = key >> 8;
     if (idx >= mrs_.size() || !mrs_[idx].valid || mrs_[idx].key != key) return *fault = KeyFault::kBadKey, nullptr;
     const MemoryRegion& m = mrs_[idx];
     if (m.pd != pd) return *fault = KeyFault::kWrongPd, nullptr;
     if ((m.access & need) != need) return *fault = KeyFault::kNoAccess, nullptr;
     if (addr < m.start || len > m.length || addr - m.start > m.length - len) return *fault = KeyFault::kOutOfRange, nullptr;
+    if (phantom != nullptr) *phantom = m.phantom;
     return m.host + (addr - m.start);
   }
 

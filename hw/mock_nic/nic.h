@@ -25,6 +25,11 @@ namespace doorbell::mock_nic {
 
 class Fabric;
 
+// A transfer that touched phantom memory: recorded instead of performed.
+struct PhantomCopy {
+  uint64_t dst, src, len;  // src 0: inline data
+};
+
 struct CqAttr {
   uint32_t log_size = 6;
   uint64_t buf_va = 0;   // 2^log_size * 64 bytes, initialised by the driver (0xff: invalid)
@@ -101,6 +106,8 @@ class Nic {
   Status set_completion_delay(uint32_t cqn, uint64_t actions);
 
   uint64_t now() const { return now_; }
+  // Transfers into or out of phantom memory, in execution order.
+  const std::vector<PhantomCopy>& phantom_log() const { return phantom_log_; }
   // Payload bytes moved by executed WQEs so far (for time models).
   uint64_t bytes_moved() const { return bytes_moved_; }
   // Called with the address of each CQE's last 8 bytes after it is written (time models).
@@ -141,6 +148,7 @@ class Nic {
   uint64_t rng_;
   uint64_t bad_doorbells_ = 0;
   uint64_t bytes_moved_ = 0;
+  std::vector<PhantomCopy> phantom_log_;
   std::function<void(const void*)> cqe_hook_;
   std::function<void(const std::string&)> trace_;
 };

@@ -49,6 +49,7 @@ struct Inflight {
     uint32_t len;
   };
   std::vector<Scatter> scatter;  // where the payload lands
+  bool phantom = false;          // phantom memory on either side: nothing to land
 };
 
 // A shared receive queue: receive WQEs counted, consumed by WRITE_IMM (and SEND, later).

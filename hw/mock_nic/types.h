@@ -36,6 +36,7 @@ inline constexpr uint8_t kAtomicBadLength = 0x21;
 inline constexpr uint8_t kRemoteNotReady = 0x30;
 inline constexpr uint8_t kRnr = 0x31;
 inline constexpr uint8_t kQpAccess = 0x32;  // the responder QP does not allow this operation
+inline constexpr uint8_t kPhantomAtomic = 0x33;  // an atomic needs real bytes, not phantom memory
 inline constexpr uint8_t kForcedError = 0x40;
 inline constexpr uint8_t kFlushed = 0x41;
 }  // namespace vendor

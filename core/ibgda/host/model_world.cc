@@ -147,7 +147,7 @@ Status ModelWorld::register_chunk(uint32_t chunk, const std::vector<uint8_t*>& a
   std::vector<uint32_t> keys(n);
   for (uint32_t p = 0; p < n; ++p) {
     const mem::MemKind kind = mem::MemKind::kGpu;  // the heap is GPU memory
-    if (Status st = mem_.map_external(addrs[p], bytes, kind, "heap"); !st) return st;
+    if (Status st = mem_.map_external(addrs[p], bytes, kind, "heap", cfg_.heap.phantom); !st) return st;
     Result<devx::Mr> mr = pes_[p]->devx->reg_mr(pes_[p]->pdn, addrs[p], bytes, kAllAccess);
     if (!mr) return mr.status();
     keys[p] = mr->lkey;
