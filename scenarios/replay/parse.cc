@@ -73,7 +73,9 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   Scenario sc;
   sc.file = file;
   if (!root.IsMap()) fail(root, "a scenario is a mapping (name, stack, workload, expect, ...)");
-  only_keys(root, "the scenario", {"name", "description", "topology", "stack", "planted", "workload", "faults", "run", "expect"});
+  only_keys(root, "the scenario",
+            {"name", "description", "topology", "memory", "stack", "planted", "workload", "faults", "run", "expect"});
+  if (root["memory"]) sc.phantom = choice_of(root["memory"], "memory", {"real", "phantom"}) == "phantom";
   if (!root["name"]) fail(root, "missing 'name'");
   sc.name = root["name"].Scalar();
   if (root["description"]) sc.description = root["description"].Scalar();
@@ -99,13 +101,25 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   }
   const YAML::Node w = root["workload"];
   if (!w) fail(root, "missing 'workload'");
-  only_keys(w, "workload", {"ctas", "warps", "lanes", "ops"});
+  only_keys(w, "workload", {"ctas", "warps", "lanes", "ops", "alltoall"});
   if (w["ctas"]) sc.ctas = uint32_t(uint_of(w["ctas"], "ctas", 1, 64));
   if (w["warps"]) sc.warps = uint32_t(uint_of(w["warps"], "warps", 1, 32));
   if (w["lanes"]) sc.lanes = uint32_t(uint_of(w["lanes"], "lanes", 1, 32));
+  if (const YAML::Node a = w["alltoall"]) {
+    only_keys(a, "alltoall", {"bytes_per_pe", "message_bytes"});
+    if (!a["bytes_per_pe"] || !a["message_bytes"]) fail(a, "alltoall needs 'bytes_per_pe' and 'message_bytes'");
+    sc.alltoall_bytes_per_pe = uint_of(a["bytes_per_pe"], "bytes_per_pe", 8, 1ull << 40);
+    sc.alltoall_message_bytes = uint_of(a["message_bytes"], "message_bytes", 1, 1u << 30);
+    if (sc.alltoall_bytes_per_pe % (uint64_t(sc.pes) * 8) != 0)
+      fail(a["bytes_per_pe"], "'bytes_per_pe' must split into 8-byte-aligned blocks for " + std::to_string(sc.pes) + " PEs");
+    if (!sc.phantom && sc.alltoall_bytes_per_pe > (256ull << 20))
+      fail(a["bytes_per_pe"], "more than 256 MiB per PE needs 'memory: phantom'");
+  }
   const YAML::Node ops = w["ops"];
-  if (!ops || !ops.IsSequence() || ops.size() == 0) fail(ops ? ops : w, "'workload.ops' must be a non-empty list of ops");
-  for (const YAML::Node& o : ops) {
+  const bool need_ops = ops || sc.alltoall_bytes_per_pe == 0;  // an alltoall may stand alone
+  if (need_ops && (!ops || !ops.IsSequence() || ops.size() == 0))
+    fail(ops ? ops : w, "'workload.ops' must be a non-empty list of ops");
+  for (const YAML::Node& o : need_ops ? ops : YAML::Node(YAML::NodeType::Sequence)) {
     only_keys(o, "an op", {"op", "pe", "target", "bytes", "count"});
     if (!o["op"]) fail(o, "an op needs 'op' (put, get, fetch_add, add, quiet)");
     Op op;
@@ -126,6 +140,8 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
       if ((op.kind == OpKind::kFetchAdd || op.kind == OpKind::kAdd) && op.bytes != 8) fail(o["bytes"], "atomics are 8 bytes");
     }
     if (o["count"]) op.count = uint32_t(uint_of(o["count"], "count", 1, 1u << 20));
+    if (sc.phantom && (op.kind == OpKind::kFetchAdd || op.kind == OpKind::kAdd))
+      fail(o["op"], "atomics need real memory, and this scenario has 'memory: phantom'");
     sc.ops.push_back(op);
   }
   if (const YAML::Node f = root["faults"]) {

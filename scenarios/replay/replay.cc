@@ -36,8 +36,9 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   uint64_t max_bytes = 8;
   for (const Op& o : sc.ops) max_bytes = std::max(max_bytes, o.bytes);
   const uint64_t slot = round_up(max_bytes, 64);
-  const uint64_t gran = 64 << 10;
-  const uint64_t need = slot /*src*/ + uint64_t(threads) * sc.ops.size() * slot /*dst*/ + 64 /*counters*/;
+  const uint64_t a2a = sc.alltoall_bytes_per_pe, block = a2a / sc.pes;
+  const uint64_t gran = a2a >= (1ull << 30) ? 512ull << 20 : 64ull << 10;  // NVSHMEM's granularity for big heaps
+  const uint64_t need = slot /*src*/ + uint64_t(threads) * sc.ops.size() * slot /*dst*/ + 64 /*counters*/ + 2 * a2a;
 
   WorldConfig c;
   c.npes = sc.pes;
@@ -57,7 +58,8 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   c.seed = seed;
   c.heap.granularity = gran;
   c.heap.heap_bytes = round_up(need + gran * 4, gran);
-  c.heap.max_handle_bytes = 32 * gran;
+  c.heap.max_handle_bytes = std::max<uint64_t>(32 * (64 << 10), 4 * gran);  // at most 2 GiB per handle
+  c.heap.phantom = sc.phantom;
   auto w = ModelWorld::create(c);
   if (!w) {
     out.outcome = "error";
@@ -65,9 +67,14 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
     return out;
   }
   ModelWorld& world = **w;
-  const uint64_t src = *world.malloc(slot), ctr = *world.malloc(64), dst = *world.malloc(uint64_t(threads) * sc.ops.size() * slot);
-  for (uint32_t pe = 0; pe < sc.pes; ++pe)
-    for (uint64_t i = 0; i < slot; ++i) world.at(pe, src)[i] = pattern(pe, i);
+  const uint64_t src = *world.malloc(slot), ctr = *world.malloc(64),
+                 dst = *world.malloc(std::max<uint64_t>(1, uint64_t(threads) * sc.ops.size() * slot));
+  const uint64_t a2a_send = a2a ? *world.malloc(a2a, 4096) : 0, a2a_recv = a2a ? *world.malloc(a2a, 4096) : 0;
+  if (!sc.phantom)  // phantom heaps have no bytes to fill (their pages are not even accessible)
+    for (uint32_t pe = 0; pe < sc.pes; ++pe) {
+      for (uint64_t i = 0; i < slot; ++i) world.at(pe, src)[i] = pattern(pe, i);
+      for (uint64_t i = 0; i < a2a; ++i) world.at(pe, a2a_send)[i] = pattern(pe, i);
+    }
 
   gpu_sim::SchedOptions so;
   so.seed = seed;
@@ -113,6 +120,16 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
           if (res != OpResult::kOk) return;
         }
       }
+      // Alltoall: block q of this PE's send buffer goes to PE q's receive buffer at block
+      // `pe`, as messages of message_bytes spread over the PE's threads.
+      if (a2a != 0) {
+        const uint64_t msgs = (block + sc.alltoall_message_bytes - 1) / sc.alltoall_message_bytes;
+        for (uint64_t k = t; k < msgs * sc.pes; k += threads) {
+          const uint32_t q = uint32_t(k / msgs);
+          const uint64_t off = (k % msgs) * sc.alltoall_message_bytes, len = std::min(sc.alltoall_message_bytes, block - off);
+          if (put_nbi(ctx, *st, a2a_recv + pe * block + off, a2a_send + q * block + off, len, q) != OpResult::kOk) return;
+        }
+      }
       (void)quiet_all(ctx, *st);
     });
   }
@@ -120,14 +137,51 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   const gpu_sim::RunResult r = s.run();
 
   // Classify, then check the data of a completed run.
+  uint64_t j_phantom_transfers = 0;
   if (r.outcome != gpu_sim::Outcome::kCompleted) {
     out.outcome = "hang";
     out.detail = r.report;
   } else if (std::string e = world.first_error(); !e.empty()) {
     out.outcome = "error";
     out.detail = e;
+  } else if (sc.phantom) {
+    // No bytes: check from the NICs' records that every receive buffer was covered exactly
+    // once, each piece from the right place of the right sender.
+    out.outcome = "completed";
+    std::vector<mock_nic::PhantomCopy> log;
+    for (uint32_t pe = 0; pe < sc.pes; ++pe)
+      log.insert(log.end(), world.nic(pe).phantom_log().begin(), world.nic(pe).phantom_log().end());
+    std::sort(log.begin(), log.end(), [](const auto& x, const auto& y) { return x.dst < y.dst; });
+    for (uint32_t q = 0; q < sc.pes && a2a != 0 && out.detail.empty(); ++q) {
+      const uint64_t lo = reinterpret_cast<uint64_t>(world.at(q, a2a_recv));
+      uint64_t covered = lo;
+      auto it = std::lower_bound(log.begin(), log.end(), lo, [](const auto& e, uint64_t v) { return e.dst < v; });
+      for (; it != log.end() && it->dst < lo + a2a; ++it) {
+        const uint64_t d = it->dst - lo, p = d / block;
+        const uint64_t want = reinterpret_cast<uint64_t>(world.at(uint32_t(p), a2a_send)) + q * block + d % block;
+        if (it->dst != covered || it->src != want || d % block + it->len > block) {
+          out.outcome = "wrong-data";
+          out.detail = "alltoall into pe " + std::to_string(q) + ": piece at offset " + std::to_string(d) + " is wrong";
+          break;
+        }
+        covered += it->len;
+      }
+      if (out.detail.empty() && covered != lo + a2a) {
+        out.outcome = "wrong-data";
+        out.detail = "alltoall into pe " + std::to_string(q) + ": " + std::to_string(covered - lo) + " of " + std::to_string(a2a) +
+                     " bytes arrived";
+      }
+    }
+    j_phantom_transfers = log.size();
   } else {
     out.outcome = "completed";
+    for (uint32_t q = 0; q < sc.pes && a2a != 0 && out.detail.empty(); ++q)
+      for (uint64_t d = 0; d < a2a; ++d)
+        if (world.at(q, a2a_recv)[d] != pattern(uint32_t(d / block), q * block + d % block)) {
+          out.outcome = "wrong-data";
+          out.detail = "alltoall into pe " + std::to_string(q) + ": byte " + std::to_string(d) + " differs";
+          break;
+        }
     std::vector<uint64_t> adds(sc.pes);
     for (uint32_t pe = 0; pe < sc.pes && out.detail.empty(); ++pe)
       for (uint64_t t = 0; t < threads && out.detail.empty(); ++t)
@@ -171,6 +225,8 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   j["steps"] = r.steps;
   j["accesses"] = r.accesses;
   j["trace_hash"] = hash;
+  if (a2a != 0) j["alltoall_bytes_per_pe"] = a2a;
+  if (sc.phantom) j["phantom_transfers"] = j_phantom_transfers;
   if (so.policy == gpu_sim::Policy::kTimed) {
     // What the workload issued, over the simulated time until its last thread finished.
     uint64_t ops = 0, bytes = 0;

@@ -37,6 +37,9 @@ struct Scenario {
   // workload
   uint32_t ctas = 1, warps = 1, lanes = 1;
   std::vector<Op> ops;
+  uint64_t alltoall_bytes_per_pe = 0;    // generator: every PE sends bytes_per_pe / pes to each PE
+  uint64_t alltoall_message_bytes = 0;
+  bool phantom = false;                  // memory: phantom (sizes only, no bytes)
   std::vector<Fault> faults;
   // run
   std::string schedule = "random";  // random | pct | timed (simulated time, models/cost_model.h)

@@ -31,6 +31,9 @@ const Case kCases[] = {
     {"op_on_missing_pe.yaml", 5, "op on PE 3, but the topology has 2 PEs"},
     {"unknown_schedule.yaml", 5, "'schedule' must be one of random, pct, timed, not 'fifo'"},
     {"too_many_lanes.yaml", 3, "'lanes' must be in 1..32, not 64"},
+    {"phantom_atomic.yaml", 5, "atomics need real memory, and this scenario has 'memory: phantom'"},
+    {"big_alltoall_real.yaml", 4, "more than 256 MiB per PE needs 'memory: phantom'"},
+    {"alltoall_uneven.yaml", 4, "'bytes_per_pe' must split into 8-byte-aligned blocks for 3 PEs"},
 };
 
 class BadScenario : public ::testing::TestWithParam<Case> {};
@@ -58,7 +61,7 @@ TEST(GoodScenarios, EveryLibraryFileParses) {
     EXPECT_TRUE(s.is_ok()) << s.status().message();
     ++n;
   }
-  EXPECT_GE(n, 7);
+  EXPECT_GE(n, 10);
   EXPECT_EQ(parse_file("/nonexistent.yaml").status().message(), "/nonexistent.yaml:0: cannot open the scenario file");
 }
 
