@@ -101,7 +101,18 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   }
   const YAML::Node w = root["workload"];
   if (!w) fail(root, "missing 'workload'");
-  only_keys(w, "workload", {"ctas", "warps", "lanes", "ops", "alltoall"});
+  only_keys(w, "workload", {"ctas", "warps", "lanes", "ops", "alltoall", "dispatch"});
+  if (const YAML::Node d = w["dispatch"]) {
+    only_keys(d, "dispatch", {"experts", "tokens", "topk", "token_bytes"});
+    for (const char* k : {"experts", "tokens", "topk", "token_bytes"})
+      if (!d[k]) fail(d, std::string("dispatch needs '") + k + "'");
+    sc.dispatch_experts = uint32_t(uint_of(d["experts"], "experts", 1, 1u << 16));
+    sc.dispatch_tokens = uint32_t(uint_of(d["tokens"], "tokens", 1, 1u << 16));
+    sc.dispatch_topk = uint32_t(uint_of(d["topk"], "topk", 1, sc.dispatch_experts));
+    sc.dispatch_token_bytes = uint_of(d["token_bytes"], "token_bytes", 8, 1u << 24);
+    if (sc.dispatch_experts % sc.pes != 0)
+      fail(d["experts"], std::to_string(sc.dispatch_experts) + " experts do not spread evenly over " + std::to_string(sc.pes) + " PEs");
+  }
   if (w["ctas"]) sc.ctas = uint32_t(uint_of(w["ctas"], "ctas", 1, 64));
   if (w["warps"]) sc.warps = uint32_t(uint_of(w["warps"], "warps", 1, 32));
   if (w["lanes"]) sc.lanes = uint32_t(uint_of(w["lanes"], "lanes", 1, 32));
@@ -116,7 +127,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
       fail(a["bytes_per_pe"], "more than 256 MiB per PE needs 'memory: phantom'");
   }
   const YAML::Node ops = w["ops"];
-  const bool need_ops = ops || sc.alltoall_bytes_per_pe == 0;  // an alltoall may stand alone
+  const bool need_ops = ops || (sc.alltoall_bytes_per_pe == 0 && sc.dispatch_experts == 0);  // generators may stand alone
   if (need_ops && (!ops || !ops.IsSequence() || ops.size() == 0))
     fail(ops ? ops : w, "'workload.ops' must be a non-empty list of ops");
   for (const YAML::Node& o : need_ops ? ops : YAML::Node(YAML::NodeType::Sequence)) {

@@ -1,5 +1,9 @@
 #include "scenarios/replay/replay.h"
 
+#include <algorithm>
+
+#include "scenarios/replay/generators.h"
+
 #include <cstdio>
 #include <cstring>
 
@@ -36,9 +40,10 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   uint64_t max_bytes = 8;
   for (const Op& o : sc.ops) max_bytes = std::max(max_bytes, o.bytes);
   const uint64_t slot = round_up(max_bytes, 64);
-  const uint64_t a2a = sc.alltoall_bytes_per_pe, block = a2a / sc.pes;
-  const uint64_t gran = a2a >= (1ull << 30) ? 512ull << 20 : 64ull << 10;  // NVSHMEM's granularity for big heaps
-  const uint64_t need = slot /*src*/ + uint64_t(threads) * sc.ops.size() * slot /*dst*/ + 64 /*counters*/ + 2 * a2a;
+  const Generated gen = generate(sc);
+  const uint64_t big = gen.send_bytes + gen.recv_bytes;
+  const uint64_t gran = big >= (1ull << 30) ? 512ull << 20 : 64ull << 10;  // NVSHMEM's granularity for big heaps
+  const uint64_t need = slot /*src*/ + uint64_t(threads) * sc.ops.size() * slot /*dst*/ + 64 /*counters*/ + big + 2 * 4096;
 
   WorldConfig c;
   c.npes = sc.pes;
@@ -69,11 +74,12 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   ModelWorld& world = **w;
   const uint64_t src = *world.malloc(slot), ctr = *world.malloc(64),
                  dst = *world.malloc(std::max<uint64_t>(1, uint64_t(threads) * sc.ops.size() * slot));
-  const uint64_t a2a_send = a2a ? *world.malloc(a2a, 4096) : 0, a2a_recv = a2a ? *world.malloc(a2a, 4096) : 0;
+  const uint64_t gen_send = gen.send_bytes ? *world.malloc(gen.send_bytes, 4096) : 0;
+  const uint64_t gen_recv = gen.recv_bytes ? *world.malloc(gen.recv_bytes, 4096) : 0;
   if (!sc.phantom)  // phantom heaps have no bytes to fill (their pages are not even accessible)
     for (uint32_t pe = 0; pe < sc.pes; ++pe) {
       for (uint64_t i = 0; i < slot; ++i) world.at(pe, src)[i] = pattern(pe, i);
-      for (uint64_t i = 0; i < a2a; ++i) world.at(pe, a2a_send)[i] = pattern(pe, i);
+      for (uint64_t i = 0; i < gen.send_bytes; ++i) world.at(pe, gen_send)[i] = pattern(pe, i);
     }
 
   gpu_sim::SchedOptions so;
@@ -120,16 +126,10 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
           if (res != OpResult::kOk) return;
         }
       }
-      // Alltoall: block q of this PE's send buffer goes to PE q's receive buffer at block
-      // `pe`, as messages of message_bytes spread over the PE's threads.
-      if (a2a != 0) {
-        const uint64_t msgs = (block + sc.alltoall_message_bytes - 1) / sc.alltoall_message_bytes;
-        for (uint64_t k = t; k < msgs * sc.pes; k += threads) {
-          const uint32_t q = uint32_t(k / msgs);
-          const uint64_t off = (k % msgs) * sc.alltoall_message_bytes, len = std::min(sc.alltoall_message_bytes, block - off);
-          if (put_nbi(ctx, *st, a2a_recv + pe * block + off, a2a_send + q * block + off, len, q) != OpResult::kOk) return;
-        }
-      }
+      // Generated messages (alltoall, dispatch), spread over the PE's threads.
+      const std::vector<Msg>& msgs = gen.by_pe[pe];
+      for (uint64_t k = t; k < msgs.size(); k += threads)
+        if (put_nbi(ctx, *st, gen_recv + msgs[k].dst, gen_send + msgs[k].src, msgs[k].len, msgs[k].to) != OpResult::kOk) return;
       (void)quiet_all(ctx, *st);
     });
   }
@@ -137,53 +137,51 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   const gpu_sim::RunResult r = s.run();
 
   // Classify, then check the data of a completed run.
-  uint64_t j_phantom_transfers = 0;
+  uint64_t phantom_transfers = 0;
   if (r.outcome != gpu_sim::Outcome::kCompleted) {
     out.outcome = "hang";
     out.detail = r.report;
   } else if (std::string e = world.first_error(); !e.empty()) {
     out.outcome = "error";
     out.detail = e;
-  } else if (sc.phantom) {
-    // No bytes: check from the NICs' records that every receive buffer was covered exactly
-    // once, each piece from the right place of the right sender.
-    out.outcome = "completed";
-    std::vector<mock_nic::PhantomCopy> log;
-    for (uint32_t pe = 0; pe < sc.pes; ++pe)
-      log.insert(log.end(), world.nic(pe).phantom_log().begin(), world.nic(pe).phantom_log().end());
-    std::sort(log.begin(), log.end(), [](const auto& x, const auto& y) { return x.dst < y.dst; });
-    for (uint32_t q = 0; q < sc.pes && a2a != 0 && out.detail.empty(); ++q) {
-      const uint64_t lo = reinterpret_cast<uint64_t>(world.at(q, a2a_recv));
-      uint64_t covered = lo;
-      auto it = std::lower_bound(log.begin(), log.end(), lo, [](const auto& e, uint64_t v) { return e.dst < v; });
-      for (; it != log.end() && it->dst < lo + a2a; ++it) {
-        const uint64_t d = it->dst - lo, p = d / block;
-        const uint64_t want = reinterpret_cast<uint64_t>(world.at(uint32_t(p), a2a_send)) + q * block + d % block;
-        if (it->dst != covered || it->src != want || d % block + it->len > block) {
-          out.outcome = "wrong-data";
-          out.detail = "alltoall into pe " + std::to_string(q) + ": piece at offset " + std::to_string(d) + " is wrong";
-          break;
-        }
-        covered += it->len;
-      }
-      if (out.detail.empty() && covered != lo + a2a) {
-        out.outcome = "wrong-data";
-        out.detail = "alltoall into pe " + std::to_string(q) + ": " + std::to_string(covered - lo) + " of " + std::to_string(a2a) +
-                     " bytes arrived";
-      }
-    }
-    j_phantom_transfers = log.size();
   } else {
     out.outcome = "completed";
-    for (uint32_t q = 0; q < sc.pes && a2a != 0 && out.detail.empty(); ++q)
-      for (uint64_t d = 0; d < a2a; ++d)
-        if (world.at(q, a2a_recv)[d] != pattern(uint32_t(d / block), q * block + d % block)) {
+    if (sc.phantom) {
+      // No bytes: every generated message must appear in the NICs' records as pieces that
+      // cover exactly its destination, each from the matching source bytes.
+      std::vector<mock_nic::PhantomCopy> log, want;
+      for (uint32_t pe = 0; pe < sc.pes; ++pe)
+        log.insert(log.end(), world.nic(pe).phantom_log().begin(), world.nic(pe).phantom_log().end());
+      for (const auto& per : gen.by_pe)
+        for (const Msg& m : per)
+          want.push_back({reinterpret_cast<uint64_t>(world.at(m.to, gen_recv + m.dst)),
+                          reinterpret_cast<uint64_t>(world.at(m.from, gen_send + m.src)), m.len});
+      auto by_dst = [](const auto& x, const auto& y) { return x.dst < y.dst; };
+      std::sort(log.begin(), log.end(), by_dst);
+      std::sort(want.begin(), want.end(), by_dst);
+      size_t i = 0;
+      for (const auto& w : want) {
+        uint64_t done = 0;
+        while (done < w.len && i < log.size() && log[i].dst == w.dst + done && log[i].src == w.src + done) done += log[i++].len;
+        if (done != w.len) {
           out.outcome = "wrong-data";
-          out.detail = "alltoall into pe " + std::to_string(q) + ": byte " + std::to_string(d) + " differs";
+          out.detail = "a generated message of " + std::to_string(w.len) + " bytes arrived as " + std::to_string(done);
           break;
         }
+      }
+      phantom_transfers = log.size();
+    } else {
+      for (const auto& per : gen.by_pe)
+        for (const Msg& m : per)
+          for (uint64_t b = 0; b < m.len && out.detail.empty(); ++b)
+            if (world.at(m.to, gen_recv + m.dst)[b] != pattern(m.from, m.src + b)) {
+              out.outcome = "wrong-data";
+              out.detail = "generated message to pe " + std::to_string(m.to) + ": byte " + std::to_string(b) + " differs";
+            }
+    }
+    // Explicit ops write real bytes only (phantom scenarios check their generated messages).
     std::vector<uint64_t> adds(sc.pes);
-    for (uint32_t pe = 0; pe < sc.pes && out.detail.empty(); ++pe)
+    for (uint32_t pe = 0; pe < sc.pes && out.detail.empty() && !sc.phantom; ++pe)
       for (uint64_t t = 0; t < threads && out.detail.empty(); ++t)
         for (size_t j = 0; j < sc.ops.size(); ++j) {
           const Op& o = sc.ops[j];
@@ -200,7 +198,7 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
               break;
             }
         }
-    for (uint32_t pe = 0; pe < sc.pes && out.detail.empty(); ++pe)
+    for (uint32_t pe = 0; pe < sc.pes && out.detail.empty() && !sc.phantom; ++pe)
       if (*reinterpret_cast<uint64_t*>(world.at(pe, ctr)) != adds[pe]) {  // summed over threads above
         out.outcome = "wrong-data";
         out.detail = "counter on pe " + std::to_string(pe) + " wrong";
@@ -225,18 +223,20 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   j["steps"] = r.steps;
   j["accesses"] = r.accesses;
   j["trace_hash"] = hash;
-  if (a2a != 0) j["alltoall_bytes_per_pe"] = a2a;
-  if (sc.phantom) j["phantom_transfers"] = j_phantom_transfers;
+  if (gen.messages != 0) j["generated_messages"] = gen.messages, j["generated_bytes"] = gen.bytes;
+  if (sc.phantom) j["phantom_transfers"] = phantom_transfers;
   if (so.policy == gpu_sim::Policy::kTimed) {
     // What the workload issued, over the simulated time until its last thread finished.
     uint64_t ops = 0, bytes = 0;
     for (const Op& o : sc.ops)
       if (o.kind != OpKind::kQuiet) ops += uint64_t(o.count) * threads, bytes += uint64_t(o.count) * threads * o.bytes;
+    ops += gen.messages, bytes += gen.bytes;
     const double t = r.sim_time_ns;
     j["sim_time_ns"] = int64_t(t);
     j["ops"] = ops;
     j["message_rate_mops"] = t > 0 ? double(int64_t(double(ops) / t * 1e6)) / 1000.0 : 0.0;  // M ops/s
-    j["bandwidth_gbps"] = t > 0 ? double(int64_t(double(bytes) / t * 1000)) / 1000.0 : 0.0;  // GB/s
+    j["bandwidth_gbps"] = t > 0 ? double(int64_t(double(bytes) / t * 1000)) / 1000.0 : 0.0;  // GB/s, all PEs
+    j["bandwidth_per_pe_gbps"] = t > 0 ? double(int64_t(double(bytes) / sc.pes / t * 1000)) / 1000.0 : 0.0;
   }
   std::string table = "  pe  qp->pe   resv  ready   prod   cons  WQEs  doorbells\n";
   for (uint32_t pe = 0; pe < sc.pes; ++pe) {
@@ -261,9 +261,10 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
                 (out.met ? "OK" : "EXPECTATION NOT MET") + "\n";
   if (j.contains("sim_time_ns")) {
     char line[160];
-    std::snprintf(line, sizeof line, "  simulated %.3f us: %llu ops, %.3f M ops/s, %.3f GB/s\n",
+    std::snprintf(line, sizeof line, "  simulated %.3f us: %llu ops, %.3f M ops/s, %.3f GB/s (%.3f GB/s per PE)\n",
                   double(j["sim_time_ns"].get<int64_t>()) / 1000.0, (unsigned long long)j["ops"].get<uint64_t>(),
-                  j["message_rate_mops"].get<double>(), j["bandwidth_gbps"].get<double>());
+                  j["message_rate_mops"].get<double>(), j["bandwidth_gbps"].get<double>(),
+                  j["bandwidth_per_pe_gbps"].get<double>());
     out.summary += line;
   }
   out.summary += table;

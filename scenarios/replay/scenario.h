@@ -39,6 +39,8 @@ struct Scenario {
   std::vector<Op> ops;
   uint64_t alltoall_bytes_per_pe = 0;    // generator: every PE sends bytes_per_pe / pes to each PE
   uint64_t alltoall_message_bytes = 0;
+  uint32_t dispatch_experts = 0, dispatch_tokens = 0, dispatch_topk = 0;  // generator: MoE dispatch
+  uint64_t dispatch_token_bytes = 0;
   bool phantom = false;                  // memory: phantom (sizes only, no bytes)
   std::vector<Fault> faults;
   // run

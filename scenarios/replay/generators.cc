@@ -1,0 +1,55 @@
+#include "scenarios/replay/generators.h"
+
+#include <algorithm>
+
+namespace doorbell::scenario {
+
+namespace {
+uint64_t splitmix(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+Generated generate(const Scenario& sc) {
+  Generated g;
+  g.by_pe.resize(sc.pes);
+  auto add = [&](const Msg& m) {
+    g.by_pe[m.from].push_back(m);
+    ++g.messages;
+    g.bytes += m.len;
+  };
+  if (const uint64_t s = sc.alltoall_bytes_per_pe; s != 0) {
+    const uint64_t block = s / sc.pes, msg = sc.alltoall_message_bytes;
+    g.send_bytes = g.recv_bytes = s;
+    for (uint32_t p = 0; p < sc.pes; ++p)
+      for (uint32_t q = 0; q < sc.pes; ++q)
+        for (uint64_t off = 0; off < block; off += msg) add({p, q, q * block + off, p * block + off, std::min(msg, block - off)});
+  }
+  if (const uint32_t e = sc.dispatch_experts; e != 0) {
+    const uint32_t per_pe = e / sc.pes, tokens = sc.dispatch_tokens;
+    const uint64_t tb = sc.dispatch_token_bytes;
+    const uint64_t base = g.recv_bytes;  // after an alltoall's region, if both are generated
+    g.send_bytes = std::max<uint64_t>(g.send_bytes, uint64_t(tokens) * tb);
+    g.recv_bytes += uint64_t(e) * tokens * tb;
+    for (uint32_t p = 0; p < sc.pes; ++p) {
+      uint64_t rng = 0x5eedull * 1000003 + p;  // routing is part of the workload, not the schedule
+      for (uint32_t t = 0; t < tokens; ++t) {
+        std::vector<uint32_t> chosen;
+        while (chosen.size() < sc.dispatch_topk) {
+          const uint32_t x = uint32_t(splitmix(rng) % e);
+          if (std::find(chosen.begin(), chosen.end(), x) == chosen.end()) chosen.push_back(x);
+        }
+        for (uint32_t x : chosen) {
+          const uint32_t q = x / per_pe, local = x % per_pe;
+          add({p, q, uint64_t(t) * tb, base + ((uint64_t(local) * sc.pes + p) * tokens + t) * tb, tb});
+        }
+      }
+    }
+  }
+  return g;
+}
+
+}  // namespace doorbell::scenario
