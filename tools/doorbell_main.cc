@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   CLI::Option* seed_opt = r->add_option("--seed", rep_seed, "override the scenarios' seed");
   r->add_option("--schedule", rep.schedule, "override the schedule")->check(CLI::IsMember({"random", "pct", "timed"}));
   r->add_option("--report", rep.report, "write the JSON report here");
+  r->add_option("--trace", rep.trace, "write a Chrome / Perfetto trace (queue indices, doorbells) here");
 
   std::string ex_file, ex_schedule;
   uint64_t ex_seeds = 100;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 #include "scenarios/replay/parse.h"
 #include "scenarios/replay/replay.h"
@@ -30,9 +31,13 @@ int run_replay(const ReplayCmd& c) {
     scs.push_back(std::move(*s));
   }
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
+  nlohmann::ordered_json trace;
   int missed = 0;
   for (const scenario::Scenario& s : scs) {
-    scenario::ReplayResult r = scenario::replay(s, options(c.seed, c.schedule));
+    scenario::ReplayOptions o = options(c.seed, c.schedule);
+    o.progress = isatty(2) != 0;
+    if (!c.trace.empty()) o.trace = &trace;
+    scenario::ReplayResult r = scenario::replay(s, o);
     std::printf("%s", r.summary.c_str());
     if (!r.met && !r.detail.empty()) std::printf("%s\n", r.detail.c_str());
     if (!r.met)
@@ -42,6 +47,7 @@ int run_replay(const ReplayCmd& c) {
     all.push_back(r.report);
   }
   std::printf("%zu scenarios: %zu met their expectation, %d did not\n", scs.size(), scs.size() - size_t(missed), missed);
+  if (!c.trace.empty()) std::ofstream(c.trace) << trace.dump() << "\n";
   if (!c.report.empty()) {
     std::ofstream out(c.report);
     out << (all.size() == 1 ? all[0] : all).dump(2) << "\n";

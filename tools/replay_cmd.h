@@ -13,6 +13,7 @@ struct ReplayCmd {
   std::optional<uint64_t> seed;
   std::string schedule;  // empty: the scenario's
   std::string report;    // JSON report path
+  std::string trace;     // Chrome / Perfetto trace path (one scenario)
 };
 
 // Exit status: 0 every expectation met, 1 one was not, 2 a scenario file is malformed.

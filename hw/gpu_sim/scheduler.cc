@@ -477,6 +477,7 @@ RunResult Scheduler::run() {
     while (next_change < change_points_.size() && change_points_[next_change] <= warp_steps)
       a->priority = int64_t(opt_.pct_depth) - 1 - int64_t(next_change++);
     step(*a);
+    if (opt_.observe && warp_steps % opt_.observe_every == 0) opt_.observe(warp_steps, a->clock_ns);
     if (hang_) break;
     if (steps_ >= opt_.max_steps) {
       r.outcome = Outcome::kStepLimit;

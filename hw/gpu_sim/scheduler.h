@@ -34,6 +34,10 @@ struct SchedOptions {
   uint64_t max_steps = 100'000'000;
   size_t stack_bytes = 0;          // per fiber; 0 = default (64 KiB, 512 KiB under ASan)
   models::CostModel costs;         // kTimed: what accesses, doorbells and polls cost
+  // Called after every `observe_every`-th agent step with the step count and the stepped
+  // agent's clock; it draws nothing from the schedule, so observing never changes a run.
+  std::function<void(uint64_t step, double now_ns)> observe;
+  uint64_t observe_every = 1;
 };
 
 enum class Outcome : uint8_t { kCompleted, kHang, kStepLimit };

@@ -86,6 +86,45 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   so.seed = seed;
   so.policy = schedule == "pct" ? gpu_sim::Policy::kPct : schedule == "timed" ? gpu_sim::Policy::kTimed : gpu_sim::Policy::kRandom;
   so.hang_spins = 512;
+  // Timeline and progress: between steps, an observer samples every QP's indices and records a
+  // counter event when they change; doorbells become instant events. Time is simulated
+  // microseconds on the timed schedule, the step count otherwise. Observing draws nothing
+  // from the schedule, so a traced run is the same run.
+  const bool timed = so.policy == gpu_sim::Policy::kTimed;
+  if (opt.trace != nullptr) {
+    (*opt.trace)["displayTimeUnit"] = "ns";
+    (*opt.trace)["otherData"] = {{"scenario", sc.name}, {"clock", timed ? "simulated us" : "observer samples"}};
+  }
+  double sample = 0;
+  auto event = [&](nlohmann::ordered_json e) { (*opt.trace)["traceEvents"].push_back(std::move(e)); };
+  if (opt.trace != nullptr)
+    world.on_doorbell([&](uint32_t pe, double ns) {
+      event({{"name", "doorbell"}, {"ph", "i"}, {"s", "p"}, {"ts", timed ? ns / 1000.0 : sample}, {"pid", pe}, {"tid", 0}});
+    });
+  std::vector<std::array<uint64_t, 4>> last;
+  gpu_sim::SchedOptions& obs = so;
+  if (opt.trace != nullptr)
+    obs.observe = [&](uint64_t step, double now_ns) {
+      sample = double(step);
+      size_t i = 0;
+      for (uint32_t pe = 0; pe < sc.pes; ++pe)
+        for (uint32_t q = 0; q < sc.pes * sc.num_rc_per_pe; ++q, ++i) {
+          const Mvars& m = *world.state(pe).qps[q].mv;
+          const std::array<uint64_t, 4> now{m.resv_head, m.ready_head, m.prod_idx, m.cons_idx};
+          if (last.size() <= i) last.push_back({});
+          if (now != last[i])
+            event({{"name", "qp" + std::to_string(q) + "->pe" + std::to_string(world.state(pe).qps[q].pe)},
+                   {"ph", "C"},
+                   {"ts", timed ? now_ns / 1000.0 : sample},
+                   {"pid", pe},
+                   {"args", {{"resv", now[0]}, {"ready", now[1]}, {"prod", now[2]}, {"cons", now[3]}}}});
+          last[i] = now;
+        }
+    };
+  else if (opt.progress) {
+    obs.observe_every = 1 << 16;
+    obs.observe = [&](uint64_t step, double) { std::fprintf(stderr, "\r[doorbell] %s: step %llu", sc.name.c_str(), (unsigned long long)step); };
+  }
   gpu_sim::Scheduler s(so);
   for (uint32_t pe = 0; pe < sc.pes; ++pe)
     for (uint32_t q = 0; q < sc.pes * sc.num_rc_per_pe; ++q) {
@@ -135,6 +174,7 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   }
   world.attach(s);
   const gpu_sim::RunResult r = s.run();
+  if (opt.progress && opt.trace == nullptr) std::fprintf(stderr, "\r\033[K");
 
   // Classify, then check the data of a completed run.
   uint64_t phantom_transfers = 0;

@@ -17,6 +17,8 @@ namespace doorbell::scenario {
 struct ReplayOptions {
   std::optional<uint64_t> seed;  // overrides the scenario's
   std::optional<std::string> schedule;  // overrides the scenario's (random | pct | timed)
+  nlohmann::ordered_json* trace = nullptr;  // if set: Chrome / Perfetto trace events are appended
+  bool progress = false;                    // a progress line on stderr
 };
 
 struct ReplayResult {

@@ -173,8 +173,9 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
     double* rung_ns = &doorbell_ns_[p];
     // Every UAR page of this NIC: stores there are doorbells (and, in simulated time, the
     // NIC cannot act on one before it was rung).
-    s.map_mmio(nic->uar_va(0), uint64_t(1) << 32, [nic, rung_ns, &s](uint64_t addr, uint64_t v) {
+    s.map_mmio(nic->uar_va(0), uint64_t(1) << 32, [this, p, nic, rung_ns, &s](uint64_t addr, uint64_t v) {
       *rung_ns = std::max(*rung_ns, s.now());
+      if (doorbell_observer_) doorbell_observer_(p, s.now());
       nic->mmio_write64(addr, v);
     });
     s.add_agent("nic" + std::to_string(p), [nic, rung_ns, costs](gpu_sim::AgentCtx& a) {
@@ -197,7 +198,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
     });
     if (cfg_.opt.cpu_proxy) {
       Pe* pe = pes_[p].get();
-      s.add_agent("proxy" + std::to_string(p), [pe, nic, rung_ns, costs](gpu_sim::AgentCtx& a) {
+      s.add_agent("proxy" + std::to_string(p), [this, p, pe, nic, rung_ns, costs](gpu_sim::AgentCtx& a) {
         std::vector<uint64_t> rung(pe->qps.size());
         for (;;) {
           a.point();
@@ -211,6 +212,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
             // The host rings for the GPU: DBR, then the BlueFlame store.
             __atomic_store_n(q.dbr, dbr_word(p), __ATOMIC_RELEASE);
             *rung_ns = std::max(*rung_ns, a.now());
+            if (doorbell_observer_) doorbell_observer_(p, a.now());
             nic->uar_write64(pe->uar.page_id, mlx5::kBfOffset, *reinterpret_cast<const uint64_t*>(wqe_at(q, p - 1)));
             rung[i] = p;
             did = true;

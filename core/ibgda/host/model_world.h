@@ -50,6 +50,8 @@ class ModelWorld {
 
   // NIC engines (and CPU proxies) become daemon agents; UAR stores are routed to the NICs.
   void attach(gpu_sim::Scheduler& s);
+  // Told of every doorbell (PE, simulated or step time) — for timelines.
+  void on_doorbell(std::function<void(uint32_t pe, double when)> fn) { doorbell_observer_ = std::move(fn); }
   // Queue-index invariants of every QP: cons <= prod <= ready <= resv, ready - cons <= depth,
   // ibuf head - tail <= nslots, and the NIC has fetched nothing beyond ready_head. Empty when
   // they hold; else a description of the first violation.
@@ -87,6 +89,7 @@ class ModelWorld {
   mock_nic::Fabric fabric_;
   std::vector<std::unique_ptr<Pe>> pes_;
   std::vector<double> doorbell_ns_;  // timed schedule: latest doorbell time per PE's NIC
+  std::function<void(uint32_t, double)> doorbell_observer_;
   std::unique_ptr<heap::SymmetricHeap> heap_;
 };
 
