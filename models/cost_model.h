@@ -22,6 +22,9 @@ struct CostModel {
   double nic_wqe_ns = 5;
   // Wire bandwidth: ConnectX-7 NDR, 400 Gb/s = 50 bytes/ns (NVIDIA ConnectX-7 user manual).
   double wire_bytes_per_ns = 50;
+  // The NIC reads payload from GPU memory over its PCIe Gen5 x16 link (ConnectX-7 user
+  // manual): 32 GT/s x 16 lanes = 64 bytes/ns raw. Payload moves at min(wire, PCIe).
+  double pcie_bytes_per_ns = 64;
   // CPU proxy (IBRC-style): the host thread picks up each request the GPU published and
   // posts it. Per request. Assumption: ~1 us, the usual cost of CPU-proxied GPU networking.
   double proxy_post_ns = 1000;

@@ -171,7 +171,8 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     }
   }
   if (const YAML::Node r = root["run"]) {
-    only_keys(r, "run", {"schedule", "seed", "response_delay"});
+    only_keys(r, "run", {"schedule", "seed", "response_delay", "compare"});
+    if (r["compare"]) sc.compare_cpu_proxy = choice_of(r["compare"], "compare", {"cpu_proxy"}) == "cpu_proxy";
     if (r["schedule"]) sc.schedule = choice_of(r["schedule"], "schedule", {"random", "pct", "timed"});
     if (r["seed"]) sc.seed = uint_of(r["seed"], "seed", 0, ~0ull);
     if (r["response_delay"]) sc.response_delay = uint32_t(uint_of(r["response_delay"], "response_delay", 0, 1000));

@@ -44,6 +44,7 @@ struct Scenario {
   bool phantom = false;                  // memory: phantom (sizes only, no bytes)
   std::vector<Fault> faults;
   // run
+  bool compare_cpu_proxy = false;  // also replay with a CPU proxy and report both rates
   std::string schedule = "random";  // random | pct | timed (simulated time, models/cost_model.h)
   uint64_t seed = 1;
   uint32_t response_delay = 0;

@@ -189,7 +189,8 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
         a.wait_until_ns(*rung_ns);
         const uint64_t bytes = nic->bytes_moved();
         if (nic->progress(1) != 0) {
-          a.advance(costs.nic_wqe_ns + double(nic->bytes_moved() - bytes) / costs.wire_bytes_per_ns);
+          a.advance(costs.nic_wqe_ns +
+                    double(nic->bytes_moved() - bytes) / std::min(costs.wire_bytes_per_ns, costs.pcie_bytes_per_ns));
           a.changed(nic->now());
         } else if (!a.spin("nic engine: idle (no doorbell)")) {
           return;
