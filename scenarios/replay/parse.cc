@@ -80,8 +80,10 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   sc.name = root["name"].Scalar();
   if (root["description"]) sc.description = root["description"].Scalar();
   if (const YAML::Node t = root["topology"]) {
-    only_keys(t, "topology", {"pes"});
+    only_keys(t, "topology", {"pes", "wire_gbps", "pcie_gbps"});
     if (t["pes"]) sc.pes = uint32_t(uint_of(t["pes"], "pes", 1, 64));
+    if (t["wire_gbps"]) sc.wire_gbps = double(uint_of(t["wire_gbps"], "wire_gbps", 1, 100000));
+    if (t["pcie_gbps"]) sc.pcie_gbps = double(uint_of(t["pcie_gbps"], "pcie_gbps", 1, 100000));
   }
   if (const YAML::Node s = root["stack"]) {
     only_keys(s, "stack", {"num_rc_per_pe", "qp_depth", "num_requests_in_batch", "qp_layout", "cst", "cpu_proxy", "nic_buffers", "ibuf_slots"});
@@ -103,7 +105,8 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   if (!w) fail(root, "missing 'workload'");
   only_keys(w, "workload", {"ctas", "warps", "lanes", "ops", "alltoall", "dispatch"});
   if (const YAML::Node d = w["dispatch"]) {
-    only_keys(d, "dispatch", {"experts", "tokens", "topk", "token_bytes"});
+    only_keys(d, "dispatch", {"experts", "tokens", "topk", "token_bytes", "direction"});
+    if (d["direction"]) sc.combine = choice_of(d["direction"], "direction", {"dispatch", "combine"}) == "combine";
     for (const char* k : {"experts", "tokens", "topk", "token_bytes"})
       if (!d[k]) fail(d, std::string("dispatch needs '") + k + "'");
     sc.dispatch_experts = uint32_t(uint_of(d["experts"], "experts", 1, 1u << 16));
@@ -131,7 +134,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   if (need_ops && (!ops || !ops.IsSequence() || ops.size() == 0))
     fail(ops ? ops : w, "'workload.ops' must be a non-empty list of ops");
   for (const YAML::Node& o : need_ops ? ops : YAML::Node(YAML::NodeType::Sequence)) {
-    only_keys(o, "an op", {"op", "pe", "target", "bytes", "count"});
+    only_keys(o, "an op", {"op", "pe", "warp", "target", "bytes", "count"});
     if (!o["op"]) fail(o, "an op needs 'op' (put, get, fetch_add, add, quiet)");
     Op op;
     const std::string k = choice_of(o["op"], "op", {"put", "get", "fetch_add", "add", "quiet"});
@@ -151,6 +154,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
       if ((op.kind == OpKind::kFetchAdd || op.kind == OpKind::kAdd) && op.bytes != 8) fail(o["bytes"], "atomics are 8 bytes");
     }
     if (o["count"]) op.count = uint32_t(uint_of(o["count"], "count", 1, 1u << 20));
+    if (o["warp"]) op.warp = int32_t(uint_of(o["warp"], "warp", 0, sc.warps - 1));
     if (sc.phantom && (op.kind == OpKind::kFetchAdd || op.kind == OpKind::kAdd))
       fail(o["op"], "atomics need real memory, and this scenario has 'memory: phantom'");
     sc.ops.push_back(op);
@@ -179,7 +183,8 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   }
   const YAML::Node e = root["expect"];
   if (!e) fail(root, "missing 'expect' (completes, hangs or errors)");
-  only_keys(e, "expect", {"result", "syndrome", "waits_on"});
+  only_keys(e, "expect", {"result", "syndrome", "waits_on", "max_sim_time_us"});
+  if (e["max_sim_time_us"]) sc.expect_max_sim_us = double(uint_of(e["max_sim_time_us"], "max_sim_time_us", 1, 1ull << 40));
   if (!e["result"]) fail(e, "expect needs 'result'");
   const std::string res = choice_of(e["result"], "result", {"completes", "hangs", "errors"});
   sc.expect = res == "completes" ? Expect::kCompletes : res == "hangs" ? Expect::kHangs : Expect::kErrors;

@@ -43,6 +43,7 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   if (!sc.compare_cpu_proxy || sc.cpu_proxy) return out;
   Scenario proxied = sc;
   proxied.cpu_proxy = true;
+  proxied.expect_max_sim_us = 0;  // the limit is for the path under test; the proxy is the baseline
   ReplayOptions o = opt;
   o.trace = nullptr;
   const ReplayResult p = replay_one(proxied, o);
@@ -118,6 +119,8 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   so.seed = seed;
   so.policy = schedule == "pct" ? gpu_sim::Policy::kPct : schedule == "timed" ? gpu_sim::Policy::kTimed : gpu_sim::Policy::kRandom;
   so.hang_spins = 512;
+  if (sc.wire_gbps > 0) so.costs.wire_bytes_per_ns = sc.wire_gbps / 8;
+  if (sc.pcie_gbps > 0) so.costs.pcie_bytes_per_ns = sc.pcie_gbps / 8;
   // Timeline and progress: between steps, an observer samples every QP's indices and records a
   // counter event when they change; doorbells become instant events. Time is simulated
   // microseconds on the timed schedule, the step count otherwise. Observing draws nothing
@@ -182,7 +185,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
       const uint64_t t = (uint64_t(ctx.cta()) * ctx.warps_per_cta() + ctx.warp()) * ctx.warp_size() + ctx.lane();
       for (size_t j = 0; j < sc.ops.size(); ++j) {
         const Op& o = sc.ops[j];
-        if (o.pe != pe) continue;
+        if (o.pe != pe || (o.warp >= 0 && uint32_t(o.warp) != ctx.warp())) continue;
         const uint64_t my_slot = dst + (t * sc.ops.size() + j) * slot;
         for (uint32_t r = 0; r < o.count; ++r) {
           uint64_t old = 0;
@@ -257,7 +260,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
       for (uint64_t t = 0; t < threads && out.detail.empty(); ++t)
         for (size_t j = 0; j < sc.ops.size(); ++j) {
           const Op& o = sc.ops[j];
-          if (o.pe != pe) continue;
+          if (o.pe != pe || (o.warp >= 0 && uint32_t(o.warp) != (t / sc.lanes) % sc.warps)) continue;
           const uint64_t sl = dst + (t * sc.ops.size() + j) * slot;
           if (o.kind == OpKind::kFetchAdd || o.kind == OpKind::kAdd) adds[o.target] += o.count;
           const uint8_t* got = o.kind == OpKind::kPut ? world.at(o.target, sl) : o.kind == OpKind::kGet ? world.at(pe, sl) : nullptr;
@@ -277,7 +280,12 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
       }
   }
   switch (sc.expect) {
-    case Expect::kCompletes: out.met = out.outcome == "completed"; break;
+    case Expect::kCompletes:
+      out.met = out.outcome == "completed" && (sc.expect_max_sim_us == 0 || r.sim_time_ns <= sc.expect_max_sim_us * 1000);
+      if (out.outcome == "completed" && !out.met)
+        out.detail = "simulated time " + std::to_string(r.sim_time_ns / 1000) + " us exceeds the limit of " +
+                     std::to_string(sc.expect_max_sim_us) + " us";
+      break;
     case Expect::kHangs: out.met = out.outcome == "hang" && out.detail.find(sc.expect_waits_on) != std::string::npos; break;
     case Expect::kErrors: out.met = out.outcome == "error" && out.detail.find(sc.expect_syndrome) != std::string::npos; break;
   }
@@ -301,7 +309,10 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
     // What the workload issued, over the simulated time until its last thread finished.
     uint64_t ops = 0, bytes = 0;
     for (const Op& o : sc.ops)
-      if (o.kind != OpKind::kQuiet) ops += uint64_t(o.count) * threads, bytes += uint64_t(o.count) * threads * o.bytes;
+      if (o.kind != OpKind::kQuiet) {
+        const uint64_t runners = o.warp >= 0 ? threads / sc.warps : threads;
+        ops += uint64_t(o.count) * runners, bytes += uint64_t(o.count) * runners * o.bytes;
+      }
     ops += gen.messages, bytes += gen.bytes;
     const double t = r.sim_time_ns;
     j["sim_time_ns"] = int64_t(t);

@@ -17,6 +17,7 @@ struct Op {
   uint32_t target = 0;    // remote PE
   uint64_t bytes = 8;
   uint32_t count = 1;     // repetitions
+  int32_t warp = -1;      // only this warp of each CTA runs it (-1: every warp)
 };
 
 struct Fault {
@@ -30,6 +31,7 @@ struct Scenario {
   std::string file, name, description;
   // topology
   uint32_t pes = 2;
+  double wire_gbps = 0, pcie_gbps = 0;   // link rates (0: the cost model's defaults)
   // stack
   uint32_t num_rc_per_pe = 1, qp_depth = 64, num_requests_in_batch = 32, ibuf_slots = 8;
   bool pe_major = false, cst = false, cpu_proxy = false, nic_buffers_on_gpu = true;
@@ -41,6 +43,7 @@ struct Scenario {
   uint64_t alltoall_message_bytes = 0;
   uint32_t dispatch_experts = 0, dispatch_tokens = 0, dispatch_topk = 0;  // generator: MoE dispatch
   uint64_t dispatch_token_bytes = 0;
+  bool combine = false;                  // the dispatch's reverse: experts send tokens back
   bool phantom = false;                  // memory: phantom (sizes only, no bytes)
   std::vector<Fault> faults;
   // run
@@ -52,6 +55,7 @@ struct Scenario {
   Expect expect = Expect::kCompletes;
   std::string expect_syndrome;   // kErrors: e.g. REMOTE_ACCESS_ERR
   std::string expect_waits_on;   // kHangs: text the hang report must contain
+  double expect_max_sim_us = 0;  // timed schedule: the run must finish within this (0: no limit)
 };
 
 }  // namespace doorbell::scenario
