@@ -28,6 +28,7 @@ const char* policy_name(Policy p) {
     case Policy::kPct: return "pct";
     case Policy::kRunToCompletion: return "fast";
     case Policy::kTimed: return "timed";
+    case Policy::kScripted: return "scripted";
   }
   return "?";
 }
@@ -345,10 +346,11 @@ Scheduler::Agent* Scheduler::pick() {
   Agent* best = nullptr;
   size_t candidates = 0;
   switch (opt_.policy) {
-    case Policy::kRandom: {
+    case Policy::kRandom:
+    case Policy::kScripted: {
       for (auto& a : agents_) candidates += a->runnable();
       if (candidates == 0) return nullptr;
-      size_t k = next_rand(rng_) % candidates;
+      size_t k = (opt_.policy == Policy::kScripted && opt_.choose ? opt_.choose(candidates) : next_rand(rng_)) % candidates;
       for (auto& a : agents_)
         if (a->runnable() && k-- == 0) return a.get();
       return nullptr;

@@ -22,7 +22,8 @@
 
 namespace doorbell::gpu_sim {
 
-enum class Policy : uint8_t { kRandom, kPct, kRunToCompletion, kTimed };
+// kScripted: `choose` picks among the runnable agents (fuzzers decode it from their input).
+enum class Policy : uint8_t { kRandom, kPct, kRunToCompletion, kTimed, kScripted };
 const char* policy_name(Policy p);
 
 struct SchedOptions {
@@ -38,6 +39,8 @@ struct SchedOptions {
   // agent's clock; it draws nothing from the schedule, so observing never changes a run.
   std::function<void(uint64_t step, double now_ns)> observe;
   uint64_t observe_every = 1;
+  // kScripted: index of the next agent among `candidates` runnable ones (taken modulo).
+  std::function<size_t(size_t candidates)> choose;
 };
 
 enum class Outcome : uint8_t { kCompleted, kHang, kStepLimit };

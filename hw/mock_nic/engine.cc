@@ -384,6 +384,16 @@ struct Engine {
     return qp.head != qp.prod;
   }
 
+  // WQEBBs of the WQE at head whose DS is `ds` (1 for a bad DS: it errors or flushes alone).
+  static uint32_t head_wqebbs(const Qp& qp, uint32_t ds) {
+    return ds != 0 && ds <= qp.attr.max_ds ? mlx5::wqebbs_for_ds(ds) : 1;
+  }
+  static bool head_whole(const Qp& qp) {
+    mlx5::WqeCtrlSeg ctrl;
+    std::memcpy(&ctrl, qp.sq + (qp.head & qp.sq_mask) * mlx5::kWqebb, sizeof ctrl);
+    return qp.prod - qp.head >= head_wqebbs(qp, ctrl.ds());
+  }
+
   // Flush one unit of work of a QP in ERR: an issued WQE, else the next posted one.
   static bool flush_one(Nic& nic, Qp& qp) {
     if (!qp.inflight.empty()) {
@@ -399,8 +409,10 @@ struct Engine {
     mlx5::WqeCtrlSeg ctrl;
     std::memcpy(&ctrl, qp.sq + (qp.head & qp.sq_mask) * mlx5::kWqebb, sizeof ctrl);
     const uint32_t ds = ctrl.ds();
+    const uint32_t nbb = head_wqebbs(qp, ds);
+    if (qp.prod - qp.head < nbb) return false;  // only part of it posted: wait for the rest
     post_cqe(nic, qp, qp.head, ctrl.opcode(), 0, uint8_t(CqeSyndrome::kWrFlushErr), vendor::kFlushed);
-    qp.head += ds != 0 && ds <= qp.attr.max_ds ? mlx5::wqebbs_for_ds(ds) : 1;
+    qp.head += nbb;
     ++qp.stats.flushed;
     return true;
   }
@@ -417,6 +429,9 @@ struct Engine {
     const auto op = WqeOpcode(ctrl.opcode());
     const bool ds_ok = ds != 0 && ds <= qp.attr.max_ds;
     const uint32_t nbb = ds_ok ? mlx5::wqebbs_for_ds(ds) : 1;
+    // A doorbell may end inside a multi-WQEBB WQE (a driver bug or a lying DBR): the WQE
+    // waits for the doorbell that covers it whole, so head never passes prod.
+    if (qp.prod - qp.head < nbb) return false;
     Outcome o;
     uint16_t rq_index = 0;
     if (ctrl.qpn() != qp.qpn) {
@@ -538,7 +553,7 @@ struct Engine {
 
   static bool qp_idle(const Qp& qp) {
     if (qp.state != QpState::kRts && qp.state != QpState::kErr) return true;  // a kick waits for RTS
-    return !qp.kicked && qp.inflight.empty() && qp.head == qp.prod;
+    return !qp.kicked && qp.inflight.empty() && (qp.head == qp.prod || !head_whole(qp));
   }
 
   // Earliest engine time at which timed work (responses, late doorbells, delayed CQEs) acts.

@@ -193,7 +193,9 @@ TEST(Ibgda, BlockScopePutIsIssuedByOneWarp) {
   DevState* st = &world.state(0);
   s.launch("pe0", {1, 3, 4}, [&](SimCtx& ctx) {
     EXPECT_EQ(put_nbi_block(ctx, *st, buf, buf, 200 << 10, 1), OpResult::kOk);
-    if (ctx.warp() == 0) EXPECT_EQ(quiet_all(ctx, *st), OpResult::kOk);
+    if (ctx.warp() == 0) {
+      EXPECT_EQ(quiet_all(ctx, *st), OpResult::kOk);
+    }
   });
   world.attach(s);
   ASSERT_EQ(s.run().outcome, Outcome::kCompleted);

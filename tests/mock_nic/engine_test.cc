@@ -7,6 +7,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include <cstring>
+#include <vector>
 #include <numeric>
 
 #include "tests/mock_nic/rig.h"
@@ -60,6 +61,24 @@ TEST_F(Loopback, RdmaWriteMovesBytesAndCompletes) {
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->byte_cnt.get(), 64u);
   EXPECT_EQ(a.poll(), nullptr);
+}
+
+// Found by fuzz/engine_fuzz: a DBR that ends inside a multi-WQEBB WQE once let the engine's
+// head jump past the producer index, and a flushing QP then never went idle.
+TEST_F(Loopback, WqeRunsOnlyOnceItsDoorbellCoversItWhole) {
+  std::vector<std::byte> data(100, std::byte{0x5a});
+  const uint64_t w = a.write_inline(data.data(), 100, dkey, dst);  // 2 + 7 DS: 3 WQEBBs
+  ASSERT_EQ(a.pi, 3u);
+  a.dbr()->snd.set(1);
+  rig.nic().uar_write64(a.uar, kBfOffset, a.last_doorbell);
+  ASSERT_TRUE(rig.run());
+  EXPECT_EQ(*D(), std::byte{0});
+  EXPECT_EQ(a.poll(), nullptr);
+  EXPECT_TRUE(rig.nic().idle());
+  a.ring_doorbell();
+  ASSERT_TRUE(rig.run());
+  EXPECT_EQ(*D(99), std::byte{0x5a});
+  expect_cqe(a, w);
 }
 
 TEST_F(Loopback, UnsignaledWqesProduceNoCqe) {
