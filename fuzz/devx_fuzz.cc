@@ -27,9 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   void* qmem = *dx.alloc(1 << 16, true);
   const devx::Umem umem = *dx.umem_reg(qmem, 1 << 16, 0);
   std::vector<devx::Obj> cqs{{0, 0}}, qps{{0, 0}};
+  // Builders take in-range field values (they check); bytes beyond that come from mutation.
+  auto u24 = [&] { return in.ConsumeIntegral<uint32_t>() & 0xffffff; };
   auto umem_id = [&] { return in.ConsumeBool() ? umem.id : in.ConsumeIntegral<uint32_t>(); };
   auto pick = [&](const std::vector<devx::Obj>& v) {
-    return in.ConsumeIntegralInRange<uint8_t>(0, 15) == 0 ? devx::Obj{in.ConsumeIntegral<uint32_t>(), 0}
+    return in.ConsumeIntegralInRange<uint8_t>(0, 15) == 0 ? devx::Obj{u24(), 0}
                                                            : v[in.ConsumeIntegralInRange<size_t>(0, v.size() - 1)];
   };
   int steps = 0;
@@ -41,16 +43,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 0: {
         devx::CqSpec s{in.ConsumeIntegralInRange<uint32_t>(0, 24), in.ConsumeBool(), umem_id(),
                        in.ConsumeIntegralInRange<uint64_t>(0, 1 << 17), umem_id(), in.ConsumeIntegralInRange<uint64_t>(0, 1 << 17),
-                       in.ConsumeBool() ? uar.page_id : in.ConsumeIntegral<uint32_t>(), 0};
+                       in.ConsumeBool() ? uar.page_id : u24(), 0};
         auto b = Driver::build_create_cq(s);
         cmd.assign(b.begin(), b.end());
         break;
       }
       case 1: {
-        devx::RcQpSpec s{in.ConsumeBool() ? pdn : in.ConsumeIntegral<uint32_t>(), in.ConsumeIntegralInRange<uint32_t>(0, 20),
+        devx::RcQpSpec s{in.ConsumeBool() ? pdn : u24(), in.ConsumeIntegralInRange<uint32_t>(0, 15),
                          umem_id(), in.ConsumeIntegralInRange<uint64_t>(0, 1 << 17), umem_id(),
                          in.ConsumeIntegralInRange<uint64_t>(0, 1 << 17), pick(cqs).id, 0, 0,
-                         in.ConsumeBool() ? uar.page_id : in.ConsumeIntegral<uint32_t>()};
+                         in.ConsumeBool() ? uar.page_id : u24()};
         auto b = Driver::build_create_rc_qp(s);
         cmd.assign(b.begin(), b.end());
         break;

@@ -100,14 +100,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         SendQueue::Wqe w;
         const uint32_t ds = in.ConsumeIntegralInRange<uint32_t>(1, 8);
         const std::vector<uint8_t> bytes = in.ConsumeBytes<uint8_t>(ds * kDsBytes);
-        std::memcpy(w.b, bytes.data(), bytes.size());
+        if (!bytes.empty()) std::memcpy(w.b, bytes.data(), bytes.size());
         w.ds = ds;
-        if (in.ConsumeBool()) {
-          w.ctrl()->qpn_ds.set((a.qpn << 8) | ds);
-          a.post_raw(w.b, ds);
-        } else {
-          a.post_raw(w.b, ds);
-        }
+        if (in.ConsumeBool()) w.ctrl()->qpn_ds.set((a.qpn << 8) | ds);
+        a.post_raw(w.b, ds);
         break;
       }
       case 2: a.ring_doorbell(); break;

@@ -16,7 +16,10 @@ struct Bad {
   int line;
 };
 
-[[noreturn]] void fail(const YAML::Node& n, const std::string& msg) { throw Bad{msg, n.Mark().line + 1}; }
+// yaml-cpp marks an empty document at line -1: report line 1.
+int line_of(const YAML::Mark& m) { return m.line < 0 ? 1 : m.line + 1; }
+
+[[noreturn]] void fail(const YAML::Node& n, const std::string& msg) { throw Bad{msg, line_of(n.Mark())}; }
 
 void only_keys(const YAML::Node& map, const char* where, std::initializer_list<const char*> known) {
   if (!map.IsMap()) fail(map, std::string(where) + " must be a mapping");
@@ -204,7 +207,7 @@ Result<Scenario> parse_text(const std::string& text, const std::string& file) {
   } catch (const Bad& b) {
     return Status(Errc::kBadParam, file + ":" + std::to_string(b.line) + ": " + b.msg);
   } catch (const YAML::Exception& e) {
-    return Status(Errc::kBadParam, file + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    return Status(Errc::kBadParam, file + ":" + std::to_string(line_of(e.mark)) + ": " + e.msg);
   }
 }
 

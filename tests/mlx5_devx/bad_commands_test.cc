@@ -2,6 +2,8 @@
 // driver turns them into errors that name opcode, op_mod, status and syndrome.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include <cstring>
 
 #include "hw/mlx5_devx/driver.h"
@@ -75,6 +77,11 @@ TEST_F(BadCommands, ShortInputAndOutput) {
   uint8_t tiny[8] = {};  // not even room for status + syndrome: refused, nothing written past it
   Result<devx::Obj> r = rig.devx->obj_create(in.data(), in.size(), tiny, sizeof tiny);
   EXPECT_EQ(r.status().code(), Errc::kBadParam);
+  // A destroy too short to hold its header (found by fuzz/devx_fuzz: the error path read it).
+  std::vector<uint8_t> stub(2, 0);
+  Status d = rig.devx->obj_destroy(devx::Obj{1, 0}, stub.data(), stub.size());
+  EXPECT_EQ(d.code(), Errc::kBadParam);
+  EXPECT_NE(d.message().find("destroy"), std::string::npos) << d.message();
 }
 
 TEST_F(BadCommands, UnknownUmemId) {

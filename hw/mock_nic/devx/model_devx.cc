@@ -366,7 +366,8 @@ Status ModelDevx::obj_destroy(const devx::Obj& o, const void* in, size_t inlen) 
     Status t = reject(out.data(), s, d);
     return devx::command_error(in, out.data(), t, this);
   };
-  if (inlen < sizeof(qp_by_number_in) / 8) return fail(DevxSyndrome::kInputTooShort);
+  // Too short to name its opcode: the mailbox reply alone (command_error would read the header).
+  if (inlen < sizeof(qp_by_number_in) / 8) return reject(out.data(), DevxSyndrome::kInputTooShort, "destroy");
   const auto op = uint16_t(DB_GET(mbox_in, in, opcode));
   if (op == kDestroyQp) {
     if (!qps_.count(o.id)) return fail(DevxSyndrome::kUnknownQp);
