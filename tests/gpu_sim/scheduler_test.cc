@@ -72,6 +72,25 @@ TEST(Scheduler, FindsNonAtomicIncrementRaceWithin1000Seeds) {
   std::printf("[doorbell] lost update first exposed by seed %llu\n", (unsigned long long)found);
 }
 
+// kScripted (the fuzzers' schedule): the script alone decides the interleaving — a script
+// that switches warps between a load and its store loses an update; one that never does
+// not; the same script gives the same trace.
+TEST(Scheduler, ScriptedPolicyFollowsItsScript) {
+  auto run = [](std::vector<uint8_t> script) {
+    SchedOptions o = opts(1, Policy::kScripted);
+    size_t pos = 0;
+    o.choose = [script, pos](size_t n) mutable { return pos < script.size() ? script[pos++] % n : 0; };
+    return count_up(o, {1, 2, 1}, 1, false);
+  };
+  const CounterRun serial = run({0, 0, 0, 0, 0, 0});
+  EXPECT_EQ(serial.r.outcome, Outcome::kCompleted);
+  EXPECT_EQ(serial.counter, serial.want);
+  const CounterRun racy = run({0, 1, 0, 1, 0, 0});  // load(w0) load(w1) store store
+  EXPECT_EQ(racy.counter, racy.want - 1);
+  EXPECT_EQ(run({0, 1, 0, 1, 0, 0}).r.trace_hash, racy.r.trace_hash);
+  EXPECT_NE(serial.r.trace_hash, racy.r.trace_hash);
+}
+
 TEST(Scheduler, PctAlsoFindsTheRace) {
   const uint64_t found = sweep_seeds(1, 1000, [&](uint64_t seed) {
     SchedOptions o = opts(seed, Policy::kPct);
