@@ -1,0 +1,93 @@
+#include "core/ibgda/host/program.h"
+
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "core/ibgda/host/model_world.h"
+#include "core/ibgda/ops.h"
+#include "hw/gpu_sim/sim_ctx.h"
+
+namespace doorbell::ibgda {
+
+std::string run_program(const Program& p, gpu_sim::SchedOptions so) {
+  using Kind = ProgramOpKind;
+  WorldConfig c;
+  c.npes = p.npes;
+  c.log_qp_depth = p.log_depth;
+  c.opt.num_requests_in_batch = 1u << p.batch_log;
+  c.opt.cpu_proxy = p.cpu_proxy;
+  c.opt.plant_no_idle_doorbell = p.plant_no_idle_doorbell;
+  c.ibuf_slots = p.ibuf_slots;
+  c.response_delay_max = p.delay;
+  c.seed = p.seed;
+  c.heap.heap_bytes = 8ull << 20;
+  c.heap.granularity = 4096;  // many chunks: splits everywhere, keys beyond the constant table
+  c.heap.max_handle_bytes = 64 << 10;
+  auto w = ModelWorld::create(c);
+  if (!w) return w.status().to_string();
+  ModelWorld& world = **w;
+  const uint64_t ro = *world.malloc(kProgramRo), ctr = *world.malloc(kProgramCounters * 8),
+                 dst = *world.malloc(p.ops.size() * kProgramSlot);
+  std::mt19937_64 rng(p.seed);
+  for (uint32_t pe = 0; pe < p.npes; ++pe)
+    for (uint64_t i = 0; i < kProgramRo; ++i) world.at(pe, ro)[i] = uint8_t(rng());
+  // Each thread's op list, in program order; op i writes slot i.
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::vector<size_t>> mine;
+  for (size_t i = 0; i < p.ops.size(); ++i) mine[{p.ops[i].pe, p.ops[i].warp, p.ops[i].lane}].push_back(i);
+  std::vector<uint64_t> fetched(p.ops.size(), ~0ull);
+  std::string violation;
+  so.observe = [&](uint64_t, double) {
+    if (violation.empty()) violation = world.check_invariants();
+  };
+  so.observe_every = 1;
+  gpu_sim::Scheduler s(so);
+  for (uint32_t pe = 0; pe < p.npes; ++pe) {
+    DevState* st = &world.state(pe);
+    s.launch("pe" + std::to_string(pe), {1, p.warps, p.lanes}, [&, st, pe](gpu_sim::SimCtx& ctx) {
+      if (auto it = mine.find({pe, ctx.warp(), ctx.lane()}); it != mine.end())
+        for (size_t i : it->second) {
+          const ProgramOp& o = p.ops[i];
+          const uint64_t slot = dst + i * kProgramSlot;
+          OpResult r = OpResult::kOk;
+          switch (o.kind) {
+            case Kind::kPut: r = put_nbi(ctx, *st, slot, ro + o.src, o.bytes, o.target); break;
+            case Kind::kGet: r = get_nbi(ctx, *st, slot, ro + o.src, o.bytes, o.target); break;
+            case Kind::kFetchAdd: r = atomic_fetch_add(ctx, *st, ctr + o.counter * 8, o.add, o.target, &fetched[i]); break;
+            case Kind::kAdd: r = atomic_add(ctx, *st, ctr + o.counter * 8, o.add, o.target); break;
+          }
+          if (r != OpResult::kOk) return;
+        }
+      (void)quiet_all(ctx, *st);
+    });
+  }
+  world.attach(s);
+  const gpu_sim::RunResult r = s.run();
+  if (r.outcome != gpu_sim::Outcome::kCompleted)
+    return std::string(gpu_sim::outcome_name(r.outcome)) + " (" + s.describe() + "):\n" + r.report;
+  if (!violation.empty()) return "invariant: " + violation;
+  if (std::string e = world.first_error(); !e.empty()) return e;
+  // The sequential reference.
+  std::vector<std::vector<uint64_t>> sums(p.npes, std::vector<uint64_t>(kProgramCounters));
+  std::map<std::pair<uint32_t, uint32_t>, std::set<uint64_t>> olds;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const ProgramOp& o = p.ops[i];
+    const uint8_t* got = nullptr;
+    const uint8_t* want = world.at(o.target, ro + o.src);
+    if (o.kind == Kind::kPut) got = world.at(o.target, dst + i * kProgramSlot), want = world.at(o.pe, ro + o.src);
+    if (o.kind == Kind::kGet) got = world.at(o.pe, dst + i * kProgramSlot);
+    if (got != nullptr && std::memcmp(got, want, o.bytes) != 0) return "op " + std::to_string(i) + ": data differs";
+    if (o.kind == Kind::kFetchAdd || o.kind == Kind::kAdd) sums[o.target][o.counter] += o.add;
+    if (o.kind == Kind::kFetchAdd && !olds[{o.target, o.counter}].insert(fetched[i]).second)
+      return "op " + std::to_string(i) + ": fetched a previous value twice";
+  }
+  for (uint32_t pe = 0; pe < p.npes; ++pe)
+    for (uint32_t k = 0; k < kProgramCounters; ++k)
+      if (*reinterpret_cast<uint64_t*>(world.at(pe, ctr + k * 8)) != sums[pe][k])
+        return "counter " + std::to_string(k) + " on pe " + std::to_string(pe) + " wrong";
+  return {};
+}
+
+}  // namespace doorbell::ibgda

@@ -1,0 +1,45 @@
+// A small IBGDA program on the model world and its check, shared by the rapidcheck property
+// (tests/ibgda/property_test.cc) and the multi-agent fuzz target (fuzz/queue_fuzz.cc): each
+// thread (PE, warp, lane) runs its own list of puts / gets / fetch-adds / adds, then quiet.
+// Every op owns its destination slot, so the sequential reference does not depend on order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hw/gpu_sim/scheduler.h"
+
+namespace doorbell::ibgda {
+
+inline constexpr uint64_t kProgramRo = 16 << 10;  // read-only source region per PE
+inline constexpr uint64_t kProgramSlot = 3072;    // destination slot per op
+inline constexpr uint32_t kProgramCounters = 4;
+
+enum class ProgramOpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd };
+
+struct ProgramOp {
+  uint32_t pe = 0, warp = 0, lane = 0;  // who runs it
+  ProgramOpKind kind = ProgramOpKind::kPut;
+  uint32_t target = 0;
+  uint32_t bytes = 1;                   // 1..kProgramSlot
+  uint32_t src = 0;                     // offset in the read-only region
+  uint32_t counter = 0, add = 1;
+};
+
+struct Program {
+  uint32_t npes = 2, warps = 1, lanes = 1;
+  uint32_t log_depth = 4, batch_log = 2, ibuf_slots = 8;
+  bool cpu_proxy = false;
+  bool plant_no_idle_doorbell = false;  // tests of the checkers only
+  uint32_t delay = 0;                   // NIC model: late responses
+  uint64_t seed = 1;                    // world (response delays, source bytes)
+  std::vector<ProgramOp> ops;
+};
+
+// Run `p` under a scheduler with options `so` (its observe hook is taken: the queue-index
+// invariants are checked after every step). Empty when nothing hung or errored, the
+// invariants held all along and memory equals the sequential reference; else what broke.
+std::string run_program(const Program& p, gpu_sim::SchedOptions so);
+
+}  // namespace doorbell::ibgda
