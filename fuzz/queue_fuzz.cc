@@ -27,6 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 #ifdef DOORBELL_PLANT
   p.plant_no_idle_doorbell = true;  // planted: the last submitter of a burst does not ring
 #endif
+  p.heap_bytes = 1ull << 20;  // fits 24 ops: smaller heaps make more runs per second
   p.ops.resize(in.ConsumeIntegralInRange<size_t>(1, 24));
   for (ProgramOp& o : p.ops) {
     o.pe = in.ConsumeIntegralInRange<uint32_t>(0, p.npes - 1);

@@ -23,7 +23,7 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so) {
   c.ibuf_slots = p.ibuf_slots;
   c.response_delay_max = p.delay;
   c.seed = p.seed;
-  c.heap.heap_bytes = 8ull << 20;
+  c.heap.heap_bytes = p.heap_bytes;
   c.heap.granularity = 4096;  // many chunks: splits everywhere, keys beyond the constant table
   c.heap.max_handle_bytes = 64 << 10;
   auto w = ModelWorld::create(c);

@@ -34,6 +34,7 @@ struct Program {
   bool plant_no_idle_doorbell = false;  // tests of the checkers only
   uint32_t delay = 0;                   // NIC model: late responses
   uint64_t seed = 1;                    // world (response delays, source bytes)
+  uint64_t heap_bytes = 8ull << 20;     // per PE; the heap is allocated (and cleared) per run
   std::vector<ProgramOp> ops;
 };
 
