@@ -249,11 +249,6 @@ TEST(Scheduler, MmioStoresRouteToTheDevice) {
   EXPECT_EQ(reg[2], 0u);  // the device saw it; memory did not
 }
 
-}  // namespace
-}  // namespace doorbell::gpu_sim
-
-namespace doorbell::gpu_sim {
-namespace {
 
 TEST(Scheduler, CtaBarrierHoldsEveryWarpOfTheCta) {
   for (uint64_t seed = 1; seed <= 30; ++seed) {
@@ -272,11 +267,6 @@ TEST(Scheduler, CtaBarrierHoldsEveryWarpOfTheCta) {
   }
 }
 
-}  // namespace
-}  // namespace doorbell::gpu_sim
-
-namespace doorbell::gpu_sim {
-namespace {
 
 // Timed schedule: a reader cannot see a write before it happened in simulated time, and the
 // lanes of a warp are charged once per lockstep step.

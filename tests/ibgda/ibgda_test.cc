@@ -145,11 +145,6 @@ TEST(Ibgda, CasLoopAtomics) {
   EXPECT_EQ(*reinterpret_cast<uint64_t*>(world.at(1, word)), 80u);
 }
 
-}  // namespace
-}  // namespace doorbell::ibgda
-
-namespace doorbell::ibgda {
-namespace {
 
 TEST(IbgdaApi, TypedSymmetricPointers) {
   auto w = ModelWorld::create(world_cfg());
@@ -177,11 +172,6 @@ TEST(IbgdaApi, TypedSymmetricPointers) {
   EXPECT_EQ(*reinterpret_cast<uint64_t*>(world.at(1, ctr)), 9u);
 }
 
-}  // namespace
-}  // namespace doorbell::ibgda
-
-namespace doorbell::ibgda {
-namespace {
 
 TEST(Ibgda, BlockScopePutIsIssuedByOneWarp) {
   auto w = ModelWorld::create(world_cfg());

@@ -225,11 +225,6 @@ TEST(IbgdaProtocol, QpMajorAndPeMajorLayouts) {
   EXPECT_EQ(*s0->group_switches, 8u);
 }
 
-}  // namespace
-}  // namespace doorbell::ibgda
-
-namespace doorbell::ibgda {
-namespace {
 
 // Without PCIe write ordering (may_skip_cst = false) quiet after non-blocking gets appends
 // one CST — a fenced DUMP on ibuf slot 0 — and advances get_tail; with ordering, none.
@@ -260,11 +255,6 @@ TEST(IbgdaProtocol, QuietIssuesACstAfterGetsOnlyWithoutWriteOrdering) {
   }
 }
 
-}  // namespace
-}  // namespace doorbell::ibgda
-
-namespace doorbell::ibgda {
-namespace {
 
 TEST(IbgdaWorld, ReachMapFollowsQpState) {
   auto w = ModelWorld::create(world_cfg(3, 4, 4));
@@ -280,11 +270,6 @@ TEST(IbgdaWorld, ReachMapFollowsQpState) {
   EXPECT_EQ(m->rma(0, 1), 0);
 }
 
-}  // namespace
-}  // namespace doorbell::ibgda
-
-namespace doorbell::ibgda {
-namespace {
 
 TEST(IbgdaProtocol, ErrorCqeIsReportedNotSpunOn) {
   auto w = ModelWorld::create(world_cfg(2, 4, 4));
