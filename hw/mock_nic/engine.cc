@@ -428,7 +428,7 @@ struct Engine {
     const uint32_t ds = ctrl.ds();
     const auto op = WqeOpcode(ctrl.opcode());
     const bool ds_ok = ds != 0 && ds <= qp.attr.max_ds;
-    const uint32_t nbb = ds_ok ? mlx5::wqebbs_for_ds(ds) : 1;
+    const uint32_t nbb = head_wqebbs(qp, ds);
     // A doorbell may end inside a multi-WQEBB WQE (a driver bug or a lying DBR): the WQE
     // waits for the doorbell that covers it whole, so head never passes prod.
     if (qp.prod - qp.head < nbb) return false;
