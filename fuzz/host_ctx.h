@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "core/exec/context.h"
 
@@ -36,10 +38,12 @@ class HostCtx {
   uint64_t atomic_max(exec::ScopeTag<S>, uint64_t* p, uint64_t v) { const uint64_t o = *p; if (v > o) *p = v; return o; }
   template <exec::Scope S>
   uint64_t atomic_exch(exec::ScopeTag<S>, uint64_t* p, uint64_t v) { const uint64_t o = *p; *p = v; return o; }
-  template <exec::Scope S, exec::Order O>
-  uint64_t load(exec::ScopeTag<S>, exec::OrderTag<O>, const uint64_t* p) { return *p; }
-  template <exec::Scope S, exec::Order O>
-  void store(exec::ScopeTag<S>, exec::OrderTag<O>, uint64_t* p, uint64_t v) { *p = v; }
+  template <exec::Scope S, exec::Order O, class T>
+  T load(exec::ScopeTag<S>, exec::OrderTag<O>, const T* p) { return *p; }
+  template <exec::Scope S, exec::Order O, class T>
+  void store(exec::ScopeTag<S>, exec::OrderTag<O>, T* p, std::type_identity_t<T> v) { *p = v; }
+  void write_bytes(void* d, const void* s, size_t n) { std::memcpy(d, s, n); }
+  void read_bytes(void* d, const void* s, size_t n) { std::memcpy(d, s, n); }
   template <exec::Scope S>
   void fence(exec::ScopeTag<S>) {}
   void mmio_store64(uint64_t* p, uint64_t v) { *p = v; }

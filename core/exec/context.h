@@ -6,6 +6,7 @@
 #pragma once
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 
 #include "core/config.h"
@@ -14,7 +15,8 @@
 namespace doorbell::exec {
 
 template <class C>
-concept ExecContext = requires(C& c, const C& cc, uint64_t* p, const uint64_t* cp, uint64_t v, uint32_t u, bool b) {
+concept ExecContext = requires(C& c, const C& cc, uint64_t* p, const uint64_t* cp, uint64_t v, uint32_t u, bool b,
+                                uint32_t* p32, void* dst, const void* src, size_t n) {
   // Identity. lane in [0, warp_size), warp within its CTA, cta within the grid.
   { cc.lane() } -> std::same_as<uint32_t>;
   { cc.warp() } -> std::same_as<uint32_t>;
@@ -38,6 +40,12 @@ concept ExecContext = requires(C& c, const C& cc, uint64_t* p, const uint64_t* c
   { c.load(gpu_scope, relaxed, cp) } -> std::same_as<uint64_t>;
   c.store(gpu_scope, release, p, v);
   c.store(gpu_scope, relaxed, p, v);
+  // Smaller words (1, 2, 4 bytes) too, and plain byte ranges (WQE segments, payloads):
+  // every access to memory another agent can see goes through the context.
+  { c.load(system_scope, relaxed, static_cast<const uint32_t*>(p32)) } -> std::same_as<uint32_t>;
+  c.store(system_scope, relaxed, p32, u);
+  c.write_bytes(dst, src, n);
+  c.read_bytes(dst, src, n);
   // Fences and MMIO.
   c.fence(cta_scope);
   c.fence(gpu_scope);

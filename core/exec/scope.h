@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 namespace doorbell::exec {
 
@@ -26,6 +27,10 @@ inline constexpr OrderTag<Order::kRelaxed> relaxed{};
 inline constexpr OrderTag<Order::kAcquire> acquire{};
 inline constexpr OrderTag<Order::kRelease> release{};
 inline constexpr OrderTag<Order::kAcqRel> acq_rel{};
+
+// The sizes a single ordered load or store may have (as PTX ld / st .b8 ... .b64).
+template <class T>
+inline constexpr bool kAccessSize = std::is_unsigned_v<T> && (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8);
 
 // How a bounded wait ended.
 enum class WaitResult : uint8_t { kOk, kTimeout };

@@ -27,11 +27,11 @@ DOORBELL_HD void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp, mlx
                                 uint64_t roff, uint64_t bytes, uint32_t pe) {
   for (uint64_t idx = base; bytes != 0; ++idx) {
     const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe);
-    uint8_t* w = wqe_at(qp, idx);
-    mlx5::set_raddr_seg(reinterpret_cast<mlx5::WqeRaddrSeg*>(w + 16), p.raddr, p.rkey);
-    mlx5::set_data_seg(reinterpret_cast<mlx5::WqeDataSeg*>(w + 32), uint32_t(p.bytes), p.lkey, p.laddr);
+    WqeStage s;
+    mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), p.raddr, p.rkey);
+    mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32), uint32_t(p.bytes), p.lkey, p.laddr);
     loff += p.bytes, roff += p.bytes, bytes -= p.bytes;
-    publish_wqe(ctx, w, idx, op, 0, qp.qpn, bytes == 0 ? mlx5::kCtrlCqUpdate : 0, 3);
+    publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, op, 0, qp.qpn, bytes == 0 ? mlx5::kCtrlCqUpdate : 0, 3);
   }
 }
 
@@ -97,10 +97,11 @@ DOORBELL_HD OpResult put_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uin
     const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, left, pe);
     left -= p.bytes;
     if (i % ctx.warp_size() == ctx.lane()) {
-      uint8_t* w = wqe_at(qp, base + i);
-      mlx5::set_raddr_seg(reinterpret_cast<mlx5::WqeRaddrSeg*>(w + 16), p.raddr, p.rkey);
-      mlx5::set_data_seg(reinterpret_cast<mlx5::WqeDataSeg*>(w + 32), uint32_t(p.bytes), p.lkey, p.laddr);
-      publish_wqe(ctx, w, base + i, mlx5::WqeOpcode::kRdmaWrite, 0, qp.qpn, left == 0 ? mlx5::kCtrlCqUpdate : 0, 3);
+      WqeStage s;
+      mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), p.raddr, p.rkey);
+      mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32), uint32_t(p.bytes), p.lkey, p.laddr);
+      publish_wqe(ctx, st.opt, wqe_at(qp, base + i), s, base + i, mlx5::WqeOpcode::kRdmaWrite, 0, qp.qpn,
+                  left == 0 ? mlx5::kCtrlCqUpdate : 0, 3);
     }
     loff += p.bytes, roff += p.bytes;
   }
@@ -127,11 +128,11 @@ template <class C>
 DOORBELL_HD void write_atomic_wqe(C& ctx, const DevState& st, const DevQp& qp, uint64_t idx, mlx5::WqeOpcode op, uint64_t off,
                                   uint32_t pe, uint64_t swap_add, uint64_t compare, uint64_t result_addr) {
   const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe);
-  uint8_t* w = wqe_at(qp, idx);
-  mlx5::set_raddr_seg(reinterpret_cast<mlx5::WqeRaddrSeg*>(w + 16), st.heap_bases[pe] + off, rk.key);
-  mlx5::set_atomic_seg(reinterpret_cast<mlx5::WqeAtomicSeg*>(w + 32), swap_add, compare);
-  mlx5::set_data_seg(reinterpret_cast<mlx5::WqeDataSeg*>(w + 48), 8, qp.ibuf_lkey, result_addr);
-  publish_wqe(ctx, w, idx, op, 0, qp.qpn, mlx5::kCtrlCqUpdate, 4);
+  WqeStage s;
+  mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), st.heap_bases[pe] + off, rk.key);
+  mlx5::set_atomic_seg(s.at<mlx5::WqeAtomicSeg>(32), swap_add, compare);
+  mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(48), 8, qp.ibuf_lkey, result_addr);
+  publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, op, 0, qp.qpn, mlx5::kCtrlCqUpdate, 4);
 }
 
 // Fetching atomic: reserve an ibuf slot, post, wait for the CQE, read, release the slot.

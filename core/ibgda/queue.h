@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/exec/context.h"
+#include "core/ibgda/ordering.h"
 #include "core/ibgda/state.h"
 #include "hw/mlx5/wqe.h"
 
@@ -20,16 +21,34 @@ DOORBELL_HD uint64_t dbr_word(uint64_t pi) { return uint64_t(mlx5::bswap32(uint3
 
 DOORBELL_HD uint8_t* wqe_at(const DevQp& qp, uint64_t idx) { return qp.wq + (idx & (qp.nwqes - 1)) * mlx5::kWqebb; }
 
-// Finish a WQE whose segments are written: the control segment goes last, its first 8 bytes
-// (opcode, index, QPN, DS) as one store, so a reader that sees them sees a whole WQE.
-template <class C>
-DOORBELL_HD void publish_wqe(C& ctx, uint8_t* w, uint64_t idx, mlx5::WqeOpcode op, uint8_t opmod, uint32_t qpn,
-                             uint8_t fm_ce_se, uint8_t ds) {
+// A WQE built in thread-local memory; publish_wqe writes it to the ring through the context.
+struct WqeStage {
+  alignas(16) uint8_t b[mlx5::kWqebb] = {};
+  template <class Seg>
+  DOORBELL_HD Seg* at(uint32_t off) {
+    return reinterpret_cast<Seg*>(b + off);
+  }
+};
+
+// The value a doorbell store carries for producer index `pi`: a control segment's first 8
+// bytes with the index and the QPN (the NIC finds the QP by it), built, not read back.
+DOORBELL_HD uint64_t doorbell_value(uint64_t pi, uint32_t qpn) {
   mlx5::WqeCtrlSeg c;
-  mlx5::set_ctrl_seg(&c, uint16_t(idx), op, opmod, qpn, fm_ce_se, ds);
-  const auto* words = reinterpret_cast<const uint64_t*>(&c);
-  *reinterpret_cast<uint64_t*>(w + 8) = words[1];
-  ctx.store(exec::gpu_scope, exec::relaxed, reinterpret_cast<uint64_t*>(w), words[0]);
+  mlx5::set_ctrl_seg(&c, uint16_t(pi), mlx5::WqeOpcode::kNop, 0, qpn, 0, 0);
+  return mlx5::doorbell_word(c);
+}
+
+// Write a staged WQE of `ds` octowords at `w`: segments first, then the control segment's
+// first 8 bytes (opcode, index, QPN, DS) as one store, so a reader that sees them sees it whole.
+template <class C>
+DOORBELL_HD void publish_wqe(C& ctx, const Options& o, uint8_t* w, WqeStage& s, uint64_t idx, mlx5::WqeOpcode op,
+                             uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se, uint8_t ds) {
+  mlx5::set_ctrl_seg(s.at<mlx5::WqeCtrlSeg>(0), uint16_t(idx), op, opmod, qpn, fm_ce_se, ds);
+  const uint64_t first = *s.at<const uint64_t>(0);
+  auto* ctrl = reinterpret_cast<uint64_t*>(w);
+  if (dropped(o, kOrderCtrlLast)) ctx.store(exec::gpu_scope, exec::relaxed, ctrl, first);
+  ctx.write_bytes(w + 8, s.b + 8, uint32_t(ds) * mlx5::kDsBytes - 8);
+  if (!dropped(o, kOrderCtrlLast)) ctx.store(exec::gpu_scope, exec::relaxed, ctrl, first);
 }
 
 // Wait until everything below `idx` has completed; fail on an error CQE (recorded in
@@ -45,7 +64,7 @@ DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64
   const auto* tail = reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(qp.cqe) + 56);
   uint16_t wc = 0;
   for (;;) {
-    const uint64_t w = ctx.load(system_scope, acquire, tail);
+    const uint64_t w = read_cqe_tail(ctx, st.opt, tail);
     wc = uint16_t(((w >> 32) & 0xff) << 8 | ((w >> 40) & 0xff));
     const uint8_t opcode = uint8_t(w >> 60);
     if (opcode == uint8_t(mlx5::CqeOpcode::kReqErr) || opcode == uint8_t(mlx5::CqeOpcode::kRespErr)) {
@@ -102,14 +121,12 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
   const uint64_t old = ctx.atomic_max(gpu_scope, &qp.mv->prod_idx, upto);
   if (upto > old) {
     if (st.opt.cpu_proxy) {
-      ctx.fence(system_scope);  // WQEs visible to the host before it sees the index
-      ctx.store(system_scope, release, &qp.mv->proxy_prod, upto);
+      publish_to_proxy(ctx, st.opt, &qp.mv->proxy_prod, upto);
     } else {
-      ctx.fence(system_scope);  // WQEs before the DBR: the NIC fetches what the DBR covers
+      wqes_before_dbr(ctx, st.opt);
       ctx.store(system_scope, relaxed, qp.dbr, dbr_word(upto));
-      ctx.fence(system_scope);  // DBR before the doorbell that makes the NIC read it
-      const uint64_t db = *reinterpret_cast<const uint64_t*>(wqe_at(qp, upto - 1));
-      ctx.mmio_store64(qp.bf, db);
+      dbr_before_doorbell(ctx, st.opt);
+      ctx.mmio_store64(qp.bf, doorbell_value(upto, qp.qpn));
     }
   }
   ctx.store(gpu_scope, release, &qp.mv->post_send_lock, 0);
@@ -121,8 +138,7 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
 template <class C>
 DOORBELL_HD OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_t base, uint32_t n) {
   using namespace exec;
-  // Another CTA may ring the doorbell for these WQEs: GPU scope.
-  ctx.fence(gpu_scope);
+  publish_wqes(ctx, st.opt);
   const uint64_t next = base + n;
   while (ctx.atomic_cas(gpu_scope, &qp.mv->ready_head, base, next) != base)
     if (!ctx.spin("submit: ready_head CAS", &qp.mv->ready_head, base)) return OpResult::kTimeout;
@@ -140,9 +156,10 @@ template <class C>
 DOORBELL_HD OpResult post_cst(C& ctx, const DevState& st, const DevQp& qp, uint64_t* end) {
   uint64_t base;
   if (OpResult r = reserve(ctx, st, qp, 1, &base); r != OpResult::kOk) return r;
-  uint8_t* w = wqe_at(qp, base);
-  mlx5::set_data_seg(reinterpret_cast<mlx5::WqeDataSeg*>(w + 16), 1, qp.ibuf_lkey, reinterpret_cast<uint64_t>(qp.ibuf));
-  publish_wqe(ctx, w, base, mlx5::WqeOpcode::kDump, 0, qp.qpn, mlx5::kCtrlCqUpdate | mlx5::kCtrlFmFence, 2);
+  WqeStage s;
+  mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(16), 1, qp.ibuf_lkey, reinterpret_cast<uint64_t>(qp.ibuf));
+  publish_wqe(ctx, st.opt, wqe_at(qp, base), s, base, mlx5::WqeOpcode::kDump, 0, qp.qpn,
+              mlx5::kCtrlCqUpdate | mlx5::kCtrlFmFence, 2);
   *end = base + 1;
   return submit(ctx, st, qp, base, 1);
 }

@@ -53,6 +53,7 @@ struct Options {
   // Planted bugs, for tests only.
   bool plant_no_idle_doorbell = false;  // drop the "resv_head == new" doorbell rule
   bool plant_no_carry = false;          // drop the 0x10000 carry in poll_cq
+  uint32_t plant_drop = 0;              // orderings dropped (ordering.h), host builds only
 };
 
 struct DevState {

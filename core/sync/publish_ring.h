@@ -24,6 +24,8 @@ struct PublishRing {
   uint64_t nslots = 0;          // power of two
   uint64_t batch = 1;           // num_requests_in_batch, power of two
   bool plant_no_idle_doorbell = false;  // planted bug: drop rule (a)
+  bool plant_no_publish_fence = false;  // planted bug: slots not made GPU-visible before `ready`
+  bool plant_no_doorbell_fence = false; // planted bug: slots not made visible before the doorbell
 };
 
 // What a producer writes to slot index i, whoever it is: the consumer checks it.
@@ -35,7 +37,7 @@ DOORBELL_HD exec::WaitResult ring_post(C& ctx, PublishRing* r, uint64_t upto) {
     if (!ctx.spin("ring_post: post_lock", &r->post_lock, 1)) return exec::WaitResult::kTimeout;
   const uint64_t old = ctx.atomic_max(exec::gpu_scope, &r->prod, upto);
   if (upto > old) {
-    ctx.fence(exec::system_scope);  // slots and prod visible before the doorbell
+    if (!r->plant_no_doorbell_fence) ctx.fence(exec::system_scope);  // slots visible before the doorbell
     ctx.mmio_store64(&r->doorbell, upto);
   }
   ctx.store(exec::gpu_scope, exec::release, &r->post_lock, 0);
@@ -60,7 +62,7 @@ DOORBELL_HD exec::WaitResult ring_produce(C& ctx, PublishRing* r, uint64_t n, ui
   for (uint64_t i = ctx.lane(); i < n; i += ctx.warp_size())
     ctx.store(gpu_scope, exec::relaxed, &r->slots[(base + i) & (r->nslots - 1)], ring_payload(base + i));
   // Other CTAs may ring the doorbell for these slots: make them visible GPU-wide first.
-  ctx.fence(gpu_scope);
+  if (!r->plant_no_publish_fence) ctx.fence(gpu_scope);
   ctx.syncwarp();
   const uint64_t next = base + n;
   if (ctx.lane() == 0) {

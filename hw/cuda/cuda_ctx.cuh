@@ -8,6 +8,7 @@
 #include <cuda/atomic>
 #include <cstdint>
 #include <cstdio>
+#include <type_traits>
 
 #include "core/exec/context.h"
 
@@ -78,14 +79,37 @@ class CudaCtx {
   __device__ uint64_t atomic_exch(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
     return ref<S>(p).exchange(v, cuda::memory_order_relaxed);
   }
-  template <exec::Scope S, exec::Order O>
-  __device__ uint64_t load(exec::ScopeTag<S>, exec::OrderTag<O>, const uint64_t* p) {
-    return ref<S>(const_cast<uint64_t*>(p)).load(order_of<O>());
+  template <exec::Scope S, exec::Order O, class T>
+  __device__ T load(exec::ScopeTag<S>, exec::OrderTag<O>, const T* p) {
+    static_assert(exec::kAccessSize<T>, "loads are of 1, 2, 4 or 8 bytes");
+    if constexpr (sizeof(T) == 8) {
+      return T(ref<S>(reinterpret_cast<uint64_t*>(const_cast<T*>(p))).load(order_of<O>()));
+    } else if constexpr (sizeof(T) == 4) {
+      return T(cuda::atomic_ref<unsigned, ScopeOf<S>::value>(*reinterpret_cast<unsigned*>(const_cast<T*>(p))).load(order_of<O>()));
+    } else {  // no 1- or 2-byte atomic_ref: a volatile load, ordered by a fence after it
+      const T v = *reinterpret_cast<const volatile T*>(p);
+      if constexpr (O == exec::Order::kAcquire || O == exec::Order::kAcqRel)
+        cuda::atomic_thread_fence(cuda::memory_order_acquire, ScopeOf<S>::value);
+      return v;
+    }
   }
-  template <exec::Scope S, exec::Order O>
-  __device__ void store(exec::ScopeTag<S>, exec::OrderTag<O>, uint64_t* p, uint64_t v) {
-    ref<S>(p).store(v, order_of<O>());
+  template <exec::Scope S, exec::Order O, class T>
+  __device__ void store(exec::ScopeTag<S>, exec::OrderTag<O>, T* p, std::type_identity_t<T> v) {
+    static_assert(exec::kAccessSize<T>, "stores are of 1, 2, 4 or 8 bytes");
+    if constexpr (sizeof(T) == 8) {
+      ref<S>(reinterpret_cast<uint64_t*>(p)).store(v, order_of<O>());
+    } else if constexpr (sizeof(T) == 4) {
+      cuda::atomic_ref<unsigned, ScopeOf<S>::value>(*reinterpret_cast<unsigned*>(p)).store(v, order_of<O>());
+    } else {
+      if constexpr (O == exec::Order::kRelease || O == exec::Order::kAcqRel)
+        cuda::atomic_thread_fence(cuda::memory_order_release, ScopeOf<S>::value);
+      *reinterpret_cast<volatile T*>(p) = v;
+    }
   }
+  // Plain byte ranges (WQE segments): weak stores and loads, 16 bytes at a time when both
+  // sides are 16-byte aligned.
+  __device__ void write_bytes(void* dst, const void* src, size_t n) { copy(dst, src, n); }
+  __device__ void read_bytes(void* dst, const void* src, size_t n) { copy(dst, src, n); }
   template <exec::Scope S>
   __device__ void fence(exec::ScopeTag<S>) {
     cuda::atomic_thread_fence(cuda::memory_order_acq_rel, ScopeOf<S>::value);
@@ -110,6 +134,14 @@ class CudaCtx {
   }
 
  private:
+  __device__ static void copy(void* dst, const void* src, size_t n) {
+    if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src) | n) & 15) == 0) {
+      for (size_t i = 0; i < n / 16; ++i) static_cast<uint4*>(dst)[i] = static_cast<const uint4*>(src)[i];
+      return;
+    }
+    for (size_t i = 0; i < n; ++i) static_cast<uint8_t*>(dst)[i] = static_cast<const uint8_t*>(src)[i];
+  }
+
   template <exec::Scope S>
   __device__ static cuda::atomic_ref<unsigned long long, ScopeOf<S>::value> ref(uint64_t* p) {
     return cuda::atomic_ref<unsigned long long, ScopeOf<S>::value>(*reinterpret_cast<unsigned long long*>(p));

@@ -46,6 +46,7 @@ struct Scheduler::Lane {
   enum class State : uint8_t { kRunnable, kCollective, kBarrier, kDone };
   std::unique_ptr<Fiber> fiber;
   uint32_t index = 0;
+  uint32_t mem_thread = WeakMemory::kNoThread;  // kernel lanes in the weak memory model
   State state = State::kRunnable;
   uint64_t resumes = 0;
   double step_ns = 0;  // kTimed: this lane's cost in the current warp step
@@ -99,6 +100,10 @@ struct Scheduler::Agent {
 
 Scheduler::Scheduler(SchedOptions o) : opt_(o), rng_(o.seed * 0x9E3779B97F4A7C15ull | 1) {
   if (opt_.stack_bytes == 0) opt_.stack_bytes = kDefaultStack;
+  if (opt_.memory == MemoryModel::kWeak) {
+    weak_ = std::make_unique<WeakMemory>(opt_.seed);
+    weak_->set_namer([this](const void* a) { return name_of(static_cast<const uint64_t*>(a)); });
+  }
 }
 
 Scheduler::~Scheduler() = default;
@@ -107,6 +112,7 @@ std::string Scheduler::describe() const {
   std::ostringstream os;
   os << "seed=" << opt_.seed << " policy=" << policy_name(opt_.policy);
   if (opt_.policy == Policy::kPct) os << " depth=" << opt_.pct_depth;
+  if (weak_) os << " memory=weak (" << weak_->describe() << ")";
   return os.str();
 }
 
@@ -116,6 +122,7 @@ void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::fu
   c.lanes = lanes;
   auto shared_body = std::make_shared<std::function<void(SimCtx&)>>(std::move(body));
   for (uint32_t cta = 0; cta < cfg.ctas; ++cta) {
+    const uint32_t global_cta = uint32_t(barriers_.size());
     barriers_.push_back(std::make_unique<CtaBarrier>());
     CtaBarrier* bar = barriers_.back().get();
     bar->live = cfg.warps_per_cta * lanes;
@@ -128,6 +135,7 @@ void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::fu
       for (uint32_t i = 0; i < lanes; ++i) {
         auto l = std::make_unique<Lane>();
         l->index = i;
+        if (weak_) l->mem_thread = weak_->add_thread(global_cta, a->name + " lane " + std::to_string(i));
         Lane* lp = l.get();
         l->fiber = std::make_unique<Fiber>(
             [this, ap, lp, shared_body, w, cta, c] {
@@ -194,6 +202,14 @@ void Scheduler::advance(double ns) {
   if (opt_.policy == Policy::kTimed && cur_lane_ != nullptr) cur_lane_->step_ns += ns;
 }
 
+uint32_t Scheduler::mem_thread() const { return cur_lane_ != nullptr ? cur_lane_->mem_thread : WeakMemory::kNoThread; }
+
+void Scheduler::fence(exec::Scope s) {
+  if (!weak_ || cur_lane_->mem_thread == WeakMemory::kNoThread) return;
+  point();
+  weak_->fence(cur_lane_->mem_thread, s);
+}
+
 double Scheduler::now() const {
   return cur_agent_ != nullptr && cur_lane_ != nullptr ? cur_agent_->clock_ns + cur_lane_->step_ns : 0;
 }
@@ -236,7 +252,10 @@ void Scheduler::mmio_store(uint64_t* addr, uint64_t value) {
       routed = true;
       break;
     }
-  if (!routed) *addr = value;
+  if (!routed) {
+    if (weak_) weak_->device_write(addr, sizeof value);  // uncached: straight to memory
+    *addr = value;
+  }
   record(Access::kMmio, value, true, addr);  // a doorbell is an event even when the value repeats
 }
 
@@ -251,6 +270,7 @@ bool Scheduler::spin(const char* what, const uint64_t* addr, uint64_t seen) {
   ++l.spins;
   l.spin_mark = l.resumes;
   l.ever_spun = true;
+  if (weak_ && l.mem_thread != WeakMemory::kNoThread) weak_->polled(l.mem_thread);
   if (l.spins == opt_.hang_spins) check_hang();
   if (opt_.policy == Policy::kPct) a.priority = --lowest_priority_;  // a poller gives way
   advance(opt_.costs.poll_ns);
@@ -287,6 +307,8 @@ void Scheduler::sync_cta() {
   if (aborted_) throw KernelAborted{};
   CtaBarrier* b = cur_agent_->barrier;
   if (b == nullptr) return;  // device agents have no CTA
+  // __syncthreads orders memory among the CTA's threads, as a CTA fence on each side.
+  if (weak_) weak_->fence(cur_lane_->mem_thread, exec::Scope::kCta);
   if (++b->arrived == b->live) {
     b->release();
     return;
@@ -295,6 +317,7 @@ void Scheduler::sync_cta() {
   b->waiting.push_back(cur_lane_);
   yield();
   if (aborted_) throw KernelAborted{};
+  if (weak_) weak_->acquired(cur_lane_->mem_thread);
 }
 
 void Scheduler::complete_collective(Agent& a) {
@@ -313,6 +336,7 @@ void Scheduler::complete_collective(Agent& a) {
 
 void Scheduler::finish_lane(Agent& a, Lane& l) {
   l.state = Lane::State::kDone;
+  if (weak_ && l.mem_thread != WeakMemory::kNoThread && weak_->drain_thread(l.mem_thread)) ++version_;
   --a.live;
   if (a.arrived != 0 && a.arrived == a.live) complete_collective(a);
   if (a.barrier != nullptr && --a.barrier->live != 0 && a.barrier->arrived == a.barrier->live) a.barrier->release();
@@ -383,6 +407,11 @@ void Scheduler::check_hang() {
         continue;
       if (!l->polling(version_, opt_.hang_spins)) return;
     }
+  // Not a hang while a buffered store or a stale view could still change what a poller sees.
+  if (weak_ && weak_->settle()) {
+    ++version_;
+    return;
+  }
   hang_ = true;
   report_ = hang_report();
 }
@@ -478,6 +507,7 @@ RunResult Scheduler::run() {
     ++warp_steps;
     while (next_change < change_points_.size() && change_points_[next_change] <= warp_steps)
       a->priority = int64_t(opt_.pct_depth) - 1 - int64_t(next_change++);
+    if (weak_ && weak_->step()) ++version_;
     step(*a);
     if (opt_.observe && warp_steps % opt_.observe_every == 0) opt_.observe(warp_steps, a->clock_ns);
     if (hang_) break;
@@ -488,7 +518,9 @@ RunResult Scheduler::run() {
     }
   }
   if (hang_) r.outcome = Outcome::kHang;
+  if (weak_ && r.outcome != Outcome::kCompleted) report_ += weak_->report();
   if (r.outcome != Outcome::kCompleted) abort_all();
+  if (weak_) weak_->settle();  // kernel end: every store is visible to the host
   r.steps = steps_;
   r.accesses = accesses_;
   for (const auto& a : agents_)

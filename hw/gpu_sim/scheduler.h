@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "hw/gpu_sim/fiber.h"
+#include "hw/gpu_sim/weak_memory.h"
 #include "models/cost_model.h"
 
 namespace doorbell::gpu_sim {
@@ -35,6 +36,8 @@ struct SchedOptions {
   uint64_t max_steps = 100'000'000;
   size_t stack_bytes = 0;          // per fiber; 0 = default (64 KiB, 512 KiB under ASan)
   models::CostModel costs;         // kTimed: what accesses, doorbells and polls cost
+  // kWeak: store buffers and stale loads (weak_memory.h), drawn from `seed`.
+  MemoryModel memory = MemoryModel::kSc;
   // Called after every `observe_every`-th agent step with the step count and the stepped
   // agent's clock; it draws nothing from the schedule, so observing never changes a run.
   std::function<void(uint64_t step, double now_ns)> observe;
@@ -89,8 +92,13 @@ class Scheduler {
 
   RunResult run();
   const SchedOptions& options() const { return opt_; }
-  // "seed=N policy=P" — what a replay needs besides the program.
+  // "seed=N policy=P [memory=weak]" — what a replay needs besides the program.
   std::string describe() const;
+  // The weak memory model (null in the sequentially consistent mode); devices report their
+  // accesses to it (mem::Observer).
+  WeakMemory* weak() const { return weak_.get(); }
+  // Stale reads the weak model saw (empty otherwise): for failure reports.
+  std::string memory_report() const { return weak_ ? weak_->report() : std::string(); }
 
   // ---- used by SimCtx / AgentCtx from inside running fibers ----
   void point();                                   // a scheduling point before an access
@@ -107,6 +115,9 @@ class Scheduler {
   void sync_cta();
   void mmio_store(uint64_t* addr, uint64_t value);
   bool stopping() const { return stopping_ || aborted_; }
+  // The running lane's thread in the weak memory model.
+  uint32_t mem_thread() const;
+  void fence(exec::Scope s);
 
  private:
   struct Lane;
@@ -124,6 +135,7 @@ class Scheduler {
   void abort_all();
 
   SchedOptions opt_;
+  std::unique_ptr<WeakMemory> weak_;
   std::vector<std::unique_ptr<Agent>> agents_;
   std::vector<std::unique_ptr<CtaBarrier>> barriers_;  // one per launched CTA
   Fiber main_;

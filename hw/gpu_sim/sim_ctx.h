@@ -1,10 +1,13 @@
 // The CPU GPU model's execution context: one lane of a simulated warp. It satisfies
 // exec::ExecContext; every atomic, ordered load/store and MMIO store is a scheduling point
-// of the deterministic scheduler, and memory is real host memory (the model is sequentially
-// consistent; scopes and orders are carried for a later weak-memory mode).
+// of the deterministic scheduler. Memory is real host memory, sequentially consistent by
+// default; in the weak mode (SchedOptions::memory) every access goes through WeakMemory,
+// where scopes and orders decide what other agents see.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "core/exec/context.h"
 #include "hw/gpu_sim/scheduler.h"
@@ -30,9 +33,10 @@ class SimCtx {
   void syncwarp() { (void)s_->collective(2, 0, 0); }
   void sync_cta() { s_->sync_cta(); }
 
+  // Atomics act on the newest value (after the stores they must follow have landed).
   template <exec::Scope S>
   uint64_t atomic_add(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
-    s_->point();
+    begin_rmw(p);
     const uint64_t old = *p;
     *p = old + v;
     s_->record(Access::kAdd, old, v != 0, p);
@@ -40,7 +44,7 @@ class SimCtx {
   }
   template <exec::Scope S>
   uint64_t atomic_cas(exec::ScopeTag<S>, uint64_t* p, uint64_t expected, uint64_t desired) {
-    s_->point();
+    begin_rmw(p);
     const uint64_t old = *p;
     if (old == expected) *p = desired;
     s_->record(Access::kCas, old, old == expected && desired != old, p);
@@ -48,7 +52,7 @@ class SimCtx {
   }
   template <exec::Scope S>
   uint64_t atomic_max(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
-    s_->point();
+    begin_rmw(p);
     const uint64_t old = *p;
     if (v > old) *p = v;
     s_->record(Access::kMax, old, v > old, p);
@@ -56,33 +60,66 @@ class SimCtx {
   }
   template <exec::Scope S>
   uint64_t atomic_exch(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
-    s_->point();
+    begin_rmw(p);
     const uint64_t old = *p;
     *p = v;
     s_->record(Access::kExch, old, v != old, p);
     return old;
   }
-  template <exec::Scope S, exec::Order O>
-  uint64_t load(exec::ScopeTag<S>, exec::OrderTag<O>, const uint64_t* p) {
+  // Ordered loads and stores of 1, 2, 4 or 8 bytes. In the weak mode a store enters the
+  // thread's store buffer (release: after a fence of its scope) and a load may read a value
+  // its view still allows (acquire: then the view catches up).
+  template <exec::Scope S, exec::Order O, class T>
+  T load(exec::ScopeTag<S>, exec::OrderTag<O>, const T* p) {
+    static_assert(exec::kAccessSize<T>, "loads are of 1, 2, 4 or 8 bytes");
     s_->point();
-    const uint64_t v = *p;
-    s_->record(Access::kLoad, v, false, p);
+    T v;
+    if (WeakMemory* w = s_->weak()) {
+      w->load(s_->mem_thread(), p, &v, sizeof v);
+      if constexpr (O == exec::Order::kAcquire || O == exec::Order::kAcqRel) w->acquired(s_->mem_thread());
+    } else {
+      v = *p;
+    }
+    s_->record(Access::kLoad, uint64_t(v), false, p);
     return v;
   }
-  template <exec::Scope S, exec::Order O>
-  void store(exec::ScopeTag<S>, exec::OrderTag<O>, uint64_t* p, uint64_t v) {
+  template <exec::Scope S, exec::Order O, class T>
+  void store(exec::ScopeTag<S>, exec::OrderTag<O>, T* p, std::type_identity_t<T> v) {
+    static_assert(exec::kAccessSize<T>, "stores are of 1, 2, 4 or 8 bytes");
     s_->point();
+    if (WeakMemory* w = s_->weak()) {
+      if constexpr (O == exec::Order::kRelease || O == exec::Order::kAcqRel) w->fence(s_->mem_thread(), S);
+      w->store(s_->mem_thread(), p, &v, sizeof v);
+      s_->record(Access::kStore, uint64_t(v), true, p);
+      return;
+    }
     const bool changed = *p != v;
     *p = v;
-    s_->record(Access::kStore, v, changed, p);
+    s_->record(Access::kStore, uint64_t(v), changed, p);
   }
-  // Sequentially consistent model: fences order nothing further (weak-memory mode hooks here).
+  // Plain (weak) byte ranges, e.g. WQE segments: not scheduling points; in the weak mode
+  // they are buffered and read like any other store and load.
+  void write_bytes(void* dst, const void* src, size_t n) {
+    if (WeakMemory* w = s_->weak()) w->store(s_->mem_thread(), dst, src, n);
+    else std::memcpy(dst, src, n);
+  }
+  void read_bytes(void* dst, const void* src, size_t n) {
+    if (WeakMemory* w = s_->weak()) w->load(s_->mem_thread(), src, dst, n);
+    else std::memcpy(dst, src, n);
+  }
   template <exec::Scope S>
-  void fence(exec::ScopeTag<S>) {}
+  void fence(exec::ScopeTag<S>) {
+    s_->fence(S);  // the sequentially consistent mode has nothing to order
+  }
   void mmio_store64(uint64_t* p, uint64_t v) { s_->mmio_store(p, v); }
   bool spin(const char* what, const uint64_t* addr, uint64_t seen) { return s_->spin(what, addr, seen); }
 
  private:
+  void begin_rmw(uint64_t* p) {
+    s_->point();
+    if (WeakMemory* w = s_->weak()) w->rmw(s_->mem_thread(), p, sizeof *p);
+  }
+
   Scheduler* s_;
   uint32_t lane_, warp_, cta_;
   LaunchConfig cfg_;
@@ -106,6 +143,16 @@ class AgentCtx {
   double now() const { return s_->now(); }
   bool spin(const char* what, const uint64_t* addr = nullptr, uint64_t seen = 0) { return s_->spin(what, addr, seen); }
   bool stopping() const { return s_->stopping(); }
+  // A device's own 8-byte accesses to memory GPU threads share (system scope): told to the
+  // weak memory model, if any; `what` / `index` name a read in stale-read notes.
+  uint64_t load64(const uint64_t* p, const char* who, const char* what, uint64_t index) {
+    if (WeakMemory* w = s_->weak()) w->device_read(p, sizeof *p, who, what, index);
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+  }
+  void store64(uint64_t* p, uint64_t v) {
+    if (WeakMemory* w = s_->weak()) w->device_write(p, sizeof v);
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+  }
 
  private:
   Scheduler* s_;

@@ -41,6 +41,7 @@ void Cq::write(const Completion& c) {
   cqe.wqe_counter.set(c.wqe_counter);
   uint8_t op_own = uint8_t(uint8_t(c.opcode) << 4) | mlx5::cqe_owner_for(pi, log_size);
   mlx5::Cqe64* slot = collapsed ? ring : ring + (pi & (n - 1));
+  if (observer != nullptr && *observer != nullptr) (*observer)->device_write(slot, sizeof cqe);
   // The owner/opcode byte goes last, with release order: a poller that sees it sees the rest.
   std::memcpy(slot, &cqe, offsetof(mlx5::Cqe64, op_own));
   std::atomic_ref<uint8_t>(slot->op_own).store(op_own, std::memory_order_release);

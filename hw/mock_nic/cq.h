@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 
+#include "hw/mem/observer.h"
 #include "hw/mlx5/cqe.h"
 
 namespace doorbell::mock_nic {
@@ -36,6 +37,7 @@ struct Cq {
   uint64_t cqes_written = 0, errors_written = 0;
   // Told the address of each CQE's last 8 bytes once written (time models; may be empty).
   const std::function<void(const void*)>* on_write = nullptr;
+  mem::Observer* const* observer = nullptr;  // the NIC's memory observer slot
 
   // Fault hook: completions become visible `delay` engine actions after they are produced.
   uint64_t delay = 0;

@@ -66,6 +66,14 @@ struct Engine {
     Qp* qp;
   };
 
+  // The memory model hears of the engine's writes and of its WQE / DBR reads.
+  static void wrote(Nic& nic, const void* p, size_t len) {
+    if (nic.observer_ != nullptr) nic.observer_->device_write(p, len);
+  }
+  static void read(Nic& nic, const void* p, size_t len, const char* what, uint64_t index) {
+    if (nic.observer_ != nullptr) nic.observer_->device_read(p, len, nic.observer_name_.c_str(), what, index);
+  }
+
   // The responder end of an RC connection, if it would answer (exists, RTR/RTS, connected back).
   static bool peer(Nic& nic, const Qp& qp, Peer* out) {
     Nic* rn = nic.fabric_ != nullptr ? nic.fabric_->by_lid(qp.peer.lid) : (qp.peer.lid == nic.lid() ? &nic : nullptr);
@@ -154,6 +162,7 @@ struct Engine {
       if (dst == nullptr) return error(CqeSyndrome::kRemoteAccessErr, uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
       phantom |= ph;
       uint64_t dva = ra->raddr.get();
+      if (!phantom) wrote(*r.nic, dst, total);
       for (uint32_t k = 0; k < np; ++k) {
         if (phantom) nic.phantom_log_.push_back({dva, pieces[k].va, pieces[k].len});
         else std::memmove(dst, pieces[k].src, pieces[k].len);  // loopback ranges may overlap
@@ -257,6 +266,7 @@ struct Engine {
     std::byte* tgt = r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, raddr, size, kRemoteAtomic, &f, &phantom);
     if (tgt == nullptr) return error(CqeSyndrome::kRemoteAccessErr, uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
     if (phantom) return error(CqeSyndrome::kRemoteOpErr, vendor::kPhantomAtomic);
+    wrote(*r.nic, tgt, size);
     const std::byte* args = w + 32;
     uint64_t old = 0;
     if (size == 8) {
@@ -352,6 +362,7 @@ struct Engine {
         e.vendor = uint8_t(vendor::kLocalKeyBase + uint8_t(f));
         return;
       }
+      wrote(nic, dst, s.len);
       std::memcpy(dst, e.data.data() + off, s.len);
       off += s.len;
     }
@@ -379,7 +390,8 @@ struct Engine {
   }
 
   // Read the send DBR (16 bits meaningful) into the 64-bit producer; true if work is posted.
-  static bool refresh_prod(Qp& qp) {
+  static bool refresh_prod(Nic& nic, Qp& qp) {
+    read(nic, &qp.dbr->snd, sizeof qp.dbr->snd, "the DBR of qpn", qp.qpn);
     qp.prod = qp.head + uint16_t(uint16_t(qp.dbr->snd.get()) - uint16_t(qp.head));
     return qp.head != qp.prod;
   }
@@ -432,6 +444,8 @@ struct Engine {
     // A doorbell may end inside a multi-WQEBB WQE (a driver bug or a lying DBR): the WQE
     // waits for the doorbell that covers it whole, so head never passes prod.
     if (qp.prod - qp.head < nbb) return false;
+    read(nic, w, std::min<uint64_t>(uint64_t(std::max<uint32_t>(ds, 1)) * mlx5::kDsBytes, (qp.sq_mask + 1) * mlx5::kWqebb - off),
+         "WQE", idx);
     Outcome o;
     uint16_t rq_index = 0;
     if (ctrl.qpn() != qp.qpn) {
@@ -531,7 +545,7 @@ struct Engine {
     size_t n = 0;
     if (qp.kicked && (qp.state == QpState::kRts || qp.state == QpState::kErr)) {
       qp.kicked = false;
-      refresh_prod(qp);
+      refresh_prod(nic, qp);
     }
     while (n < budget) {
       if (qp.state == QpState::kErr) {
@@ -544,7 +558,7 @@ struct Engine {
         continue;
       }
       if (qp.state != QpState::kRts || qp.error_pending) break;
-      if (qp.head == qp.prod && !(nic.cfg_.reread_dbr_when_drained && refresh_prod(qp))) break;
+      if (qp.head == qp.prod && !(nic.cfg_.reread_dbr_when_drained && refresh_prod(nic, qp))) break;
       if (!issue(nic, qp)) break;  // fenced behind outstanding responses
       ++n, ++nic.now_;
     }

@@ -64,6 +64,7 @@ Result<uint32_t> Nic::create_cq(const CqAttr& a) {
   cq->dbr_va = a.dbr_va;
   cq->cqn = kFirstCqn + uint32_t(cqs_.size());
   cq->on_write = &cqe_hook_;
+  cq->observer = &observer_;
   cqs_.push_back(std::move(cq));
   return cqs_.back()->cqn;
 }

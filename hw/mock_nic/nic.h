@@ -16,6 +16,7 @@
 
 #include "core/status.h"
 #include "hw/mem/address_space.h"
+#include "hw/mem/observer.h"
 #include "hw/mock_nic/cq.h"
 #include "hw/mock_nic/mr_table.h"
 #include "hw/mock_nic/qp.h"
@@ -113,6 +114,12 @@ class Nic {
   // Called with the address of each CQE's last 8 bytes after it is written (time models).
   void set_cqe_hook(std::function<void(const void*)> fn) { cqe_hook_ = std::move(fn); }
   uint64_t bad_doorbells() const { return bad_doorbells_; }
+  // A weak memory model that must hear of the engine's writes to memory and of its reads of
+  // WQEs and DBRs (null: none); `name` identifies this NIC in its notes.
+  void set_observer(mem::Observer* o, std::string name) {
+    observer_ = o;
+    observer_name_ = std::move(name);
+  }
   // Trace lines (`mock_nic_<area>_<event> key=value ...`) for errors, flushes and faults.
   void set_trace(std::function<void(const std::string&)> fn) { trace_ = std::move(fn); }
 
@@ -150,6 +157,8 @@ class Nic {
   uint64_t bytes_moved_ = 0;
   std::vector<PhantomCopy> phantom_log_;
   std::function<void(const void*)> cqe_hook_;
+  mem::Observer* observer_ = nullptr;
+  std::string observer_name_;
   std::function<void(const std::string&)> trace_;
 };
 

@@ -171,6 +171,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
   for (uint32_t p = 0; p < cfg_.npes; ++p) {
     mock_nic::Nic* nic = pes_[p]->nic.get();
     double* rung_ns = &doorbell_ns_[p];
+    nic->set_observer(s.weak(), "nic" + std::to_string(p));  // a system-scope observer of GPU memory
     // Every UAR page of this NIC: stores there are doorbells (and, in simulated time, the
     // NIC cannot act on one before it was rung).
     s.map_mmio(nic->uar_va(0), uint64_t(1) << 32, [this, p, nic, rung_ns, &s](uint64_t addr, uint64_t v) {
@@ -206,15 +207,15 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
           bool did = false;
           for (size_t i = 0; i < pe->qps.size(); ++i) {
             const DevQp& q = pe->qps[i];
-            const uint64_t p = __atomic_load_n(&q.mv->proxy_prod, __ATOMIC_ACQUIRE);
+            const uint64_t p = __atomic_load_n(&q.mv->proxy_prod, __ATOMIC_ACQUIRE);  // memory: the host's view
             if (p <= rung[i]) continue;
             a.observe(&q.mv->proxy_prod);                          // published by the GPU at that time
             a.advance(costs.proxy_post_ns * double(p - rung[i]));  // IBRC-style: each request posted
             // The host rings for the GPU: DBR, then the BlueFlame store.
-            __atomic_store_n(q.dbr, dbr_word(p), __ATOMIC_RELEASE);
+            a.store64(q.dbr, dbr_word(p));
             *rung_ns = std::max(*rung_ns, a.now());
             if (doorbell_observer_) doorbell_observer_(p, a.now());
-            nic->uar_write64(pe->uar.page_id, mlx5::kBfOffset, *reinterpret_cast<const uint64_t*>(wqe_at(q, p - 1)));
+            nic->uar_write64(pe->uar.page_id, mlx5::kBfOffset, doorbell_value(p, q.qpn));
             rung[i] = p;
             did = true;
           }
