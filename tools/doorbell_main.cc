@@ -28,15 +28,24 @@ int main(int argc, char** argv) {
   r->add_option("files", rep.files, "scenario files (YAML)")->required();
   CLI::Option* seed_opt = r->add_option("--seed", rep_seed, "override the scenarios' seed");
   r->add_option("--schedule", rep.schedule, "override the schedule")->check(CLI::IsMember({"random", "pct", "timed"}));
+  r->add_option("--memory-model", rep.memory_model, "override the memory model (sc: sequentially consistent; weak: store buffers, stale loads)")
+      ->check(CLI::IsMember({"sc", "weak"}));
   r->add_option("--report", rep.report, "write the JSON report here");
   r->add_option("--trace", rep.trace, "write a Chrome / Perfetto trace (queue indices, doorbells) here");
 
-  std::string ex_file, ex_schedule;
+  std::string ex_file, ex_schedule, ex_memory;
   uint64_t ex_seeds = 100;
   CLI::App* x = app.add_subcommand("explore", "replay one scenario under many seeds; stop at the first that misses");
   x->add_option("file", ex_file, "scenario file")->required();
   x->add_option("--seeds", ex_seeds, "how many seeds (1..N)");
   x->add_option("--schedule", ex_schedule, "override the schedule")->check(CLI::IsMember({"random", "pct", "timed"}));
+  x->add_option("--memory-model", ex_memory, "override the memory model")->check(CLI::IsMember({"sc", "weak"}));
+
+  uint64_t lit_runs = 2000;
+  std::string lit_memory = "weak";
+  CLI::App* lt = app.add_subcommand("litmus", "run the litmus suite (MP, SB, LB at CTA / GPU / system scope) on the CPU model");
+  lt->add_option("--runs", lit_runs, "runs per cell (seeds 1..N)")->check(CLI::PositiveNumber);
+  lt->add_option("--memory-model", lit_memory, "memory model")->check(CLI::IsMember({"sc", "weak"}));
 
   std::string list_dir = DOORBELL_SCENARIO_DIR;
   CLI::App* l = app.add_subcommand("list", "the scenario library, one line each");
@@ -47,7 +56,8 @@ int main(int argc, char** argv) {
     if (seed_opt->count() != 0) rep.seed = rep_seed;
     return doorbell::tools::run_replay(rep);
   }
-  if (x->parsed()) return doorbell::tools::run_explore(ex_file, ex_seeds, ex_schedule);
+  if (x->parsed()) return doorbell::tools::run_explore(ex_file, ex_seeds, ex_schedule, ex_memory);
+  if (lt->parsed()) return doorbell::tools::run_litmus(lit_runs, lit_memory);
   if (l->parsed()) return doorbell::tools::run_list(list_dir);
   if (d->parsed()) return doorbell::tools::run_demo(demo);
   if (v->parsed()) return doorbell::tools::run_devices(dev);

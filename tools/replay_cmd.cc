@@ -6,17 +6,25 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "hw/gpu_sim/litmus.h"
 #include "scenarios/replay/parse.h"
 #include "scenarios/replay/replay.h"
 
 namespace doorbell::tools {
 
 namespace {
-scenario::ReplayOptions options(std::optional<uint64_t> seed, const std::string& schedule) {
+scenario::ReplayOptions options(std::optional<uint64_t> seed, const std::string& schedule, const std::string& memory) {
   scenario::ReplayOptions o;
   o.seed = seed;
   if (!schedule.empty()) o.schedule = schedule;
+  if (!memory.empty()) o.memory_model = memory;
   return o;
+}
+
+// The command that replays one run exactly.
+std::string replay_line(const std::string& file, const nlohmann::ordered_json& report) {
+  return "doorbell replay " + file + " --seed " + std::to_string(report["seed"].get<uint64_t>()) + " --schedule " +
+         report["schedule"].get<std::string>() + " --memory-model " + report["memory_model"].get<std::string>();
 }
 }  // namespace
 
@@ -34,15 +42,13 @@ int run_replay(const ReplayCmd& c) {
   nlohmann::ordered_json trace;
   int missed = 0;
   for (const scenario::Scenario& s : scs) {
-    scenario::ReplayOptions o = options(c.seed, c.schedule);
+    scenario::ReplayOptions o = options(c.seed, c.schedule, c.memory_model);
     o.progress = isatty(2) != 0;
     if (!c.trace.empty()) o.trace = &trace;
     scenario::ReplayResult r = scenario::replay(s, o);
     std::printf("%s", r.summary.c_str());
     if (!r.met && !r.detail.empty()) std::printf("%s\n", r.detail.c_str());
-    if (!r.met)
-      std::printf("replay: doorbell replay %s --seed %llu --schedule %s\n", s.file.c_str(),
-                  (unsigned long long)r.report["seed"].get<uint64_t>(), r.report["schedule"].get<std::string>().c_str());
+    if (!r.met) std::printf("replay: %s\n", replay_line(s.file, r.report).c_str());
     missed += !r.met;
     all.push_back(r.report);
   }
@@ -55,22 +61,29 @@ int run_replay(const ReplayCmd& c) {
   return missed == 0 ? 0 : 1;
 }
 
-int run_explore(const std::string& file, uint64_t seeds, const std::string& schedule) {
+int run_explore(const std::string& file, uint64_t seeds, const std::string& schedule, const std::string& memory_model) {
   Result<scenario::Scenario> s = scenario::parse_file(file);
   if (!s) {
     std::fprintf(stderr, "%s\n", s.status().message().c_str());
     return 2;
   }
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
-    scenario::ReplayResult r = scenario::replay(*s, options(seed, schedule));
+    scenario::ReplayResult r = scenario::replay(*s, options(seed, schedule, memory_model));
     if (!r.met) {
-      std::printf("%s: seed %llu: %s (expected %s)\n%s\nreplay: doorbell replay %s --seed %llu --schedule %s\n", s->name.c_str(),
-                  (unsigned long long)seed, r.outcome.c_str(), r.report["expected"].get<std::string>().c_str(), r.detail.c_str(),
-                  file.c_str(), (unsigned long long)seed, r.report["schedule"].get<std::string>().c_str());
+      std::printf("%s: seed %llu: %s (expected %s)\n%s\nreplay: %s\n", s->name.c_str(), (unsigned long long)seed,
+                  r.outcome.c_str(), r.report["expected"].get<std::string>().c_str(), r.detail.c_str(),
+                  replay_line(file, r.report).c_str());
       return 1;
     }
   }
   std::printf("%s: %llu seeds, every one met its expectation\n", s->name.c_str(), (unsigned long long)seeds);
+  return 0;
+}
+
+int run_litmus(uint64_t runs, const std::string& memory_model) {
+  const auto m = memory_model == "sc" ? gpu_sim::MemoryModel::kSc : gpu_sim::MemoryModel::kWeak;
+  std::printf("weak outcomes in %llu runs (seeds 1..%llu) per cell; (forbidden): the PTX memory model forbids it there\n\n%s",
+              (unsigned long long)runs, (unsigned long long)runs, gpu_sim::litmus_table(runs, 1, m).c_str());
   return 0;
 }
 

@@ -12,6 +12,7 @@ struct ReplayCmd {
   std::vector<std::string> files;
   std::optional<uint64_t> seed;
   std::string schedule;  // empty: the scenario's
+  std::string memory_model;  // empty: the scenario's (sc | weak)
   std::string report;    // JSON report path
   std::string trace;     // Chrome / Perfetto trace path (one scenario)
 };
@@ -19,7 +20,9 @@ struct ReplayCmd {
 // Exit status: 0 every expectation met, 1 one was not, 2 a scenario file is malformed.
 int run_replay(const ReplayCmd& c);
 // Seeds 1..n until one misses its expectation; prints the command that replays it.
-int run_explore(const std::string& file, uint64_t seeds, const std::string& schedule);
+int run_explore(const std::string& file, uint64_t seeds, const std::string& schedule, const std::string& memory_model);
+// The litmus suite on the CPU model (and the PTX verdict per cell).
+int run_litmus(uint64_t runs, const std::string& memory_model);
 // One line per scenario file in dir.
 int run_list(const std::string& dir);
 

@@ -336,7 +336,6 @@ void Scheduler::complete_collective(Agent& a) {
 
 void Scheduler::finish_lane(Agent& a, Lane& l) {
   l.state = Lane::State::kDone;
-  if (weak_ && l.mem_thread != WeakMemory::kNoThread && weak_->drain_thread(l.mem_thread)) ++version_;
   --a.live;
   if (a.arrived != 0 && a.arrived == a.live) complete_collective(a);
   if (a.barrier != nullptr && --a.barrier->live != 0 && a.barrier->arrived == a.barrier->live) a.barrier->release();

@@ -70,14 +70,17 @@ void WeakMemory::count_lines(const Entry& e, int delta) {
 
 // ---- memory's recent values ----
 
-void WeakMemory::record(uintptr_t word) {
+void WeakMemory::record(uintptr_t word, uint64_t visible_since) {
   History& h = hist_[word];
   uint64_t cur;
   std::memcpy(&cur, reinterpret_cast<const void*>(word), kWord);
   for (uint32_t i = std::min<uint32_t>(h.n, 2); i > 0; --i) h.old[i] = h.old[i - 1];
   h.old[0] = {h.start, cur};
   h.n = std::min<uint32_t>(h.n + 1, 3);
-  h.start = ++clock_;
+  // A store other threads could already see (promoted by a fence) counts from then: a
+  // reader that synchronised after that point must not miss it once it drains.
+  ++clock_;
+  h.start = visible_since != 0 ? std::max(visible_since, h.old[0].start) : clock_;
 }
 
 void WeakMemory::device_write(const void* addr, size_t len) {
@@ -85,7 +88,7 @@ void WeakMemory::device_write(const void* addr, size_t len) {
   const auto a = reinterpret_cast<uintptr_t>(addr);
   const bool all = len <= kTrackAll;  // bulk payloads: only words GPU threads already track
   for (uintptr_t w = a & ~(kWord - 1); w < a + len; w += kWord)
-    if (all || hist_.count(w) != 0) record(w);
+    if (all || hist_.count(w) != 0) record(w, 0);
 }
 
 void WeakMemory::device_read(const void* addr, size_t len, const char* who, const char* what, uint64_t index) {
@@ -159,8 +162,8 @@ void WeakMemory::drain(uint64_t seq) {
   --threads_[e.thread].buffered;
   Thread& owner = threads_[e.thread];
   for (uintptr_t w = e.addr & ~(kWord - 1); w < e.addr + e.len; w += kWord) {
-    record(w);
-    owner.floor[w] = clock_;  // the writer never reads below its own store
+    record(w, e.level != 0 ? e.vis : 0);
+    owner.floor[w] = hist_[w].start;  // the writer never reads below its own store
   }
   std::memcpy(reinterpret_cast<void*>(e.addr), e.bytes, e.len);
 }
@@ -204,22 +207,25 @@ void WeakMemory::rmw(uint32_t t, void* addr, size_t len) {
   if (line_busy(a, len)) drain_matching([&](const Entry& e) { return overlaps(e.addr, e.len, a, len) && visible(e, t); });
   Thread& th = threads_[t];
   for (uintptr_t w = a & ~(kWord - 1); w < a + len; w += kWord) {
-    record(w);
+    record(w, 0);
     th.floor[w] = clock_;
   }
 }
 
 // ---- loads ----
 
-// The 8 bytes at `word` as thread t may see them: one of memory's recent values or a
-// buffered store visible to t, no older than its view allows; its own stores forward.
+// The 8 bytes at `word` as thread t may see them. Candidates in coherence order: memory's
+// recent values, then buffered stores visible to t (its own included). t may read any of
+// them not superseded before its view (its last acquire or fence) and not older than what it
+// read or stored before.
 uint64_t WeakMemory::view_word(uint32_t t, uintptr_t word) {
   Thread& th = threads_[t];
   struct Cand {
     uint64_t start, value;
   };
-  Cand c[12];
-  uint32_t n = 0;
+  constexpr uint32_t kMax = 16;
+  Cand c[kMax];
+  uint32_t n = 0, own = 0;  // own: the first candidate at or after t's newest own store
   uint64_t cur;
   std::memcpy(&cur, reinterpret_cast<const void*>(word), kWord);
   auto h = hist_.find(word);
@@ -229,21 +235,26 @@ uint64_t WeakMemory::view_word(uint32_t t, uintptr_t word) {
   } else {
     c[n++] = {0, cur};
   }
-  const bool busy = line_busy(word, kWord);
-  if (busy)
+  if (line_busy(word, kWord))
     for (const Entry& e : pending_) {
-      if (e.thread == t || !visible(e, t) || !overlaps(e.addr, e.len, word, kWord) || n == 12) continue;
+      if (!visible(e, t) || !overlaps(e.addr, e.len, word, kWord)) continue;
       uint64_t v = c[n - 1].value;
       const uintptr_t lo = std::max(e.addr, word), hi = std::min(e.addr + e.len, word + kWord);
       std::memcpy(reinterpret_cast<uint8_t*>(&v) + (lo - word), e.bytes + (lo - e.addr), hi - lo);
-      c[n++] = {e.vis, v};
+      if (n == kMax) {  // too many: fold the oldest pending candidate away
+        for (uint32_t i = 1; i + 1 < kMax; ++i) c[i] = c[i + 1];
+        --n;
+        own = own > 0 ? own - 1 : 0;
+      }
+      c[n++] = {e.thread == t ? 0 : e.vis, v};
+      if (e.thread == t) own = n - 1;
     }
   uint32_t pick = n - 1;
-  if (n > 1 && rand(256) < stale_per_256_) {
+  if (n - own > 1 && rand(256) < stale_per_256_) {
     auto f = th.floor.find(word);
     const uint64_t bound = std::max(th.horizon, f == th.floor.end() ? 0 : f->second);
     uint32_t first = n - 1;  // the oldest candidate still readable: superseded after `bound`
-    while (first > 0 && c[first].start > bound) --first;
+    while (first > own && c[first].start > bound) --first;
     pick = first + rand(n - first);
   }
   if (pick != n - 1) {
@@ -255,14 +266,7 @@ uint64_t WeakMemory::view_word(uint32_t t, uintptr_t word) {
     uint64_t& fl = th.floor[word];
     fl = std::max(fl, c[pick].start);
   }
-  uint64_t v = c[pick].value;
-  if (busy)
-    for (const Entry& e : pending_) {
-      if (e.thread != t || !overlaps(e.addr, e.len, word, kWord)) continue;
-      const uintptr_t lo = std::max(e.addr, word), hi = std::min(e.addr + e.len, word + kWord);
-      std::memcpy(reinterpret_cast<uint8_t*>(&v) + (lo - word), e.bytes + (lo - e.addr), hi - lo);
-    }
-  return v;
+  return c[pick].value;
 }
 
 void WeakMemory::load(uint32_t t, const void* addr, void* dst, size_t len) {

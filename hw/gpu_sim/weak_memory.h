@@ -103,7 +103,7 @@ class WeakMemory final : public mem::Observer {
   void count_lines(const Entry& e, int delta);
   void drain(uint64_t seq);
   void drain_matching(const std::function<bool(const Entry&)>& pred);
-  void record(uintptr_t word);
+  void record(uintptr_t word, uint64_t visible_since);
   uint64_t view_word(uint32_t t, uintptr_t word);
   void catch_up(Thread& th);
   std::string name_of(const void* addr) const;

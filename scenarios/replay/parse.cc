@@ -1,5 +1,7 @@
 #include "scenarios/replay/parse.h"
 
+#include "core/ibgda/ordering.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
@@ -100,7 +102,21 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (s["ibuf_slots"]) sc.ibuf_slots = pow2_of(s["ibuf_slots"], "ibuf_slots", 1, 1024);
   }
   if (const YAML::Node p = root["planted"]) {
-    only_keys(p, "planted", {"no_idle_doorbell", "no_carry"});
+    only_keys(p, "planted", {"no_idle_doorbell", "no_carry", "drop_ordering"});
+    if (const YAML::Node d = p["drop_ordering"]) {
+      if (!d.IsSequence()) fail(d, "'drop_ordering' must be a list of orderings");
+      for (const YAML::Node& o : d) {
+        uint32_t bit = 0;
+        for (uint32_t i = 0; i < ibgda::kOrderingCount; ++i)
+          if (o.IsScalar() && o.Scalar() == ibgda::ordering_name(1u << i)) bit = 1u << i;
+        if (bit == 0) {
+          std::string all;
+          for (uint32_t i = 0; i < ibgda::kOrderingCount; ++i) all += std::string(i ? ", " : "") + ibgda::ordering_name(1u << i);
+          fail(o, "unknown ordering (one of: " + all + ")");
+        }
+        sc.plant_drop |= bit;
+      }
+    }
     if (p["no_idle_doorbell"]) sc.plant_no_idle_doorbell = bool_of(p["no_idle_doorbell"], "no_idle_doorbell");
     if (p["no_carry"]) sc.plant_no_carry = bool_of(p["no_carry"], "no_carry");
   }
@@ -180,7 +196,8 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     }
   }
   if (const YAML::Node r = root["run"]) {
-    only_keys(r, "run", {"schedule", "seed", "response_delay", "compare"});
+    only_keys(r, "run", {"schedule", "seed", "response_delay", "compare", "memory"});
+    if (r["memory"]) sc.memory_model = choice_of(r["memory"], "memory", {"sc", "weak"});
     if (r["compare"]) sc.compare_cpu_proxy = choice_of(r["compare"], "compare", {"cpu_proxy"}) == "cpu_proxy";
     if (r["schedule"]) sc.schedule = choice_of(r["schedule"], "schedule", {"random", "pct", "timed"});
     if (r["seed"]) sc.seed = uint_of(r["seed"], "seed", 0, ~0ull);

@@ -69,6 +69,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   ReplayResult out;
   const uint64_t seed = opt.seed.value_or(sc.seed);
   const std::string schedule = opt.schedule.value_or(sc.schedule);
+  const std::string memory_model = opt.memory_model.value_or(sc.memory_model);
   const uint32_t threads = sc.ctas * sc.warps * sc.lanes;
   uint64_t max_bytes = 8;
   for (const Op& o : sc.ops) max_bytes = std::max(max_bytes, o.bytes);
@@ -90,6 +91,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   c.opt.cpu_proxy = sc.cpu_proxy;
   c.opt.plant_no_idle_doorbell = sc.plant_no_idle_doorbell;
   c.opt.plant_no_carry = sc.plant_no_carry;
+  c.opt.plant_drop = sc.plant_drop;
   c.nic_buf_on_gpumem = sc.nic_buffers_on_gpu;
   c.ibuf_slots = sc.ibuf_slots;
   c.response_delay_max = sc.response_delay;
@@ -119,6 +121,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   so.seed = seed;
   so.policy = schedule == "pct" ? gpu_sim::Policy::kPct : schedule == "timed" ? gpu_sim::Policy::kTimed : gpu_sim::Policy::kRandom;
   so.hang_spins = 512;
+  so.memory = memory_model == "weak" ? gpu_sim::MemoryModel::kWeak : gpu_sim::MemoryModel::kSc;
   if (sc.wire_gbps > 0) so.costs.wire_bytes_per_ns = sc.wire_gbps / 8;
   if (sc.pcie_gbps > 0) so.costs.pcie_bytes_per_ns = sc.pcie_gbps / 8;
   // Timeline and progress: between steps, an observer samples every QP's indices and records a
@@ -279,6 +282,9 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
         out.detail = "counter on pe " + std::to_string(pe) + " wrong";
       }
   }
+  // Weak memory: what was read stale explains an error or wrong data (hang reports have it).
+  if (out.outcome == "error" || out.outcome == "wrong-data")
+    if (std::string m = s.memory_report(); !m.empty()) out.detail += "\n" + m;
   switch (sc.expect) {
     case Expect::kCompletes:
       out.met = out.outcome == "completed" && (sc.expect_max_sim_us == 0 || r.sim_time_ns <= sc.expect_max_sim_us * 1000);
@@ -297,6 +303,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   j["scenario"] = sc.name;
   j["seed"] = seed;
   j["schedule"] = schedule;
+  j["memory_model"] = memory_model;
   j["outcome"] = out.outcome;
   j["expected"] = sc.expect == Expect::kCompletes ? "completes" : sc.expect == Expect::kHangs ? "hangs" : "errors";
   j["expectation_met"] = out.met;

@@ -17,6 +17,7 @@ namespace doorbell::scenario {
 struct ReplayOptions {
   std::optional<uint64_t> seed;  // overrides the scenario's
   std::optional<std::string> schedule;  // overrides the scenario's (random | pct | timed)
+  std::optional<std::string> memory_model;  // overrides the scenario's (sc | weak)
   nlohmann::ordered_json* trace = nullptr;  // if set: Chrome / Perfetto trace events are appended
   bool progress = false;                    // a progress line on stderr
 };

@@ -36,6 +36,7 @@ struct Scenario {
   uint32_t num_rc_per_pe = 1, qp_depth = 64, num_requests_in_batch = 32, ibuf_slots = 8;
   bool pe_major = false, cst = false, cpu_proxy = false, nic_buffers_on_gpu = true;
   bool plant_no_idle_doorbell = false, plant_no_carry = false;
+  uint32_t plant_drop = 0;               // orderings dropped (core/ibgda/ordering.h bits)
   // workload
   uint32_t ctas = 1, warps = 1, lanes = 1;
   std::vector<Op> ops;
@@ -49,6 +50,7 @@ struct Scenario {
   // run
   bool compare_cpu_proxy = false;  // also replay with a CPU proxy and report both rates
   std::string schedule = "random";  // random | pct | timed (simulated time, models/cost_model.h)
+  std::string memory_model = "sc";  // sc | weak (store buffers and stale loads: hw/gpu_sim/weak_memory.h)
   uint64_t seed = 1;
   uint32_t response_delay = 0;
   // expectation
