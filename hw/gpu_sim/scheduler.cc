@@ -206,8 +206,10 @@ uint32_t Scheduler::mem_thread() const { return cur_lane_ != nullptr ? cur_lane_
 
 void Scheduler::fence(exec::Scope s) {
   if (!weak_ || cur_lane_->mem_thread == WeakMemory::kNoThread) return;
-  point();
-  weak_->fence(cur_lane_->mem_thread, s);
+  // Stores the fence carries land one at a time, with scheduling points between them.
+  do point();
+  while (weak_->fence_step(cur_lane_->mem_thread, s));
+  weak_->acquired(cur_lane_->mem_thread);
 }
 
 double Scheduler::now() const {

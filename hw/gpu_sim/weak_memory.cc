@@ -105,9 +105,10 @@ void WeakMemory::device_read(const void* addr, size_t len, const char* who, cons
       }
     if (device_notes_.size() == kNotes) return;
     std::ostringstream os;
-    os << who << " read " << what << " " << index << " at " << name_of(addr) << " (" << len << " bytes) while "
-       << threads_[e.thread].name << "'s store to bytes " << (e.addr - a) << ".." << (e.addr - a + e.len - 1)
-       << " of it was still buffered, visible to " << kLevel[e.level] << ": it used an older " << what;
+      const uintptr_t lo = std::max(a, e.addr), hi = std::min(a + len, e.addr + e.len);
+    os << who << " read " << what << " " << index << " at " << name_of(addr) << " while " << threads_[e.thread].name
+       << "'s store to its bytes " << (lo - a) << ".." << (hi - a - 1) << " was still buffered, visible to " << kLevel[e.level]
+       << ": the device used an older value";
     device_notes_.push_back({what, os.str(), 1});
     return;
   }
@@ -186,18 +187,32 @@ void WeakMemory::catch_up(Thread& th) {
   th.floor.clear();
 }
 
-void WeakMemory::fence(uint32_t t, exec::Scope s) {
-  Thread& th = threads_[t];
-  if (s == exec::Scope::kSystem) {
-    drain_matching([&](const Entry& e) { return e.thread == t || e.level == 2 || (e.level == 1 && e.cta == th.cta); });
-  } else {
-    const uint8_t to = s == exec::Scope::kCta ? 1 : 2;
-    for (Entry& e : pending_) {
-      const bool mine = e.thread == t || (to == 2 && e.level == 1 && e.cta == th.cta);
-      if (mine && e.level < to) e.level = to, e.vis = ++clock_;
+// Stores a fence of scope s by t must carry: t's own, and (cumulativity) what t's CTA or GPU
+// could already see.
+bool WeakMemory::covered(const Entry& e, uint32_t t, exec::Scope s) const {
+  const uint8_t to = s == exec::Scope::kCta ? 1 : s == exec::Scope::kGpu ? 2 : 3;
+  if (e.level >= to) return false;
+  return e.thread == t || (to >= 2 && e.level == 1 && e.cta == threads_[t].cta) || (to == 3 && e.level == 2);
+}
+
+bool WeakMemory::fence_step(uint32_t t, exec::Scope s) {
+  uint32_t n = 0;
+  for (const Entry& e : pending_) n += covered(e, t, s);
+  if (n == 0) return false;
+  uint32_t k = rand(n);
+  for (Entry& e : pending_)
+    if (covered(e, t, s) && k-- == 0) {
+      if (s == exec::Scope::kSystem) drain(e.seq);
+      else e.level = s == exec::Scope::kCta ? 1 : 2, e.vis = ++clock_;
+      return true;
     }
+  return false;
+}
+
+void WeakMemory::fence(uint32_t t, exec::Scope s) {
+  while (fence_step(t, s)) {
   }
-  catch_up(th);
+  catch_up(threads_[t]);
 }
 
 void WeakMemory::acquired(uint32_t t) { catch_up(threads_[t]); }

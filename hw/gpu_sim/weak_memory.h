@@ -49,6 +49,10 @@ class WeakMemory final : public mem::Observer {
   void load(uint32_t t, const void* addr, void* dst, size_t len);
   void acquired(uint32_t t);  // after an acquire load: the view catches up
   void fence(uint32_t t, exec::Scope s);
+  // One step of a fence: promotes (or, at system scope, drains) one store the fence must
+  // carry, chosen from the seed; false when none is left. A fence is a series of these with
+  // scheduling points between them: until it completes, its stores land in any order.
+  bool fence_step(uint32_t t, exec::Scope s);
   // Before an atomic read-modify-write of [addr, +len): stores it must follow land first.
   void rmw(uint32_t t, void* addr, size_t len);
 
@@ -99,6 +103,7 @@ class WeakMemory final : public mem::Observer {
 
   uint32_t rand(uint32_t n);
   bool visible(const Entry& e, uint32_t t) const;
+  bool covered(const Entry& e, uint32_t t, exec::Scope s) const;
   bool line_busy(uintptr_t addr, size_t len) const;
   void count_lines(const Entry& e, int delta);
   void drain(uint64_t seq);

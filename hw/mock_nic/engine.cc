@@ -391,7 +391,7 @@ struct Engine {
 
   // Read the send DBR (16 bits meaningful) into the 64-bit producer; true if work is posted.
   static bool refresh_prod(Nic& nic, Qp& qp) {
-    read(nic, &qp.dbr->snd, sizeof qp.dbr->snd, "the DBR of qpn", qp.qpn);
+    read(nic, &qp.dbr->snd, sizeof qp.dbr->snd, "the DBR of QP", qp.qpn);
     qp.prod = qp.head + uint16_t(uint16_t(qp.dbr->snd.get()) - uint16_t(qp.head));
     return qp.head != qp.prod;
   }

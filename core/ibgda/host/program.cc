@@ -20,6 +20,7 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so) {
   c.opt.num_requests_in_batch = 1u << p.batch_log;
   c.opt.cpu_proxy = p.cpu_proxy;
   c.opt.plant_no_idle_doorbell = p.plant_no_idle_doorbell;
+  c.opt.plant_drop = p.plant_drop;
   c.ibuf_slots = p.ibuf_slots;
   c.response_delay_max = p.delay;
   c.seed = p.seed;
@@ -67,8 +68,10 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so) {
   const gpu_sim::RunResult r = s.run();
   if (r.outcome != gpu_sim::Outcome::kCompleted)
     return std::string(gpu_sim::outcome_name(r.outcome)) + " (" + s.describe() + "):\n" + r.report;
-  if (!violation.empty()) return "invariant: " + violation;
-  if (std::string e = world.first_error(); !e.empty()) return e;
+  // What broke, and what the weak memory model saw read stale (nothing in the SC mode).
+  auto failed = [&s](const std::string& why) { return why + "\n" + s.memory_report(); };
+  if (!violation.empty()) return failed("invariant: " + violation);
+  if (std::string e = world.first_error(); !e.empty()) return failed(e);
   // The sequential reference.
   std::vector<std::vector<uint64_t>> sums(p.npes, std::vector<uint64_t>(kProgramCounters));
   std::map<std::pair<uint32_t, uint32_t>, std::set<uint64_t>> olds;
@@ -78,15 +81,15 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so) {
     const uint8_t* want = world.at(o.target, ro + o.src);
     if (o.kind == Kind::kPut) got = world.at(o.target, dst + i * kProgramSlot), want = world.at(o.pe, ro + o.src);
     if (o.kind == Kind::kGet) got = world.at(o.pe, dst + i * kProgramSlot);
-    if (got != nullptr && std::memcmp(got, want, o.bytes) != 0) return "op " + std::to_string(i) + ": data differs";
+    if (got != nullptr && std::memcmp(got, want, o.bytes) != 0) return failed("op " + std::to_string(i) + ": data differs");
     if (o.kind == Kind::kFetchAdd || o.kind == Kind::kAdd) sums[o.target][o.counter] += o.add;
     if (o.kind == Kind::kFetchAdd && !olds[{o.target, o.counter}].insert(fetched[i]).second)
-      return "op " + std::to_string(i) + ": fetched a previous value twice";
+      return failed("op " + std::to_string(i) + ": fetched a previous value twice (" + std::to_string(fetched[i]) + ")");
   }
   for (uint32_t pe = 0; pe < p.npes; ++pe)
     for (uint32_t k = 0; k < kProgramCounters; ++k)
       if (*reinterpret_cast<uint64_t*>(world.at(pe, ctr + k * 8)) != sums[pe][k])
-        return "counter " + std::to_string(k) + " on pe " + std::to_string(pe) + " wrong";
+        return failed("counter " + std::to_string(k) + " on pe " + std::to_string(pe) + " wrong");
   return {};
 }
 

@@ -32,6 +32,7 @@ struct Program {
   uint32_t log_depth = 4, batch_log = 2, ibuf_slots = 8;
   bool cpu_proxy = false;
   bool plant_no_idle_doorbell = false;  // tests of the checkers only
+  uint32_t plant_drop = 0;              // orderings dropped (ordering.h), for the weak memory mode
   uint32_t delay = 0;                   // NIC model: late responses
   uint64_t seed = 1;                    // world (response delays, source bytes)
   uint64_t heap_bytes = 8ull << 20;     // per PE; the heap is allocated (and cleared) per run
@@ -40,7 +41,8 @@ struct Program {
 
 // Run `p` under a scheduler with options `so` (its observe hook is taken: the queue-index
 // invariants are checked after every step). Empty when nothing hung or errored, the
-// invariants held all along and memory equals the sequential reference; else what broke.
+// invariants held all along and memory equals the sequential reference; else what broke,
+// with the weak memory model's notes on stale reads when it ran in that mode.
 std::string run_program(const Program& p, gpu_sim::SchedOptions so);
 
 }  // namespace doorbell::ibgda
