@@ -8,7 +8,7 @@ namespace doorbell::gpu_sim {
 
 namespace {
 constexpr uintptr_t kWord = 8, kLine = 64;
-constexpr size_t kMaxBuffered = 64;   // per thread; the oldest drains when full
+constexpr size_t kMaxBuffered = 8;    // per thread; the oldest drains when full
 constexpr size_t kTrackAll = 256;     // device writes up to this size start histories
 constexpr size_t kNotes = 4;
 const char* const kLevel[] = {"its thread only", "its CTA", "the GPU"};
@@ -45,6 +45,7 @@ uint32_t WeakMemory::rand(uint32_t n) { return uint32_t(mix(rng_) >> 33) % n; }
 
 uint32_t WeakMemory::add_thread(uint32_t cta, std::string name) {
   threads_.push_back(Thread{cta, std::move(name)});
+  if (cta_level_.size() <= cta) cta_level_.resize(cta + 1);
   return uint32_t(threads_.size() - 1);
 }
 
@@ -60,12 +61,49 @@ bool WeakMemory::line_busy(uintptr_t addr, size_t len) const {
   return false;
 }
 
-void WeakMemory::count_lines(const Entry& e, int delta) {
-  for (uintptr_t l = e.addr / kLine; l <= (e.addr + e.len - 1) / kLine; ++l) {
-    uint32_t& c = lines_[l];
-    c += uint32_t(delta);
-    if (c == 0) lines_.erase(l);
+// Entries never cross a 64-byte line (store() splits them), so one line indexes each.
+void WeakMemory::index(Slot s, bool add) {
+  Entry& e = slab_[s];
+  const uintptr_t l = e.addr / kLine;
+  if (add) {
+    lines_[l].push_back(s);
+    threads_[e.thread].own.push_back(s);
+    return;
   }
+  auto it = lines_.find(l);
+  std::erase(it->second, s);
+  if (it->second.empty()) lines_.erase(it);
+  std::erase(threads_[e.thread].own, s);
+  if (e.level == 1) cta_level_[e.cta].erase({e.seq, s});
+  if (e.level == 2) gpu_level_.erase({e.seq, s});
+}
+
+void WeakMemory::promote(Entry& e, uint8_t level) {
+  const Slot s = Slot(&e - slab_.data());
+  if (e.level == 1) cta_level_[e.cta].erase({e.seq, s});
+  e.level = level;
+  e.vis = ++clock_;
+  (level == 1 ? cta_level_[e.cta] : gpu_level_).insert({e.seq, s});
+}
+
+uint64_t WeakMemory::floor_of(const Thread& th, uintptr_t word) const {
+  for (const auto& [w, v] : th.floor)
+    if (w == word) return v;
+  return 0;
+}
+
+void WeakMemory::raise_floor(Thread& th, uintptr_t word, uint64_t v) {
+  if (v <= th.horizon) return;
+  for (auto& [w, f] : th.floor)
+    if (w == word) {
+      f = std::max(f, v);
+      return;
+    }
+  if (th.floor.size() == 64) {  // too many to track: synchronise instead (only fewer outcomes)
+    catch_up(th);
+    return;
+  }
+  th.floor.push_back({word, v});
 }
 
 // ---- memory's recent values ----
@@ -93,9 +131,18 @@ void WeakMemory::device_write(const void* addr, size_t len) {
 
 void WeakMemory::device_read(const void* addr, size_t len, const char* who, const char* what, uint64_t index) {
   const auto a = reinterpret_cast<uintptr_t>(addr);
-  if (len == 0 || !line_busy(a, len)) return;
-  for (const Entry& e : pending_) {
-    if (!overlaps(e.addr, e.len, a, len)) continue;
+  if (len == 0 || lines_.empty()) return;
+  for (uintptr_t l = a / kLine; l <= (a + len - 1) / kLine; ++l) {
+    auto li = lines_.find(l);
+    if (li == lines_.end()) continue;
+    const Entry* hit = nullptr;
+    for (Slot q : li->second)
+      if (overlaps(slab_[q].addr, slab_[q].len, a, len)) {
+        hit = &slab_[q];
+        break;
+      }
+    if (hit == nullptr) continue;
+    const Entry& e = *hit;
     ++device_stale_;
     // The first note of each kind: a stale WQE is not hidden behind many benign DBR reads.
     for (DeviceNote& n : device_notes_)
@@ -105,7 +152,7 @@ void WeakMemory::device_read(const void* addr, size_t len, const char* who, cons
       }
     if (device_notes_.size() == kNotes) return;
     std::ostringstream os;
-      const uintptr_t lo = std::max(a, e.addr), hi = std::min(a + len, e.addr + e.len);
+    const uintptr_t lo = std::max(a, e.addr), hi = std::min(a + len, e.addr + e.len);
     os << who << " read " << what << " " << index << " at " << name_of(addr) << " while " << threads_[e.thread].name
        << "'s store to its bytes " << (lo - a) << ".." << (hi - a - 1) << " was still buffered, visible to " << kLevel[e.level]
        << ": the device used an older value";
@@ -118,10 +165,19 @@ void WeakMemory::device_read(const void* addr, size_t len, const char* who, cons
 
 void WeakMemory::store(uint32_t t, void* addr, const void* src, size_t len) {
   auto a = reinterpret_cast<uintptr_t>(addr);
-  const auto* s = static_cast<const uint8_t*>(src);
+  const auto* b = static_cast<const uint8_t*>(src);
   while (len != 0) {
     const uint32_t n = uint32_t(std::min<size_t>(len, kLine - (a % kLine)));
-    Entry e;
+    Slot s;
+    if (!free_.empty()) {
+      s = free_.back();
+      free_.pop_back();
+    } else {
+      s = Slot(slab_.size());
+      slab_.emplace_back();
+    }
+    Entry& e = slab_[s];
+    e.live = true;
     e.seq = ++seq_;
     e.vis = 0;
     e.addr = a;
@@ -129,56 +185,54 @@ void WeakMemory::store(uint32_t t, void* addr, const void* src, size_t len) {
     e.thread = t;
     e.cta = threads_[t].cta;
     e.level = 0;
-    std::memcpy(e.bytes, s, n);
-    pending_.push_back(e);
-    count_lines(e, +1);
-    if (++threads_[t].buffered > kMaxBuffered) {
-      for (const Entry& o : pending_)
-        if (o.thread == t) {
-          drain(o.seq);
-          break;
-        }
-    }
-    a += n, s += n, len -= n;
+    std::memcpy(e.bytes, b, n);
+    ++live_;
+    index(s, true);
+    if (threads_[t].own.size() > kMaxBuffered) drain(threads_[t].own.front());
+    a += n, b += n, len -= n;
   }
+  // The store buffer drains as the thread runs: now and then one of its older stores lands.
+  if (threads_[t].own.size() > 1 && rand(256) < drain_per_256_) drain_random_own(t);
 }
 
-// Drain store `seq` to memory, after every older overlapping store its thread could see
+void WeakMemory::drain_random_own(uint32_t t) {
+  const std::vector<Slot>& own = threads_[t].own;
+  if (!own.empty()) drain(own[rand(uint32_t(own.size()))]);
+}
+
+// Drain store `s` to memory, after every older overlapping store its thread could see
 // (per-address order: a later store never lands under an earlier one it followed).
-void WeakMemory::drain(uint64_t seq) {
-  auto it = std::find_if(pending_.begin(), pending_.end(), [seq](const Entry& e) { return e.seq == seq; });
-  if (it == pending_.end()) return;
+void WeakMemory::drain(Slot s) {
+  if (!slab_[s].live) return;
   for (;;) {
-    it = std::find_if(pending_.begin(), pending_.end(), [seq](const Entry& e) { return e.seq == seq; });
-    const Entry& e = *it;
-    auto older = std::find_if(pending_.begin(), it, [&](const Entry& o) {
-      return overlaps(o.addr, o.len, e.addr, e.len) && visible(o, e.thread);
-    });
-    if (older == it) break;
-    drain(older->seq);
+    const Entry& e = slab_[s];
+    Slot older = s;
+    for (Slot o : lines_.at(e.addr / kLine)) {
+      if (slab_[o].seq >= e.seq) break;
+      if (overlaps(slab_[o].addr, slab_[o].len, e.addr, e.len) && visible(slab_[o], e.thread)) {
+        older = o;
+        break;
+      }
+    }
+    if (older == s) break;
+    drain(older);
   }
-  const Entry e = *it;
-  pending_.erase(it);
-  count_lines(e, -1);
-  --threads_[e.thread].buffered;
+  index(s, false);
+  Entry& e = slab_[s];
+  e.live = false;
+  free_.push_back(s);
+  --live_;
   Thread& owner = threads_[e.thread];
   for (uintptr_t w = e.addr & ~(kWord - 1); w < e.addr + e.len; w += kWord) {
     record(w, e.level != 0 ? e.vis : 0);
-    owner.floor[w] = hist_[w].start;  // the writer never reads below its own store
+    raise_floor(owner, w, hist_[w].start);  // the writer never reads below its own store
   }
   std::memcpy(reinterpret_cast<void*>(e.addr), e.bytes, e.len);
 }
 
-void WeakMemory::drain_matching(const std::function<bool(const Entry&)>& pred) {
-  std::vector<uint64_t> seqs;
-  for (const Entry& e : pending_)
-    if (pred(e)) seqs.push_back(e.seq);
-  for (uint64_t s : seqs) drain(s);
-}
-
 bool WeakMemory::drain_thread(uint32_t t) {
-  if (threads_[t].buffered == 0) return false;
-  drain_matching([t](const Entry& e) { return e.thread == t; });
+  if (threads_[t].own.empty()) return false;
+  while (!threads_[t].own.empty()) drain(threads_[t].own.front());
   return true;
 }
 
@@ -196,17 +250,22 @@ bool WeakMemory::covered(const Entry& e, uint32_t t, exec::Scope s) const {
 }
 
 bool WeakMemory::fence_step(uint32_t t, exec::Scope s) {
+  const Thread& th = threads_[t];
+  // The thread's own stores the fence carries land in an order drawn from the seed; what it
+  // carries by cumulativity (already visible to its CTA or the GPU) lands oldest first.
+  Slot own[kMaxBuffered + 1];
   uint32_t n = 0;
-  for (const Entry& e : pending_) n += covered(e, t, s);
-  if (n == 0) return false;
-  uint32_t k = rand(n);
-  for (Entry& e : pending_)
-    if (covered(e, t, s) && k-- == 0) {
-      if (s == exec::Scope::kSystem) drain(e.seq);
-      else e.level = s == exec::Scope::kCta ? 1 : 2, e.vis = ++clock_;
-      return true;
-    }
-  return false;
+  for (Slot q : th.own)
+    if (covered(slab_[q], t, s)) own[n++] = q;
+  const Ordered* cum = nullptr;
+  if (s != exec::Scope::kCta && !cta_level_[th.cta].empty()) cum = &cta_level_[th.cta];
+  if (s == exec::Scope::kSystem && !gpu_level_.empty() && (cum == nullptr || *gpu_level_.begin() < *cum->begin()))
+    cum = &gpu_level_;
+  if (n == 0 && cum == nullptr) return false;
+  const Slot q = n != 0 && (cum == nullptr || rand(2) == 0) ? own[rand(n)] : cum->begin()->second;
+  if (s == exec::Scope::kSystem) drain(q);
+  else promote(slab_[q], s == exec::Scope::kCta ? 1 : 2);
+  return true;
 }
 
 void WeakMemory::fence(uint32_t t, exec::Scope s) {
@@ -219,11 +278,17 @@ void WeakMemory::acquired(uint32_t t) { catch_up(threads_[t]); }
 
 void WeakMemory::rmw(uint32_t t, void* addr, size_t len) {
   const auto a = reinterpret_cast<uintptr_t>(addr);
-  if (line_busy(a, len)) drain_matching([&](const Entry& e) { return overlaps(e.addr, e.len, a, len) && visible(e, t); });
+  for (uintptr_t l = a / kLine; l <= (a + len - 1) / kLine; ++l) {
+    auto li = lines_.find(l);
+    if (li == lines_.end()) continue;
+    const std::vector<Slot> slots = li->second;
+    for (Slot q : slots)
+      if (slab_[q].live && overlaps(slab_[q].addr, slab_[q].len, a, len) && visible(slab_[q], t)) drain(q);
+  }
   Thread& th = threads_[t];
   for (uintptr_t w = a & ~(kWord - 1); w < a + len; w += kWord) {
     record(w, 0);
-    th.floor[w] = clock_;
+    raise_floor(th, w, clock_);
   }
 }
 
@@ -234,6 +299,11 @@ void WeakMemory::rmw(uint32_t t, void* addr, size_t len) {
 // them not superseded before its view (its last acquire or fence) and not older than what it
 // read or stored before.
 uint64_t WeakMemory::view_word(uint32_t t, uintptr_t word) {
+  uint64_t cur;
+  std::memcpy(&cur, reinterpret_cast<const void*>(word), kWord);
+  auto h = hist_.find(word);
+  auto li = lines_.empty() ? lines_.end() : lines_.find(word / kLine);
+  if (h == hist_.end() && li == lines_.end()) return cur;  // nothing to choose from: memory
   Thread& th = threads_[t];
   struct Cand {
     uint64_t start, value;
@@ -241,17 +311,15 @@ uint64_t WeakMemory::view_word(uint32_t t, uintptr_t word) {
   constexpr uint32_t kMax = 16;
   Cand c[kMax];
   uint32_t n = 0, own = 0;  // own: the first candidate at or after t's newest own store
-  uint64_t cur;
-  std::memcpy(&cur, reinterpret_cast<const void*>(word), kWord);
-  auto h = hist_.find(word);
   if (h != hist_.end()) {
     for (uint32_t i = h->second.n; i > 0; --i) c[n++] = {h->second.old[i - 1].start, h->second.old[i - 1].value};
     c[n++] = {h->second.start, cur};
   } else {
     c[n++] = {0, cur};
   }
-  if (line_busy(word, kWord))
-    for (const Entry& e : pending_) {
+  if (li != lines_.end())
+    for (Slot q : li->second) {
+      const Entry& e = slab_[q];
       if (!visible(e, t) || !overlaps(e.addr, e.len, word, kWord)) continue;
       uint64_t v = c[n - 1].value;
       const uintptr_t lo = std::max(e.addr, word), hi = std::min(e.addr + e.len, word + kWord);
@@ -266,8 +334,7 @@ uint64_t WeakMemory::view_word(uint32_t t, uintptr_t word) {
     }
   uint32_t pick = n - 1;
   if (n - own > 1 && rand(256) < stale_per_256_) {
-    auto f = th.floor.find(word);
-    const uint64_t bound = std::max(th.horizon, f == th.floor.end() ? 0 : f->second);
+    const uint64_t bound = std::max(th.horizon, floor_of(th, word));
     uint32_t first = n - 1;  // the oldest candidate still readable: superseded after `bound`
     while (first > own && c[first].start > bound) --first;
     pick = first + rand(n - first);
@@ -277,10 +344,7 @@ uint64_t WeakMemory::view_word(uint32_t t, uintptr_t word) {
     if (thread_notes_.size() == kNotes) thread_notes_.erase(thread_notes_.begin());
     thread_notes_.push_back({t, word, c[pick].value, c[n - 1].value});
   }
-  if (c[pick].start > th.horizon) {
-    uint64_t& fl = th.floor[word];
-    fl = std::max(fl, c[pick].start);
-  }
+  raise_floor(th, word, c[pick].start);
   return c[pick].value;
 }
 
@@ -288,11 +352,6 @@ void WeakMemory::load(uint32_t t, const void* addr, void* dst, size_t len) {
   const auto a = reinterpret_cast<uintptr_t>(addr);
   auto* d = static_cast<uint8_t*>(dst);
   for (uintptr_t w = a & ~(kWord - 1); w < a + len; w += kWord) {
-    if (!line_busy(w, kWord) && hist_.count(w) == 0) {  // nothing to choose from: memory
-      const uintptr_t lo = std::max(a, w), hi = std::min(a + len, w + kWord);
-      std::memcpy(d + (lo - a), reinterpret_cast<const void*>(lo), hi - lo);
-      continue;
-    }
     const uint64_t v = view_word(t, w);
     const uintptr_t lo = std::max(a, w), hi = std::min(a + len, w + kWord);
     std::memcpy(d + (lo - a), reinterpret_cast<const uint8_t*>(&v) + (lo - w), hi - lo);
@@ -302,8 +361,20 @@ void WeakMemory::load(uint32_t t, const void* addr, void* dst, size_t len) {
 // ---- scheduling ----
 
 bool WeakMemory::step() {
-  if (pending_.empty() || rand(256) >= drain_per_256_) return false;
-  drain(pending_[rand(uint32_t(pending_.size()))].seq);
+  if (live_ == 0 || rand(256) >= drain_per_256_) return false;
+  // Some thread's buffer drains one store (a few tries to find a thread with any).
+  for (int tries = 0; tries < 4; ++tries) {
+    const uint32_t t = rand(uint32_t(threads_.size()));
+    if (!threads_[t].own.empty()) {
+      drain_random_own(t);
+      return true;
+    }
+  }
+  for (Slot s = 0; s < slab_.size(); ++s)
+    if (slab_[s].live) {
+      drain(s);
+      break;
+    }
   return true;
 }
 
@@ -312,8 +383,8 @@ void WeakMemory::polled(uint32_t t) {
 }
 
 bool WeakMemory::settle() {
-  bool changed = !pending_.empty();
-  drain_matching([](const Entry&) { return true; });
+  bool changed = live_ != 0;
+  for (uint32_t t = 0; t < threads_.size(); ++t) (void)drain_thread(t);
   for (Thread& th : threads_) {
     changed |= th.horizon != clock_;
     catch_up(th);

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -70,7 +71,7 @@ class WeakMemory final : public mem::Observer {
   // Drain every buffer and bring every view up to date (kernel end, hang check). True when
   // that changed anything a thread could see.
   bool settle();
-  size_t buffered() const { return pending_.size(); }
+  size_t buffered() const { return live_; }
   // Notes on stale reads (devices that missed buffered stores, threads that read a
   // superseded value); empty when there were none.
   std::string report() const;
@@ -78,7 +79,9 @@ class WeakMemory final : public mem::Observer {
   std::string describe() const;
 
  private:
+  using Slot = uint32_t;  // an entry's place in the slab
   struct Entry {
+    bool live = false;
     uint64_t seq, vis;  // store order; when it became visible beyond its thread
     uintptr_t addr;
     uint32_t len, thread, cta;
@@ -97,17 +100,21 @@ class WeakMemory final : public mem::Observer {
     uint32_t cta;
     std::string name;
     uint64_t horizon = 0;                          // versions superseded before this are gone
-    std::unordered_map<uintptr_t, uint64_t> floor; // per word: the newest version it has read
-    uint32_t buffered = 0;
+    // Per word: the newest version it has read (few: cleared by every acquire and fence).
+    std::vector<std::pair<uintptr_t, uint64_t>> floor;
+    std::vector<Slot> own;  // its buffered stores, oldest first
   };
 
   uint32_t rand(uint32_t n);
   bool visible(const Entry& e, uint32_t t) const;
   bool covered(const Entry& e, uint32_t t, exec::Scope s) const;
   bool line_busy(uintptr_t addr, size_t len) const;
-  void count_lines(const Entry& e, int delta);
-  void drain(uint64_t seq);
-  void drain_matching(const std::function<bool(const Entry&)>& pred);
+  void index(Slot s, bool add);
+  void drain(Slot s);
+  uint64_t floor_of(const Thread& th, uintptr_t word) const;
+  void raise_floor(Thread& th, uintptr_t word, uint64_t v);
+  void drain_random_own(uint32_t t);
+  void promote(Entry& e, uint8_t level);
   void record(uintptr_t word, uint64_t visible_since);
   uint64_t view_word(uint32_t t, uintptr_t word);
   void catch_up(Thread& th);
@@ -116,8 +123,13 @@ class WeakMemory final : public mem::Observer {
   uint64_t rng_;
   uint32_t drain_per_256_, stale_per_256_, refresh_per_256_;
   uint64_t clock_ = 1, seq_ = 0;
-  std::vector<Entry> pending_;                     // in store order
-  std::unordered_map<uintptr_t, uint32_t> lines_;  // 64-byte line -> buffered entries on it
+  std::vector<Entry> slab_;                                 // buffered stores (live ones)
+  std::vector<Slot> free_;
+  size_t live_ = 0;
+  std::unordered_map<uintptr_t, std::vector<Slot>> lines_;  // 64-byte line -> its stores, oldest first
+  using Ordered = std::set<std::pair<uint64_t, Slot>>;      // (seq, slot): oldest first
+  std::vector<Ordered> cta_level_;                          // per CTA: stores visible to it
+  Ordered gpu_level_;                                       // stores visible GPU-wide
   std::unordered_map<uintptr_t, History> hist_;    // 8-byte word -> recent values
   std::vector<Thread> threads_;
   std::function<std::string(const void*)> namer_;
