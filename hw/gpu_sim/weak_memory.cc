@@ -74,16 +74,22 @@ void WeakMemory::index(Slot s, bool add) {
   std::erase(it->second, s);
   if (it->second.empty()) lines_.erase(it);
   std::erase(threads_[e.thread].own, s);
-  if (e.level == 1) cta_level_[e.cta].erase({e.seq, s});
-  if (e.level == 2) gpu_level_.erase({e.seq, s});
 }
 
 void WeakMemory::promote(Entry& e, uint8_t level) {
-  const Slot s = Slot(&e - slab_.data());
-  if (e.level == 1) cta_level_[e.cta].erase({e.seq, s});
   e.level = level;
   e.vis = ++clock_;
-  (level == 1 ? cta_level_[e.cta] : gpu_level_).insert({e.seq, s});
+  (level == 1 ? cta_level_[e.cta] : gpu_level_).push_back({Slot(&e - slab_.data()), e.seq});
+}
+
+// The oldest promoted store still buffered at `level`, or null.
+const std::pair<WeakMemory::Slot, uint64_t>* WeakMemory::first_promoted(Promoted& q, uint8_t level) {
+  while (!q.empty()) {
+    const Entry& e = slab_[q.front().first];
+    if (e.live && e.seq == q.front().second && e.level == level) return &q.front();
+    q.pop_front();
+  }
+  return nullptr;
 }
 
 uint64_t WeakMemory::floor_of(const Thread& th, uintptr_t word) const {
@@ -257,12 +263,11 @@ bool WeakMemory::fence_step(uint32_t t, exec::Scope s) {
   uint32_t n = 0;
   for (Slot q : th.own)
     if (covered(slab_[q], t, s)) own[n++] = q;
-  const Ordered* cum = nullptr;
-  if (s != exec::Scope::kCta && !cta_level_[th.cta].empty()) cum = &cta_level_[th.cta];
-  if (s == exec::Scope::kSystem && !gpu_level_.empty() && (cum == nullptr || *gpu_level_.begin() < *cum->begin()))
-    cum = &gpu_level_;
+  const std::pair<Slot, uint64_t>* cum = s != exec::Scope::kCta ? first_promoted(cta_level_[th.cta], 1) : nullptr;
+  if (s == exec::Scope::kSystem)
+    if (const auto* g = first_promoted(gpu_level_, 2); g != nullptr && (cum == nullptr || g->second < cum->second)) cum = g;
   if (n == 0 && cum == nullptr) return false;
-  const Slot q = n != 0 && (cum == nullptr || rand(2) == 0) ? own[rand(n)] : cum->begin()->second;
+  const Slot q = n != 0 && (cum == nullptr || rand(2) == 0) ? own[rand(n)] : cum->first;
   if (s == exec::Scope::kSystem) drain(q);
   else promote(slab_[q], s == exec::Scope::kCta ? 1 : 2);
   return true;

@@ -21,7 +21,7 @@
 
 #include <cstdint>
 #include <functional>
-#include <set>
+#include <deque>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -127,9 +127,11 @@ class WeakMemory final : public mem::Observer {
   std::vector<Slot> free_;
   size_t live_ = 0;
   std::unordered_map<uintptr_t, std::vector<Slot>> lines_;  // 64-byte line -> its stores, oldest first
-  using Ordered = std::set<std::pair<uint64_t, Slot>>;      // (seq, slot): oldest first
-  std::vector<Ordered> cta_level_;                          // per CTA: stores visible to it
-  Ordered gpu_level_;                                       // stores visible GPU-wide
+  // Stores a fence promoted, in promotion order; drained ones are skipped lazily.
+  using Promoted = std::deque<std::pair<Slot, uint64_t>>;  // (slot, seq)
+  std::vector<Promoted> cta_level_;                        // per CTA: stores visible to it
+  Promoted gpu_level_;                                     // stores visible GPU-wide
+  const std::pair<Slot, uint64_t>* first_promoted(Promoted& q, uint8_t level);
   std::unordered_map<uintptr_t, History> hist_;    // 8-byte word -> recent values
   std::vector<Thread> threads_;
   std::function<std::string(const void*)> namer_;

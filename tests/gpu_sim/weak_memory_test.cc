@@ -36,8 +36,12 @@ TEST(WeakMemory, LitmusSuiteAgreesWithPtx) {
       if (!litmus_applies(t, p)) continue;
       const uint64_t w = run_litmus(t, p, kRuns, 1, MemoryModel::kWeak);
       const std::string cell = std::string(exec::litmus_name(t)) + " / " + litmus_place_name(p);
-      if (!ptx_allows(t, p)) EXPECT_EQ(w, 0u) << cell << ": forbidden by PTX, seen " << w << " times";
-      if (model_should_show(t, p)) EXPECT_GT(w, 0u) << cell << ": allowed by PTX, never produced";
+      if (!ptx_allows(t, p)) {
+        EXPECT_EQ(w, 0u) << cell << ": forbidden by PTX, seen " << w << " times";
+      }
+      if (model_should_show(t, p)) {
+        EXPECT_GT(w, 0u) << cell << ": allowed by PTX, never produced";
+      }
       EXPECT_EQ(run_litmus(t, p, 200, 1, MemoryModel::kSc), 0u) << cell << ": the SC mode is not weak";
     }
   std::printf("%s", litmus_table(kRuns, 1, MemoryModel::kWeak).c_str());
