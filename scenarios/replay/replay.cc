@@ -181,7 +181,8 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
       case Fault::kStaleRkey: flip_rkeys(world.state(f.pe), f.target); break;
     }
   }
-  std::vector<uint64_t> fetched;
+  // What each fetch-add returned, per target PE: the counter's values before each add.
+  std::vector<std::vector<uint64_t>> fetched(sc.pes);
   for (uint32_t pe = 0; pe < sc.pes; ++pe) {
     DevState* st = &world.state(pe);
     s.launch("pe" + std::to_string(pe), {sc.ctas, sc.warps, sc.lanes}, [&, st, pe](gpu_sim::SimCtx& ctx) {
@@ -196,7 +197,10 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
           switch (o.kind) {
             case OpKind::kPut: res = put_nbi(ctx, *st, my_slot, src, o.bytes, o.target); break;
             case OpKind::kGet: res = get_nbi(ctx, *st, my_slot, src, o.bytes, o.target); break;
-            case OpKind::kFetchAdd: res = atomic_fetch_add(ctx, *st, ctr, 1, o.target, &old); break;
+            case OpKind::kFetchAdd:
+              res = atomic_fetch_add(ctx, *st, ctr, 1, o.target, &old);
+              if (res == OpResult::kOk) fetched[o.target].push_back(old);
+              break;
             case OpKind::kAdd: res = atomic_add(ctx, *st, ctr, 1, o.target); break;
             case OpKind::kQuiet: res = quiet_all(ctx, *st); break;
           }
@@ -281,6 +285,17 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
         out.outcome = "wrong-data";
         out.detail = "counter on pe " + std::to_string(pe) + " wrong";
       }
+    // Every add of 1 saw a different previous value, each below the final count.
+    for (uint32_t pe = 0; pe < sc.pes && out.detail.empty() && !sc.phantom; ++pe) {
+      std::vector<uint64_t>& f = fetched[pe];
+      std::sort(f.begin(), f.end());
+      for (size_t i = 0; i < f.size() && out.detail.empty(); ++i)
+        if ((i > 0 && f[i] == f[i - 1]) || f[i] >= adds[pe]) {
+          out.outcome = "wrong-data";
+          out.detail = "fetch-add on pe " + std::to_string(pe) + " returned " + std::to_string(f[i]) +
+                       (i > 0 && f[i] == f[i - 1] ? " twice" : ", beyond the final count " + std::to_string(adds[pe]));
+        }
+    }
   }
   // Weak memory: what was read stale explains an error or wrong data (hang reports have it).
   if (out.outcome == "error" || out.outcome == "wrong-data")
