@@ -207,8 +207,9 @@ uint32_t Scheduler::mem_thread() const { return cur_lane_ != nullptr ? cur_lane_
 void Scheduler::fence(exec::Scope s) {
   if (!weak_ || cur_lane_->mem_thread == WeakMemory::kNoThread) return;
   // Stores the fence carries land one at a time, with scheduling points between them.
+  const uint64_t upto = weak_->last_store();
   do point();
-  while (weak_->fence_step(cur_lane_->mem_thread, s));
+  while (weak_->fence_step(cur_lane_->mem_thread, s, upto));
   weak_->acquired(cur_lane_->mem_thread);
 }
 

@@ -30,38 +30,40 @@ class SimCtx {
   uint32_t ballot(bool b) { return uint32_t(s_->collective(1, b, 0)); }
   bool all(bool b) { return ballot(b) == (cfg_.lanes == 32 ? ~0u : (1u << cfg_.lanes) - 1); }
   bool any(bool b) { return ballot(b) != 0; }
-  void syncwarp() { (void)s_->collective(2, 0, 0); }
+  // __syncwarp orders memory among the warp's lanes (bar.warp.sync), as a CTA fence each side.
+  void syncwarp() {
+    WeakMemory* w = s_->weak();
+    if (w != nullptr) w->fence(s_->mem_thread(), exec::Scope::kCta);
+    (void)s_->collective(2, 0, 0);
+    if (w != nullptr) w->acquired(s_->mem_thread());
+  }
   void sync_cta() { s_->sync_cta(); }
 
   // Atomics act on the newest value (after the stores they must follow have landed).
   template <exec::Scope S>
   uint64_t atomic_add(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
-    begin_rmw(p);
-    const uint64_t old = *p;
+    const uint64_t old = begin_rmw(p, [v](uint64_t) { return v != 0; });
     *p = old + v;
     s_->record(Access::kAdd, old, v != 0, p);
     return old;
   }
   template <exec::Scope S>
   uint64_t atomic_cas(exec::ScopeTag<S>, uint64_t* p, uint64_t expected, uint64_t desired) {
-    begin_rmw(p);
-    const uint64_t old = *p;
+    const uint64_t old = begin_rmw(p, [&](uint64_t o) { return o == expected && desired != o; });
     if (old == expected) *p = desired;
     s_->record(Access::kCas, old, old == expected && desired != old, p);
     return old;
   }
   template <exec::Scope S>
   uint64_t atomic_max(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
-    begin_rmw(p);
-    const uint64_t old = *p;
+    const uint64_t old = begin_rmw(p, [v](uint64_t o) { return v > o; });
     if (v > old) *p = v;
     s_->record(Access::kMax, old, v > old, p);
     return old;
   }
   template <exec::Scope S>
   uint64_t atomic_exch(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
-    begin_rmw(p);
-    const uint64_t old = *p;
+    const uint64_t old = begin_rmw(p, [v](uint64_t o) { return v != o; });
     *p = v;
     s_->record(Access::kExch, old, v != old, p);
     return old;
@@ -89,8 +91,9 @@ class SimCtx {
     s_->point();
     if (WeakMemory* w = s_->weak()) {
       if constexpr (O == exec::Order::kRelease || O == exec::Order::kAcqRel) w->fence(s_->mem_thread(), S);
+      const bool changed = w->store_changes(p, &v, sizeof v);
       w->store(s_->mem_thread(), p, &v, sizeof v);
-      s_->record(Access::kStore, uint64_t(v), true, p);
+      s_->record(Access::kStore, uint64_t(v), changed, p);
       return;
     }
     const bool changed = *p != v;
@@ -115,9 +118,16 @@ class SimCtx {
   bool spin(const char* what, const uint64_t* addr, uint64_t seen) { return s_->spin(what, addr, seen); }
 
  private:
-  void begin_rmw(uint64_t* p) {
+  // A scheduling point, then (weak mode) the stores the atomic must follow land and the model
+  // learns whether it writes; returns the value it acts on.
+  template <class Writes>
+  uint64_t begin_rmw(uint64_t* p, Writes writes) {
     s_->point();
-    if (WeakMemory* w = s_->weak()) w->rmw(s_->mem_thread(), p, sizeof *p);
+    if (WeakMemory* w = s_->weak()) {
+      w->rmw_begin(s_->mem_thread(), p, sizeof *p);
+      w->rmw(s_->mem_thread(), p, sizeof *p, writes(*p));
+    }
+    return *p;
   }
 
   Scheduler* s_;

@@ -82,14 +82,15 @@ void WeakMemory::promote(Entry& e, uint8_t level) {
   (level == 1 ? cta_level_[e.cta] : gpu_level_).push_back({Slot(&e - slab_.data()), e.seq});
 }
 
+bool WeakMemory::promoted(const std::pair<Slot, uint64_t>& q, uint8_t level) const {
+  const Entry& e = slab_[q.first];
+  return e.live && e.seq == q.second && e.level == level;
+}
+
 // The oldest promoted store still buffered at `level`, or null.
 const std::pair<WeakMemory::Slot, uint64_t>* WeakMemory::first_promoted(Promoted& q, uint8_t level) {
-  while (!q.empty()) {
-    const Entry& e = slab_[q.front().first];
-    if (e.live && e.seq == q.front().second && e.level == level) return &q.front();
-    q.pop_front();
-  }
-  return nullptr;
+  while (!q.empty() && !promoted(q.front(), level)) q.pop_front();
+  return q.empty() ? nullptr : &q.front();
 }
 
 uint64_t WeakMemory::floor_of(const Thread& th, uintptr_t word) const {
@@ -122,9 +123,11 @@ void WeakMemory::record(uintptr_t word, uint64_t visible_since) {
   h.old[0] = {h.start, cur};
   h.n = std::min<uint32_t>(h.n + 1, 3);
   // A store other threads could already see (promoted by a fence) counts from then: a
-  // reader that synchronised after that point must not miss it once it drains.
+  // reader that synchronised after that point must not miss it once it drains. (Starts need
+  // not grow along the history; view_word scans it from the newest.)
   ++clock_;
-  h.start = visible_since != 0 ? std::max(visible_since, h.old[0].start) : clock_;
+  h.start = visible_since != 0 ? visible_since : clock_;
+  last_write_ = clock_;
 }
 
 void WeakMemory::device_write(const void* addr, size_t len) {
@@ -206,8 +209,8 @@ void WeakMemory::drain_random_own(uint32_t t) {
   if (!own.empty()) drain(own[rand(uint32_t(own.size()))]);
 }
 
-// Drain store `s` to memory, after every older overlapping store its thread could see
-// (per-address order: a later store never lands under an earlier one it followed).
+// Drain store `s` to memory, after every older store to any of its bytes, whoever made it:
+// per address, stores land in store order, the order loads list them in.
 void WeakMemory::drain(Slot s) {
   if (!slab_[s].live) return;
   for (;;) {
@@ -215,7 +218,7 @@ void WeakMemory::drain(Slot s) {
     Slot older = s;
     for (Slot o : lines_.at(e.addr / kLine)) {
       if (slab_[o].seq >= e.seq) break;
-      if (overlaps(slab_[o].addr, slab_[o].len, e.addr, e.len) && visible(slab_[o], e.thread)) {
+      if (overlaps(slab_[o].addr, slab_[o].len, e.addr, e.len)) {
         older = o;
         break;
       }
@@ -255,7 +258,7 @@ bool WeakMemory::covered(const Entry& e, uint32_t t, exec::Scope s) const {
   return e.thread == t || (to >= 2 && e.level == 1 && e.cta == threads_[t].cta) || (to == 3 && e.level == 2);
 }
 
-bool WeakMemory::fence_step(uint32_t t, exec::Scope s) {
+bool WeakMemory::fence_step(uint32_t t, exec::Scope s, uint64_t upto) {
   const Thread& th = threads_[t];
   // The thread's own stores the fence carries land in an order drawn from the seed; what it
   // carries by cumulativity (already visible to its CTA or the GPU) lands oldest first.
@@ -263,9 +266,12 @@ bool WeakMemory::fence_step(uint32_t t, exec::Scope s) {
   uint32_t n = 0;
   for (Slot q : th.own)
     if (covered(slab_[q], t, s)) own[n++] = q;
+  // Oldest first, so what a fence carries by cumulativity is bounded by the stores made
+  // before it began (upto): others fencing meanwhile cannot keep it going.
   const std::pair<Slot, uint64_t>* cum = s != exec::Scope::kCta ? first_promoted(cta_level_[th.cta], 1) : nullptr;
   if (s == exec::Scope::kSystem)
     if (const auto* g = first_promoted(gpu_level_, 2); g != nullptr && (cum == nullptr || g->second < cum->second)) cum = g;
+  if (cum != nullptr && cum->second > upto) cum = nullptr;
   if (n == 0 && cum == nullptr) return false;
   const Slot q = n != 0 && (cum == nullptr || rand(2) == 0) ? own[rand(n)] : cum->first;
   if (s == exec::Scope::kSystem) drain(q);
@@ -274,14 +280,15 @@ bool WeakMemory::fence_step(uint32_t t, exec::Scope s) {
 }
 
 void WeakMemory::fence(uint32_t t, exec::Scope s) {
-  while (fence_step(t, s)) {
+  const uint64_t upto = seq_;
+  while (fence_step(t, s, upto)) {
   }
   catch_up(threads_[t]);
 }
 
 void WeakMemory::acquired(uint32_t t) { catch_up(threads_[t]); }
 
-void WeakMemory::rmw(uint32_t t, void* addr, size_t len) {
+void WeakMemory::rmw_begin(uint32_t t, void* addr, size_t len) {
   const auto a = reinterpret_cast<uintptr_t>(addr);
   for (uintptr_t l = a / kLine; l <= (a + len - 1) / kLine; ++l) {
     auto li = lines_.find(l);
@@ -290,11 +297,21 @@ void WeakMemory::rmw(uint32_t t, void* addr, size_t len) {
     for (Slot q : slots)
       if (slab_[q].live && overlaps(slab_[q].addr, slab_[q].len, a, len) && visible(slab_[q], t)) drain(q);
   }
+}
+
+void WeakMemory::rmw(uint32_t t, void* addr, size_t len, bool writes) {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
   Thread& th = threads_[t];
   for (uintptr_t w = a & ~(kWord - 1); w < a + len; w += kWord) {
-    record(w, 0);
-    raise_floor(th, w, clock_);
+    if (writes) record(w, 0);
+    auto h = hist_.find(w);
+    raise_floor(th, w, h != hist_.end() ? h->second.start : 0);  // it read the newest value
   }
+}
+
+bool WeakMemory::store_changes(const void* addr, const void* src, size_t len) const {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  return line_busy(a, len) || std::memcmp(addr, src, len) != 0;
 }
 
 // ---- loads ----
@@ -329,8 +346,8 @@ uint64_t WeakMemory::view_word(uint32_t t, uintptr_t word) {
       uint64_t v = c[n - 1].value;
       const uintptr_t lo = std::max(e.addr, word), hi = std::min(e.addr + e.len, word + kWord);
       std::memcpy(reinterpret_cast<uint8_t*>(&v) + (lo - word), e.bytes + (lo - e.addr), hi - lo);
-      if (n == kMax) {  // too many: fold the oldest pending candidate away
-        for (uint32_t i = 1; i + 1 < kMax; ++i) c[i] = c[i + 1];
+      if (n == kMax) {  // too many: the oldest candidate goes (one stale choice fewer)
+        for (uint32_t i = 0; i + 1 < kMax; ++i) c[i] = c[i + 1];
         --n;
         own = own > 0 ? own - 1 : 0;
       }
@@ -366,6 +383,10 @@ void WeakMemory::load(uint32_t t, const void* addr, void* dst, size_t len) {
 // ---- scheduling ----
 
 bool WeakMemory::step() {
+  // Promotion queues keep drained entries until they reach the front: prune now and then.
+  if (gpu_level_.size() > 2 * live_ + 64) std::erase_if(gpu_level_, [this](const auto& q) { return !promoted(q, 2); });
+  for (Promoted& c : cta_level_)
+    if (c.size() > 2 * live_ + 64) std::erase_if(c, [this](const auto& q) { return !promoted(q, 1); });
   if (live_ == 0 || rand(256) >= drain_per_256_) return false;
   // Some thread's buffer drains one store (a few tries to find a thread with any).
   for (int tries = 0; tries < 4; ++tries) {
@@ -391,7 +412,7 @@ bool WeakMemory::settle() {
   bool changed = live_ != 0;
   for (uint32_t t = 0; t < threads_.size(); ++t) (void)drain_thread(t);
   for (Thread& th : threads_) {
-    changed |= th.horizon != clock_;
+    changed |= th.horizon < last_write_;  // it may still read a value written over since
     catch_up(th);
   }
   return changed;

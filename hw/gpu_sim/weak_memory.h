@@ -14,6 +14,9 @@
 // never one older than a value it already read (coherence). An acquire or a fence brings the
 // view up to date. Atomics act on the newest value.
 //
+// Memory shared through the model must be whole aligned 8-byte words (histories are kept per
+// word); every object the protocols share is.
+//
 // Devices (NIC engine, host proxy) are system-scope observers: they see memory only, tell
 // the model of their writes (mem::Observer) and of reads that missed buffered stores, which
 // the model keeps as notes for hang and failure reports.
@@ -53,9 +56,14 @@ class WeakMemory final : public mem::Observer {
   // One step of a fence: promotes (or, at system scope, drains) one store the fence must
   // carry, chosen from the seed; false when none is left. A fence is a series of these with
   // scheduling points between them: until it completes, its stores land in any order.
-  bool fence_step(uint32_t t, exec::Scope s);
-  // Before an atomic read-modify-write of [addr, +len): stores it must follow land first.
-  void rmw(uint32_t t, void* addr, size_t len);
+  bool fence_step(uint32_t t, exec::Scope s, uint64_t upto);
+  uint64_t last_store() const { return seq_; }  // bounds a fence's cumulativity
+  // An atomic read-modify-write of [addr, +len): first the stores it must follow land
+  // (rmw_begin), then, just before it writes (`writes`: a failed CAS does not), rmw.
+  void rmw_begin(uint32_t t, void* addr, size_t len);
+  void rmw(uint32_t t, void* addr, size_t len, bool writes);
+  // Would a store of [src, +len) at addr by t change anything another agent could see?
+  bool store_changes(const void* addr, const void* src, size_t len) const;
 
   // ---- devices (system scope) ----
   void device_write(const void* addr, size_t len) override;
@@ -66,7 +74,7 @@ class WeakMemory final : public mem::Observer {
   bool step();
   // A failed poll by t: its view may catch up (eventual visibility).
   void polled(uint32_t t);
-  // A thread finished: its stores drain.
+  // Drain every store of thread t.
   bool drain_thread(uint32_t t);
   // Drain every buffer and bring every view up to date (kernel end, hang check). True when
   // that changed anything a thread could see.
@@ -123,6 +131,7 @@ class WeakMemory final : public mem::Observer {
   uint64_t rng_;
   uint32_t drain_per_256_, stale_per_256_, refresh_per_256_;
   uint64_t clock_ = 1, seq_ = 0;
+  uint64_t last_write_ = 0;  // clock of the latest value written over
   std::vector<Entry> slab_;                                 // buffered stores (live ones)
   std::vector<Slot> free_;
   size_t live_ = 0;
@@ -132,6 +141,7 @@ class WeakMemory final : public mem::Observer {
   std::vector<Promoted> cta_level_;                        // per CTA: stores visible to it
   Promoted gpu_level_;                                     // stores visible GPU-wide
   const std::pair<Slot, uint64_t>* first_promoted(Promoted& q, uint8_t level);
+  bool promoted(const std::pair<Slot, uint64_t>& q, uint8_t level) const;
   std::unordered_map<uintptr_t, History> hist_;    // 8-byte word -> recent values
   std::vector<Thread> threads_;
   std::function<std::string(const void*)> namer_;

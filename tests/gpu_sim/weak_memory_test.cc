@@ -109,6 +109,52 @@ TEST(WeakMemory, LoadsNeverGoBackInCoherenceOrder) {
   }
 }
 
+// Coherence with several writers: t's private store and u's GPU-visible store to one word
+// land in store order, so a thread that read u's (newer) value never reads t's afterwards.
+TEST(WeakMemory, StoresToOneWordLandInStoreOrder) {
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    WeakMemory m(seed);
+    const uint32_t t = m.add_thread(0, "t"), u = m.add_thread(1, "u");
+    alignas(64) uint64_t word = 0;
+    const uint64_t one = 1, two = 2;
+    m.store(t, &word, &one, 8);
+    m.store(u, &word, &two, 8);
+    m.fence(u, exec::Scope::kGpu);
+    uint64_t first = 0, later = 0;
+    m.load(t, &word, &first, 8);
+    for (int i = 0; i < 4; ++i) (void)m.step();
+    (void)m.settle();
+    m.load(t, &word, &later, 8);
+    EXPECT_EQ(word, 2u) << "seed " << seed;
+    EXPECT_EQ(later, 2u) << "seed " << seed << ": read " << first << " then " << later;
+  }
+}
+
+// A store a reader saw through a CTA fence stays seen after another CTA's atomic on the word
+// and after it lands: the reader never goes back to the value before it.
+TEST(WeakMemory, ASeenStoreStaysSeenAfterItLands) {
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    WeakMemory m(seed);
+    const uint32_t t = m.add_thread(0, "t"), u = m.add_thread(0, "u"), v = m.add_thread(1, "v");
+    alignas(64) uint64_t word = 0;
+    const uint64_t five = 5;
+    m.store(t, &word, &five, 8);
+    m.fence(t, exec::Scope::kCta);
+    m.acquired(u);
+    uint64_t got = 0;
+    m.load(u, &word, &got, 8);
+    ASSERT_EQ(got, 5u);
+    m.rmw_begin(v, &word, 8);  // v's add does not see t's store (not visible to CTA 1)
+    m.rmw(v, &word, 8, true);
+    word += 1;
+    (void)m.drain_thread(t);
+    for (int i = 0; i < 20; ++i) {
+      m.load(u, &word, &got, 8);
+      EXPECT_NE(got, 0u) << "seed " << seed << ": u went back to the value before t's store";
+    }
+  }
+}
+
 // The counter of the ticket-lock test, on the weak model: exact with the lock's release and
 // acquire, lost updates without them.
 uint64_t lost_updates(uint64_t seed, bool planted) {
