@@ -30,6 +30,9 @@ struct CostModel {
   double proxy_post_ns = 1000;
   // One failed iteration of a polling loop.
   double poll_ns = 50;
+  // A copy engine moving a peer copy over NVLink (cudaMemcpyAsync between two GPUs): about
+  // 395 GB/s one way measured between two H200s of one host (issue 11); 0.4 bytes/ns per GB/s.
+  double nvlink_bytes_per_ns = 395;
 };
 
 }  // namespace doorbell::models

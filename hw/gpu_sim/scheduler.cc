@@ -42,8 +42,15 @@ const char* outcome_name(Outcome o) {
   return "?";
 }
 
+// A kernel's lanes still running, and what to do when none is.
+struct LaunchDone {
+  uint64_t left = 0;
+  std::function<void()> fn;
+};
+
 struct Scheduler::Lane {
   enum class State : uint8_t { kRunnable, kCollective, kBarrier, kDone };
+  std::shared_ptr<LaunchDone> launch;
   std::unique_ptr<Fiber> fiber;
   uint32_t index = 0;
   uint32_t mem_thread = WeakMemory::kNoThread;  // kernel lanes in the weak memory model
@@ -116,8 +123,13 @@ std::string Scheduler::describe() const {
   return os.str();
 }
 
-void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::function<void(SimCtx&)> body) {
+void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::function<void(SimCtx&)> body,
+                       std::function<void()> on_done) {
+  if (aborted_) return;
   const uint32_t lanes = std::clamp<uint32_t>(cfg.lanes, 1, 32);
+  auto done = std::make_shared<LaunchDone>();
+  done->left = uint64_t(cfg.ctas) * cfg.warps_per_cta * lanes;
+  done->fn = std::move(on_done);
   LaunchConfig c = cfg;
   c.lanes = lanes;
   auto shared_body = std::make_shared<std::function<void(SimCtx&)>>(std::move(body));
@@ -131,10 +143,12 @@ void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::fu
       a->barrier = bar;
       a->name = name + "[cta " + std::to_string(cta) + " warp " + std::to_string(w) + "]";
       a->index = uint32_t(agents_.size());
+      a->clock_ns = cur_lane_ != nullptr ? now() : 0;  // launched mid-run: starts at its launcher's time
       Agent* ap = a.get();
       for (uint32_t i = 0; i < lanes; ++i) {
         auto l = std::make_unique<Lane>();
         l->index = i;
+        l->launch = done;
         if (weak_) l->mem_thread = weak_->add_thread(global_cta, a->name + " lane " + std::to_string(i));
         Lane* lp = l.get();
         l->fiber = std::make_unique<Fiber>(
@@ -339,6 +353,10 @@ void Scheduler::complete_collective(Agent& a) {
 
 void Scheduler::finish_lane(Agent& a, Lane& l) {
   l.state = Lane::State::kDone;
+  if (l.launch && --l.launch->left == 0 && l.launch->fn) {
+    l.launch->fn();  // the kernel completed: stream work behind it may start
+    ++version_;
+  }
   --a.live;
   if (a.arrived != 0 && a.arrived == a.live) complete_collective(a);
   if (a.barrier != nullptr && --a.barrier->live != 0 && a.barrier->arrived == a.barrier->live) a.barrier->release();
@@ -456,6 +474,7 @@ std::string Scheduler::hang_report() const {
       i = j;
     }
   }
+  for (const auto& r : reporters_) os << r();
   if (!watches_.empty()) {
     os << "  watched:";
     for (const Watch& w : watches_) os << " " << w.name << "=" << *w.addr;

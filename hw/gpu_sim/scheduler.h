@@ -80,13 +80,18 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Add a kernel: cfg.ctas x cfg.warps_per_cta warps; `body` runs once per lane.
-  void launch(const std::string& name, const LaunchConfig& cfg, std::function<void(SimCtx&)> body);
+  // Add a kernel: cfg.ctas x cfg.warps_per_cta warps; `body` runs once per lane. Also from
+  // inside a running agent (a kernel starting on a stream); `on_done` runs when its last lane
+  // finishes.
+  void launch(const std::string& name, const LaunchConfig& cfg, std::function<void(SimCtx&)> body,
+              std::function<void()> on_done = {});
   // Add a device agent. A daemon is stopped (its spin returns false) once every
   // non-daemon agent has finished.
   void add_agent(const std::string& name, std::function<void(AgentCtx&)> body, bool daemon = true);
   // Name a shared word: hang reports print its value and name waits on it.
   void watch(const std::string& name, const uint64_t* addr);
+  // Text appended to hang reports (e.g. which stream work waits for which).
+  void add_reporter(std::function<std::string()> fn) { reporters_.push_back(std::move(fn)); }
   // Route 64-bit MMIO stores in [base, base+size) to a device.
   void map_mmio(uint64_t base, uint64_t size, std::function<void(uint64_t addr, uint64_t value)> fn);
 
@@ -151,6 +156,7 @@ class Scheduler {
     const uint64_t* addr;
   };
   std::vector<Watch> watches_;
+  std::vector<std::function<std::string()>> reporters_;
   std::unordered_map<const void*, double> write_ns_;  // kTimed: when each word was last written
   struct Mmio {
     uint64_t base, size;

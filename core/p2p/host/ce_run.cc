@@ -1,0 +1,138 @@
+#include "core/p2p/host/ce_run.h"
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "hw/gpu_sim/sim_ctx.h"
+
+namespace doorbell::p2p {
+
+namespace {
+
+// What the send proxy needs of the host, on the CPU model: shared words through the memory
+// model, copies and events on the connection's stream.
+struct ModelHost {
+  gpu_sim::AgentCtx& a;
+  gpu_sim::CudaModel& cuda;
+  gpu_sim::StreamHandle stream;
+  const gpu_sim::EventHandle* events;
+  uint64_t load(const uint64_t* p) { return a.load64(p, "send proxy", "connection word", 0); }
+  void store(uint64_t* p, uint64_t v) { a.store64(p, v); }
+  void memcpy_async(void* dst, const void* src, uint64_t n) { cuda.memcpy_async(stream, dst, src, n); }
+  void record(uint64_t slot) { cuda.record(events[slot], stream); }
+  bool query(uint64_t slot) const { return cuda.query(events[slot]); }
+};
+
+struct Link {
+  uint32_t from, to;
+  ConnShm shm;
+  std::vector<uint8_t> send_buf, recv_fifo, src, dst;
+  Conn conn;
+  gpu_sim::StreamHandle stream = 0;
+  gpu_sim::EventHandle events[kSteps] = {};
+  ProxySub sub;
+};
+
+}  // namespace
+
+CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
+  std::vector<std::unique_ptr<Link>> links;
+  std::mt19937_64 rng(c.seed);
+  for (uint32_t f = 0; f < c.gpus; ++f)
+    for (uint32_t t = 0; t < c.gpus; ++t) {
+      if (f == t || (!c.alltoall && !(f == 0 && t == 1))) continue;
+      auto l = std::make_unique<Link>();
+      l->from = f, l->to = t;
+      l->send_buf.assign(kSteps * c.step_bytes, 0);
+      l->recv_fifo.assign(kSteps * c.step_bytes, 0);
+      l->src.resize(c.bytes);
+      for (uint8_t& b : l->src) b = uint8_t(rng());
+      l->dst.assign(c.bytes, 0);
+      l->conn = {&l->shm, l->send_buf.data(), l->recv_fifo.data(), c.step_bytes};
+      l->sub.nsteps = steps_for(c.bytes, c.step_bytes);
+      links.push_back(std::move(l));
+    }
+  std::string violation, bad_slot;
+  so.observe = [&](uint64_t, double) {
+    if (!violation.empty()) return;
+    for (const auto& l : links) {
+      const ConnShm& m = l->shm;
+      if (!(m.head <= m.tail && m.tail <= m.staged && m.staged <= m.head + kSteps))
+        violation = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) + ": head " + std::to_string(m.head) +
+                    " tail " + std::to_string(m.tail) + " staged " + std::to_string(m.staged) + " break head <= tail <= staged <= head + " +
+                    std::to_string(kSteps);
+    }
+  };
+  gpu_sim::Scheduler s(so);
+  for (const auto& l : links) {
+    const std::string n = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) + ".";
+    s.watch(n + "staged", &l->shm.staged);
+    s.watch(n + "tail", &l->shm.tail);
+    s.watch(n + "head", &l->shm.head);
+  }
+  gpu_sim::CudaModel cuda(s, {c.gpus, c.max_connections, c.copy_bytes_per_step});
+  for (uint32_t g = 0; g < c.gpus; ++g) {
+    std::vector<Link*> out, in;
+    for (const auto& l : links) {
+      if (l->from == g) out.push_back(l.get());
+      if (l->to == g) in.push_back(l.get());
+    }
+    if (out.empty() && in.empty()) continue;
+    s.add_agent("host thread gpu" + std::to_string(g), [&, g, out, in](gpu_sim::AgentCtx& a) {
+      const gpu_sim::StreamHandle ks =
+          c.kernel_stream == gpu_sim::StreamKind::kLegacyDefault ? cuda.legacy_default(g) : cuda.create_stream(g, c.kernel_stream);
+      for (Link* l : out) {
+        l->stream = c.proxy_stream == gpu_sim::StreamKind::kLegacyDefault ? cuda.legacy_default(g)
+                                                                          : cuda.create_stream(g, c.proxy_stream);
+        for (gpu_sim::EventHandle& e : l->events) e = cuda.create_event();
+      }
+      // The kernel: lane i < out moves out[i]'s steps, the rest receive.
+      const uint32_t lanes = uint32_t(out.size() + in.size());
+      cuda.launch(ks, "p2p kernel gpu" + std::to_string(g), {1, 1, lanes}, [&c, &bad_slot, out, in](gpu_sim::SimCtx& ctx) {
+        const uint32_t i = ctx.lane();
+        if (i < out.size()) {
+          (void)ce_send(ctx, out[i]->conn, 0, out[i]->src.data(), c.bytes, c.plants);
+        } else if (const Link* l = in[i - out.size()];
+                   ce_recv(ctx, l->conn, 0, in[i - out.size()]->dst.data(), c.bytes) == CeResult::kBadSlot && bad_slot.empty()) {
+          bad_slot = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) +
+                     ": the receiver found a slot without the size of the step it was told had landed";
+        }
+      });
+      a.changed();
+      // The send proxies of this GPU's connections, until they and the kernel are done.
+      for (;;) {
+        a.point();
+        bool did = false, all = true;
+        for (Link* l : out) {
+          ModelHost h{a, cuda, l->stream, l->events};
+          did |= send_proxy_progress(h, l->conn, l->sub, c.plants);
+          all &= l->sub.finished();
+        }
+        if (all && cuda.stream_idle(ks)) return;
+        if (did) a.changed();
+        else if (!a.spin("send proxy: nothing to post or complete")) return;
+      }
+    }, false);
+  }
+  CeRunResult r;
+  r.run = s.run();
+  r.bytes_copied = cuda.bytes_copied();
+  if (r.run.outcome != gpu_sim::Outcome::kCompleted) r.failure = std::string(gpu_sim::outcome_name(r.run.outcome)) + ":\n" + r.run.report;
+  else if (!violation.empty()) r.failure = "invariant: " + violation;
+  else if (!bad_slot.empty()) r.failure = bad_slot;
+  for (const auto& l : links) {
+    if (!r.failure.empty()) break;
+    for (uint64_t b = 0; b < c.bytes; ++b)
+      if (l->dst[b] != l->src[b]) {
+        r.failure = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) + ": byte " + std::to_string(b) +
+                    " (step " + std::to_string(b / c.step_bytes) + ") differs";
+        break;
+      }
+  }
+  if (!r.failure.empty()) r.failure += s.memory_report();
+  return r;
+}
+
+}  // namespace doorbell::p2p

@@ -1,0 +1,41 @@
+// The copy-engine transport on the CPU model: G GPUs, a connection per ordered pair that
+// exchanges data (send / recv from GPU 0 to 1, or an alltoall), one kernel per GPU on its
+// kernel stream (a lane per outgoing and per incoming connection), and per GPU a host thread
+// that launches the kernel and runs the send proxies of its outgoing connections (one stream
+// and NCCL_STEPS events per connection). Streams, hardware queues and copy engines are
+// gpu_sim::CudaModel's, so the two real hangs of seed 004's family can be replayed: copies on
+// the legacy default stream behind the spinning kernel, and copies queued behind it in a
+// shared hardware queue.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/p2p/ce_fifo.h"
+#include "hw/gpu_sim/cuda_model.h"
+
+namespace doorbell::p2p {
+
+struct CeRunConfig {
+  uint32_t gpus = 2;
+  bool alltoall = false;            // else: GPU 0 sends to GPU 1
+  uint64_t bytes = 4096;            // per connection
+  uint64_t step_bytes = 512;        // FIFO slot size
+  uint64_t copy_bytes_per_step = 1 << 20;  // copy engines: bytes moved per scheduling step
+  gpu_sim::StreamKind kernel_stream = gpu_sim::StreamKind::kBlocking;   // cudaStreamCreate's default
+  gpu_sim::StreamKind proxy_stream = gpu_sim::StreamKind::kNonBlocking;
+  uint32_t max_connections = 8;     // CUDA_DEVICE_MAX_CONNECTIONS
+  Plants plants;
+  uint64_t seed = 1;                // source bytes
+};
+
+struct CeRunResult {
+  gpu_sim::RunResult run;
+  std::string failure;    // empty: completed, every byte delivered once, invariants held
+  uint64_t bytes_copied = 0;
+};
+
+// Per connection, checked after every step: head <= tail <= staged <= head + NCCL_STEPS.
+CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so);
+
+}  // namespace doorbell::p2p
