@@ -102,7 +102,8 @@ bool send_proxy_progress(H& h, const Conn& c, ProxySub& sub, const Plants& pl) {
       h.load(&c.shm->staged) > sub.base + sub.transmitted) {
     const uint64_t slot = (sub.base + sub.transmitted) % kSteps;
     const uint64_t size = h.load(&c.shm->size[slot]);
-    h.memcpy_async(c.recv_fifo + slot * c.step_bytes, c.send_buf + slot * c.step_bytes, size);
+    const bool phantom = c.recv_fifo == nullptr || c.send_buf == nullptr;  // sizes only
+    h.memcpy_async(phantom ? nullptr : c.recv_fifo + slot * c.step_bytes, phantom ? nullptr : c.send_buf + slot * c.step_bytes, size);
     h.record(slot);
     ++sub.transmitted;
     did = true;

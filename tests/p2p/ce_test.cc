@@ -90,6 +90,23 @@ TEST(CeTransport, ProxyStreamSharingTheKernelsHardwareQueueHangs) {
   EXPECT_EQ(run_ce(c, opts(4)).failure, "");
 }
 
+// The scale of seed 004's stalled call, without its bytes: 8 GPUs, 4.5 GiB sent per GPU
+// (7 peers x 658 MiB, 1,316 steps of 512 KiB per connection), NCCL's sizes.
+TEST(CeTransport, EightGpuAlltoallBeyond4GiBPerGpuCompletes) {
+  CeRunConfig c;
+  c.gpus = 8;
+  c.alltoall = true;
+  c.phantom = true;
+  c.step_bytes = 512 << 10;
+  c.bytes = 658ull << 20;
+  const CeRunResult r = run_ce(c, opts(1));
+  EXPECT_EQ(r.failure, "");
+  EXPECT_EQ(r.bytes_copied, 56 * c.bytes);
+  std::printf("[doorbell] 8-GPU alltoall, %.2f GiB per GPU: %s in %llu scheduler steps, %.1f GiB copied\n",
+              7.0 * double(c.bytes) / double(1ull << 30), gpu_sim::outcome_name(r.run.outcome), (unsigned long long)r.run.steps,
+              double(r.bytes_copied) / double(1ull << 30));
+}
+
 struct Case {
   CeRunConfig c;
   bool pct = false;

@@ -18,9 +18,13 @@ struct ModelHost {
   gpu_sim::CudaModel& cuda;
   gpu_sim::StreamHandle stream;
   const gpu_sim::EventHandle* events;
+  uint64_t* copied;
   uint64_t load(const uint64_t* p) { return a.load64(p, "send proxy", "connection word", 0); }
   void store(uint64_t* p, uint64_t v) { a.store64(p, v); }
-  void memcpy_async(void* dst, const void* src, uint64_t n) { cuda.memcpy_async(stream, dst, src, n); }
+  void memcpy_async(void* dst, const void* src, uint64_t n) {
+    *copied += n;
+    cuda.memcpy_async(stream, dst, src, n);
+  }
   void record(uint64_t slot) { cuda.record(events[slot], stream); }
   bool query(uint64_t slot) const { return cuda.query(events[slot]); }
 };
@@ -33,6 +37,7 @@ struct Link {
   gpu_sim::StreamHandle stream = 0;
   gpu_sim::EventHandle events[kSteps] = {};
   ProxySub sub;
+  uint64_t copied = 0;  // bytes the proxy enqueued
 };
 
 }  // namespace
@@ -45,11 +50,13 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
       if (f == t || (!c.alltoall && !(f == 0 && t == 1))) continue;
       auto l = std::make_unique<Link>();
       l->from = f, l->to = t;
-      l->send_buf.assign(kSteps * c.step_bytes, 0);
-      l->recv_fifo.assign(kSteps * c.step_bytes, 0);
-      l->src.resize(c.bytes);
-      for (uint8_t& b : l->src) b = uint8_t(rng());
-      l->dst.assign(c.bytes, 0);
+      if (!c.phantom) {
+        l->send_buf.assign(kSteps * c.step_bytes, 0);
+        l->recv_fifo.assign(kSteps * c.step_bytes, 0);
+        l->src.resize(c.bytes);
+        for (uint8_t& b : l->src) b = uint8_t(rng());
+        l->dst.assign(c.bytes, 0);
+      }
       l->conn = {&l->shm, l->send_buf.data(), l->recv_fifo.data(), c.step_bytes};
       l->sub.nsteps = steps_for(c.bytes, c.step_bytes);
       links.push_back(std::move(l));
@@ -93,9 +100,10 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
       cuda.launch(ks, "p2p kernel gpu" + std::to_string(g), {1, 1, lanes}, [&c, &bad_slot, out, in](gpu_sim::SimCtx& ctx) {
         const uint32_t i = ctx.lane();
         if (i < out.size()) {
-          (void)ce_send(ctx, out[i]->conn, 0, out[i]->src.data(), c.bytes, c.plants);
+          (void)ce_send(ctx, out[i]->conn, 0, c.phantom ? nullptr : out[i]->src.data(), c.bytes, c.plants);
         } else if (const Link* l = in[i - out.size()];
-                   ce_recv(ctx, l->conn, 0, in[i - out.size()]->dst.data(), c.bytes) == CeResult::kBadSlot && bad_slot.empty()) {
+                   ce_recv(ctx, l->conn, 0, c.phantom ? nullptr : in[i - out.size()]->dst.data(), c.bytes) == CeResult::kBadSlot &&
+                   bad_slot.empty()) {
           bad_slot = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) +
                      ": the receiver found a slot without the size of the step it was told had landed";
         }
@@ -106,7 +114,7 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
         a.point();
         bool did = false, all = true;
         for (Link* l : out) {
-          ModelHost h{a, cuda, l->stream, l->events};
+          ModelHost h{a, cuda, l->stream, l->events, &l->copied};
           did |= send_proxy_progress(h, l->conn, l->sub, c.plants);
           all &= l->sub.finished();
         }
@@ -124,6 +132,13 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
   else if (!bad_slot.empty()) r.failure = bad_slot;
   for (const auto& l : links) {
     if (!r.failure.empty()) break;
+    const std::string name = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to);
+    if (l->shm.staged != l->sub.nsteps || l->copied != c.bytes) {
+      r.failure = name + ": the kernel staged " + std::to_string(l->shm.staged) + " steps, the proxy counted " +
+                  std::to_string(l->sub.nsteps) + " and copied " + std::to_string(l->copied) + " of " + std::to_string(c.bytes) + " bytes";
+      break;
+    }
+    if (c.phantom) continue;
     for (uint64_t b = 0; b < c.bytes; ++b)
       if (l->dst[b] != l->src[b]) {
         r.failure = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) + ": byte " + std::to_string(b) +

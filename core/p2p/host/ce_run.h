@@ -27,6 +27,7 @@ struct CeRunConfig {
   uint32_t max_connections = 8;     // CUDA_DEVICE_MAX_CONNECTIONS
   Plants plants;
   uint64_t seed = 1;                // source bytes
+  bool phantom = false;             // sizes only: no buffers, copies move no bytes (large runs)
 };
 
 struct CeRunResult {
@@ -35,7 +36,9 @@ struct CeRunResult {
   uint64_t bytes_copied = 0;
 };
 
-// Per connection, checked after every step: head <= tail <= staged <= head + NCCL_STEPS.
+// Per connection, checked after every step: head <= tail <= staged <= head + NCCL_STEPS; at
+// the end: the kernel staged exactly the proxy's nsteps, the proxy's copies sum to the bytes,
+// and (real memory) every byte arrived.
 CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so);
 
 }  // namespace doorbell::p2p
