@@ -1,0 +1,62 @@
+// The receiver's cache of remote GPU regions opened through CUDA IPC, one per endpoint
+// (SPEC §6, seed 001): opening a handle costs ~90 µs, so an opened region is kept and reused
+// for later transfers from the same remote addresses. The owner may free a buffer and get a
+// new one at the same address; the handle says which allocation it is (a buffer id), so a
+// cached region whose id differs is closed and the new one opened — delivering into the old
+// mapping would write into freed memory.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace doorbell::p2p {
+
+// What the owner sends with a transfer (cuIpcGetMemHandle's handle, reduced to its meaning).
+struct IpcHandle {
+  uint64_t base = 0, size = 0;  // the allocation the address lies in, in the owner's space
+  uint64_t buffer_id = 0;       // which allocation: differs after free + re-allocation
+};
+
+// Opens a handle (cuIpcOpenMemHandle) and closes a mapping (cuIpcCloseMemHandle).
+template <class Open, class Close>
+class IpcCache {
+ public:
+  IpcCache(Open open, Close close, bool plant_no_id_check = false)
+      : open_(open), close_(close), plant_no_id_check_(plant_no_id_check) {}
+
+  // Where remote address `va` of the allocation `h` is mapped here; opens (or reopens) on a miss.
+  uint8_t* map(const IpcHandle& h, uint64_t va) {
+    for (Entry& e : entries_)
+      if (va - e.h.base < e.h.size) {
+        if (e.h.buffer_id == h.buffer_id || plant_no_id_check_) {
+          ++hits_;
+          return e.local + (va - e.h.base);
+        }
+        close_(e.local);  // the address was freed and re-allocated: the old mapping is stale
+        e = entries_.back();
+        entries_.pop_back();
+        ++reopens_;
+        break;
+      }
+    entries_.push_back({h, open_(h)});
+    ++opens_;
+    return entries_.back().local + (va - h.base);
+  }
+
+  uint64_t hits() const { return hits_; }
+  uint64_t opens() const { return opens_; }      // ~90 µs each
+  uint64_t reopens() const { return reopens_; }  // stale entries replaced
+
+ private:
+  struct Entry {
+    IpcHandle h;
+    uint8_t* local;
+  };
+  Open open_;
+  Close close_;
+  bool plant_no_id_check_;
+  std::vector<Entry> entries_;
+  uint64_t hits_ = 0, opens_ = 0, reopens_ = 0;
+};
+
+}  // namespace doorbell::p2p

@@ -1,0 +1,255 @@
+// Lazy CUDA IPC set-up and the remote-handle cache, as properties: the set-up machine under
+// random interleavings, late CUDA initialisation (NOT-READY answers) and lost messages never
+// uses IPC between GPUs that cannot peer, never tries more than 5 times, and agrees once the
+// messages get through; the cache never delivers into a freed buffer when the owner frees
+// and re-allocates at the same address. Each property finds its planted bugs.
+#include "core/p2p/ipc_setup.h"
+#include "core/p2p/ipc_cache.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace doorbell::p2p {
+
+// One step of the cache property: the owner allocates or frees an address slot, or a transfer
+// from an offset of it arrives.
+struct CacheOp {
+  uint8_t kind;  // % 3: 0 alloc, 1 free, 2 transfer
+  uint8_t slot;
+  uint16_t offset;
+  uint8_t value;
+};
+
+inline void showValue(const CacheOp& o, std::ostream& os) {
+  os << "{" << int(o.kind % 3) << " slot " << int(o.slot % 4) << " +" << o.offset << " =" << int(o.value) << "}";
+}
+
+}  // namespace doorbell::p2p
+
+namespace rc {
+template <>
+struct Arbitrary<doorbell::p2p::CacheOp> {
+  static Gen<doorbell::p2p::CacheOp> arbitrary() {
+    return gen::build<doorbell::p2p::CacheOp>(gen::set(&doorbell::p2p::CacheOp::kind), gen::set(&doorbell::p2p::CacheOp::slot),
+                                              gen::set(&doorbell::p2p::CacheOp::offset), gen::set(&doorbell::p2p::CacheOp::value));
+  }
+};
+}  // namespace rc
+
+namespace doorbell::p2p {
+namespace {
+
+// ---- the set-up machine ----
+
+struct SetupRun {
+  bool peer_access = true;
+  uint32_t ready_at[2] = {0, 0};  // event index at which each side's CUDA is up
+  std::vector<uint32_t> events;   // encoded: what happens next (see run_setup)
+};
+
+void showValue(const SetupRun& r, std::ostream& os) {
+  os << "peer_access=" << r.peer_access << " ready_at=" << r.ready_at[0] << "," << r.ready_at[1] << " events=";
+  for (uint32_t e : r.events) os << e << " ";
+}
+
+rc::Gen<SetupRun> gen_setup() {
+  return rc::gen::exec([] {
+    SetupRun r;
+    r.peer_access = *rc::gen::arbitrary<bool>();
+    r.ready_at[0] = *rc::gen::inRange(0u, 120u);
+    r.ready_at[1] = *rc::gen::inRange(0u, 120u);
+    r.events = *rc::gen::container<std::vector<uint32_t>>(*rc::gen::inRange<size_t>(1, 120), rc::gen::arbitrary<uint32_t>());
+    return r;
+  });
+}
+
+// Runs the events; empty when every invariant held, else what broke.
+std::string run_setup(const SetupRun& r, const IpcPlants& pl) {
+  IpcEndpoint ep[2];
+  ep[0].plants = ep[1].plants = pl;
+  struct InFlight {
+    uint32_t to;
+    IpcMsg m;
+  };
+  std::vector<InFlight> net;
+  bool lost = false;
+  auto check = [&]() -> std::string {
+    for (int s = 0; s < 2; ++s) {
+      if (ep[s].ipc_usable() && !r.peer_access) return "side " + std::to_string(s) + " uses IPC between GPUs without peer access";
+      if (ep[s].tries > kIpcMaxTries) return "side " + std::to_string(s) + " tried " + std::to_string(ep[s].tries) + " times";
+      if (ep[s].state == IpcState::kOk && !ep[1 - s].ipc_usable())
+        return "side " + std::to_string(s) + " is OK while the peer is " + ipc_state_name(ep[1 - s].state);
+    }
+    return {};
+  };
+  auto deliver = [&](size_t i) {
+    const InFlight f = net[i];
+    net.erase(net.begin() + long(i));
+    const IpcMsg answer = ep[f.to].on_message(f.m, r.peer_access);
+    if (answer != IpcMsg::kNone) net.push_back({1 - f.to, answer});
+  };
+  for (size_t k = 0; k < r.events.size(); ++k) {
+    for (int s = 0; s < 2; ++s) ep[s].cuda_ready = k >= r.ready_at[s];
+    const uint32_t e = r.events[k];
+    switch (e % 4) {
+      case 0:
+      case 1: {  // a GPU-buffer send on side e % 2
+        const uint32_t s = e % 2;
+        if (IpcMsg m = ep[s].on_send(); m != IpcMsg::kNone) net.push_back({1 - s, m});
+        break;
+      }
+      case 2:  // a message arrives (any order)
+        if (!net.empty()) deliver((e / 4) % net.size());
+        break;
+      case 3:  // rarely, a message is lost
+        if (!net.empty() && (e / 4) % 8 == 0) {
+          net.erase(net.begin() + long((e / 32) % net.size()));
+          lost = true;
+        }
+        break;
+    }
+    if (std::string why = check(); !why.empty()) return "after event " + std::to_string(k) + ": " + why;
+  }
+  // Quiescence: both CUDAs up, every message delivered, each side keeps sending.
+  for (int s = 0; s < 2; ++s) ep[s].cuda_ready = true;
+  for (int round = 0; round < 40; ++round) {
+    while (!net.empty()) deliver(0);
+    for (uint32_t s = 0; s < 2; ++s)
+      if (IpcMsg m = ep[s].on_send(); m != IpcMsg::kNone) net.push_back({1 - s, m});
+    if (std::string why = check(); !why.empty()) return "at the end: " + why;
+  }
+  // With nothing lost the two sides agree: both use IPC iff peer access works (or both gave up).
+  if (!lost && r.peer_access) {
+    const bool agree = (ep[0].ipc_usable() && ep[1].ipc_usable()) || (ep[0].state == IpcState::kBad && ep[1].state == IpcState::kBad);
+    if (!agree)
+      return std::string("no agreement: ") + ipc_state_name(ep[0].state) + " / " + ipc_state_name(ep[1].state);
+  }
+  return {};
+}
+
+RC_GTEST_PROP(IpcSetupProperty, NeverUsesIpcWithoutPeerAccessAndAgrees, ()) {
+  const SetupRun r = *gen_setup();
+  const std::string why = run_setup(r, {});
+  RC_LOG() << why;
+  RC_ASSERT(why.empty());
+}
+
+TEST(IpcSetupProperty, FindsPlantedBugs) {
+  IpcPlants no_check, forever;
+  no_check.ack_without_peer_check = true;
+  forever.retry_forever = true;
+  for (const IpcPlants& pl : {no_check, forever}) {
+    const bool held = rc::check(pl.retry_forever ? "retry forever" : "ACK without the peer check", [&pl] {
+      RC_ASSERT(run_setup(*gen_setup(), pl).empty());
+    });
+    EXPECT_FALSE(held) << (pl.retry_forever ? "retry forever" : "ACK without the peer check") << " was not found";
+  }
+}
+
+TEST(IpcSetup, NotReadyThenRetryThenOk) {
+  IpcEndpoint a, b;
+  b.cuda_ready = false;
+  EXPECT_EQ(a.on_send(), IpcMsg::kRequest);
+  EXPECT_EQ(b.on_message(IpcMsg::kRequest, true), IpcMsg::kNotReady);
+  (void)a.on_message(IpcMsg::kNotReady, true);
+  EXPECT_EQ(a.state, IpcState::kInit);
+  b.cuda_ready = true;
+  EXPECT_EQ(a.on_send(), IpcMsg::kRequest);
+  EXPECT_EQ(b.on_message(IpcMsg::kRequest, true), IpcMsg::kAck);
+  EXPECT_EQ(b.state, IpcState::kAcked);
+  (void)a.on_message(IpcMsg::kAck, true);
+  EXPECT_EQ(a.state, IpcState::kOk);
+  EXPECT_EQ(a.tries, 2u);
+}
+
+TEST(IpcSetup, GivesUpAfterFiveTries) {
+  IpcEndpoint a, b;
+  b.cuda_ready = false;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(a.on_send(), IpcMsg::kRequest);
+    (void)a.on_message(b.on_message(IpcMsg::kRequest, true), true);
+  }
+  EXPECT_EQ(a.on_send(), IpcMsg::kNone);
+  EXPECT_EQ(a.state, IpcState::kBad);
+}
+
+// ---- the handle cache ----
+
+// The owner's memory: four address slots of 4 KiB, each re-allocated with a new buffer id.
+struct Owner {
+  static constexpr uint64_t kSlot = 4096;
+  struct Buffer {
+    std::vector<uint8_t> bytes = std::vector<uint8_t>(kSlot);
+    bool live = true;
+    uint32_t writes_after_free = 0;
+  };
+  std::map<uint64_t, Buffer> buffers;  // by buffer id
+  uint64_t at[4] = {};                 // live buffer id at each slot (0: free)
+  uint64_t next_id = 1;
+};
+
+std::string run_cache(const std::vector<CacheOp>& ops, bool plant) {
+  Owner own;
+  auto open = [&own](const IpcHandle& h) { return own.buffers.at(h.buffer_id).bytes.data(); };
+  auto close = [](uint8_t*) {};
+  IpcCache<decltype(open), decltype(close)> cache(open, close, plant);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const CacheOp& o = ops[i];
+    const uint64_t base = 0x10000 + o.slot % 4 * Owner::kSlot;
+    uint64_t& id = own.at[o.slot % 4];
+    if (o.kind % 3 == 0 && id == 0) {
+      id = own.next_id++;
+      own.buffers[id];
+    } else if (o.kind % 3 == 1 && id != 0) {
+      own.buffers.at(id).live = false;
+      id = 0;
+    } else if (o.kind % 3 == 2 && id != 0) {
+      const uint64_t off = o.offset % Owner::kSlot;
+      uint8_t* p = cache.map({base, Owner::kSlot, id}, base + off);
+      *p = o.value;  // the transfer lands where the mapping points
+      for (auto& [bid, b] : own.buffers)
+        if (!b.live && p >= b.bytes.data() && p < b.bytes.data() + Owner::kSlot)
+          return "op " + std::to_string(i) + ": delivered into freed buffer " + std::to_string(bid) + " instead of " + std::to_string(id);
+      if (own.buffers.at(id).bytes[off] != o.value) return "op " + std::to_string(i) + ": the live buffer did not get the byte";
+    }
+  }
+  return {};
+}
+
+RC_GTEST_PROP(IpcCacheProperty, NeverDeliversIntoAFreedBuffer, (const std::vector<CacheOp>& ops)) {
+  const std::string why = run_cache(ops, false);
+  RC_LOG() << why;
+  RC_ASSERT(why.empty());
+}
+
+TEST(IpcCacheProperty, FindsAMissingBufferIdCheck) {
+  const bool held = rc::check("cache without the buffer-id check",
+                              [](const std::vector<CacheOp>& ops) { RC_ASSERT(run_cache(ops, true).empty()); });
+  EXPECT_FALSE(held);
+}
+
+TEST(IpcCache, ReopensAfterFreeAndReallocationAtTheSameAddress) {
+  std::vector<uint8_t> a(64), b(64);
+  uint64_t opened = 0;
+  auto open = [&](const IpcHandle& h) {
+    ++opened;
+    return h.buffer_id == 1 ? a.data() : b.data();
+  };
+  auto close = [](uint8_t*) {};
+  IpcCache<decltype(open), decltype(close)> c(open, close);
+  EXPECT_EQ(c.map({0x1000, 64, 1}, 0x1008), a.data() + 8);
+  EXPECT_EQ(c.map({0x1000, 64, 1}, 0x1010), a.data() + 16);  // a hit: no second open
+  EXPECT_EQ(c.map({0x1000, 64, 2}, 0x1008), b.data() + 8);   // same address, new allocation
+  EXPECT_EQ(opened, 2u);
+  EXPECT_EQ(c.hits(), 1u);
+  EXPECT_EQ(c.reopens(), 1u);
+}
+
+}  // namespace
+}  // namespace doorbell::p2p
+
