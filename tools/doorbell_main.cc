@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"sc", "weak"}));
   r->add_option("--report", rep.report, "write the JSON report here");
   r->add_option("--trace", rep.trace, "write a Chrome / Perfetto trace (queue indices, doorbells) here");
+  r->add_flag("--verbose", rep.verbose, "print per-QP tables and every hang report, not only a line per scenario");
 
   std::string ex_file, ex_schedule, ex_memory;
   uint64_t ex_seeds = 100;

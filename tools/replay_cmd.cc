@@ -46,8 +46,9 @@ int run_replay(const ReplayCmd& c) {
     o.progress = isatty(2) != 0;
     if (!c.trace.empty()) o.trace = &trace;
     scenario::ReplayResult r = scenario::replay(s, o);
-    std::printf("%s", r.summary.c_str());
-    if (!r.met && !r.detail.empty()) std::printf("%s\n", r.detail.c_str());
+    // A line per scenario; the tables and reports behind --verbose (a miss always shows why).
+    std::printf("%s", c.verbose ? r.summary.c_str() : r.summary.substr(0, r.summary.find('\n') + 1).c_str());
+    if ((!r.met || c.verbose) && !r.detail.empty()) std::printf("%s\n", r.detail.c_str());
     if (!r.met) std::printf("replay: %s\n", replay_line(s.file, r.report).c_str());
     missed += !r.met;
     all.push_back(r.report);

@@ -15,6 +15,7 @@ struct ReplayCmd {
   std::string memory_model;  // empty: the scenario's (sc | weak)
   std::string report;    // JSON report path
   std::string trace;     // Chrome / Perfetto trace path (one scenario)
+  bool verbose = false;  // per-QP tables and every report, not only a line per scenario
 };
 
 // Exit status: 0 every expectation met, 1 one was not, 2 a scenario file is malformed.

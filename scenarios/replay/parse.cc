@@ -122,7 +122,21 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   }
   const YAML::Node w = root["workload"];
   if (!w) fail(root, "missing 'workload'");
-  only_keys(w, "workload", {"ctas", "warps", "lanes", "ops", "alltoall", "dispatch"});
+  only_keys(w, "workload", {"ctas", "warps", "lanes", "ops", "alltoall", "dispatch", "p2p"});
+  if (const YAML::Node p = w["p2p"]) {
+    only_keys(p, "p2p", {"pattern", "bytes", "step_bytes", "kernel_stream", "proxy_stream", "max_connections"});
+    static const std::initializer_list<const char*> kStreams = {"legacy_default", "per_thread_default", "blocking", "non_blocking"};
+    sc.p2p.on = true;
+    if (!p["bytes"]) fail(p, "p2p needs 'bytes' (per connection)");
+    sc.p2p.bytes = uint_of(p["bytes"], "bytes", 1, 1ull << 40);
+    if (p["pattern"]) sc.p2p.alltoall = choice_of(p["pattern"], "pattern", {"alltoall", "sendrecv"}) == "alltoall";
+    if (p["step_bytes"]) sc.p2p.step_bytes = uint_of(p["step_bytes"], "step_bytes", 8, 64ull << 20);
+    if (p["kernel_stream"]) sc.p2p.kernel_stream = choice_of(p["kernel_stream"], "kernel_stream", kStreams);
+    if (p["proxy_stream"]) sc.p2p.proxy_stream = choice_of(p["proxy_stream"], "proxy_stream", kStreams);
+    if (p["max_connections"]) sc.p2p.max_connections = uint32_t(uint_of(p["max_connections"], "max_connections", 1, 32));
+    if (sc.pes < 2) fail(p, "p2p needs at least 2 GPUs (topology.pes)");
+    if (!sc.phantom && sc.p2p.bytes > (64ull << 20)) fail(p["bytes"], "more than 64 MiB per connection needs 'memory: phantom'");
+  }
   if (const YAML::Node d = w["dispatch"]) {
     only_keys(d, "dispatch", {"experts", "tokens", "topk", "token_bytes", "direction"});
     if (d["direction"]) sc.combine = choice_of(d["direction"], "direction", {"dispatch", "combine"}) == "combine";
@@ -149,7 +163,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
       fail(a["bytes_per_pe"], "more than 256 MiB per PE needs 'memory: phantom'");
   }
   const YAML::Node ops = w["ops"];
-  const bool need_ops = ops || (sc.alltoall_bytes_per_pe == 0 && sc.dispatch_experts == 0);  // generators may stand alone
+  const bool need_ops = ops || (sc.alltoall_bytes_per_pe == 0 && sc.dispatch_experts == 0 && !sc.p2p.on);  // generators may stand alone
   if (need_ops && (!ops || !ops.IsSequence() || ops.size() == 0))
     fail(ops ? ops : w, "'workload.ops' must be a non-empty list of ops");
   for (const YAML::Node& o : need_ops ? ops : YAML::Node(YAML::NodeType::Sequence)) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "scenarios/replay/generators.h"
+#include "scenarios/replay/replay_p2p.h"
 
 #include <cstdio>
 #include <cstring>
@@ -66,6 +67,7 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
 namespace {
 
 ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
+  if (sc.p2p.on) return replay_p2p(sc, opt);
   ReplayResult out;
   const uint64_t seed = opt.seed.value_or(sc.seed);
   const std::string schedule = opt.schedule.value_or(sc.schedule);

@@ -27,6 +27,17 @@ struct Fault {
   uint64_t count = 1;     // drop_doorbells: how many; doorbell_delay: engine actions
 };
 
+// A copy-engine P2P workload (core/p2p): `pes` GPUs exchange `bytes` per connection through
+// FIFOs of 8 slots, the kernel and the send proxies on streams of the given kinds.
+struct P2pWorkload {
+  bool on = false;
+  bool alltoall = true;                 // else GPU 0 sends to GPU 1
+  uint64_t bytes = 0;                   // per connection
+  uint64_t step_bytes = 512 << 10;      // FIFO slot (NCCL: 4 MiB SIMPLE buffer / 8)
+  std::string kernel_stream = "blocking", proxy_stream = "non_blocking";
+  uint32_t max_connections = 8;         // CUDA_DEVICE_MAX_CONNECTIONS
+};
+
 struct Scenario {
   std::string file, name, description;
   // topology
@@ -46,6 +57,7 @@ struct Scenario {
   uint64_t dispatch_token_bytes = 0;
   bool combine = false;                  // the dispatch's reverse: experts send tokens back
   bool phantom = false;                  // memory: phantom (sizes only, no bytes)
+  P2pWorkload p2p;
   std::vector<Fault> faults;
   // run
   bool compare_cpu_proxy = false;  // also replay with a CPU proxy and report both rates
