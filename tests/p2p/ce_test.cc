@@ -107,6 +107,47 @@ TEST(CeTransport, EightGpuAlltoallBeyond4GiBPerGpuCompletes) {
               double(r.bytes_copied) / double(1ull << 30));
 }
 
+// Seed 004's stall, hypothesis by hypothesis, at its scale (8 GPUs, 512 steps of 512 KiB per
+// connection, sizes only). Each stalls in its own way; the report gives every connection's
+// step and counters as both ends see them.
+CeRunConfig stall_case() {
+  CeRunConfig c;
+  c.gpus = 8;
+  c.alltoall = true;
+  c.phantom = true;
+  c.step_bytes = 512 << 10;
+  c.bytes = 512 * c.step_bytes;
+  return c;
+}
+
+// H1: the kernel moves 800 KiB chunks, the proxy counts 512 KiB steps: the kernels finish after
+// 328 of their steps, the proxies wait for steps 329.. of 512 that never come.
+TEST(CeStall, H1KernelAndProxyDisagreeOnTheStepCount) {
+  CeRunConfig c = stall_case();
+  c.kernel_chunk_bytes = 800 << 10;
+  const CeRunResult r = run_ce(c, opts(1));
+  ASSERT_EQ(r.run.outcome, gpu_sim::Outcome::kHang) << r.failure;
+  std::printf("%s\n", r.run.report.c_str());
+  EXPECT_NE(r.run.report.find("p2p gpu0->gpu1: send proxy at step 328 of 512 (328 posted); staged by the kernel (recvTail) 328, "
+                              "landed (tail) 328, consumed by the receiver (sendHead) 328"),
+            std::string::npos);
+}
+
+// H2: receiver-proxy streams created first push the send proxies' streams onto the kernel's
+// hardware queue: their first copies wait behind the spinning kernel, at step 0.
+TEST(CeStall, H2ProxyStreamsOutnumberHardwareQueues) {
+  CeRunConfig c = stall_case();
+  c.extra_streams = 7;  // 1 kernel + 7 receiver + 7 sender streams on 8 queues
+  const CeRunResult r = run_ce(c, opts(1));
+  ASSERT_EQ(r.run.outcome, gpu_sim::Outcome::kHang) << r.failure;
+  EXPECT_NE(r.run.report.find("send proxy at step 0 of 512 (8 posted); staged by the kernel (recvTail) 8, landed (tail) 0, "
+                              "consumed by the receiver (sendHead) 0"),
+            std::string::npos)
+      << r.run.report;
+  c.extra_streams = 0;  // kernel + 7 proxy streams fit the 8 queues
+  EXPECT_EQ(run_ce(c, opts(1)).failure, "");
+}
+
 struct Case {
   CeRunConfig c;
   bool pct = false;

@@ -43,6 +43,7 @@ struct Link {
 }  // namespace
 
 CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
+  if (c.kernel_chunk_bytes != 0 && !c.phantom) return {{}, "kernel_chunk_bytes (hypothesis H1) needs phantom memory", 0};
   std::vector<std::unique_ptr<Link>> links;
   std::mt19937_64 rng(c.seed);
   for (uint32_t f = 0; f < c.gpus; ++f)
@@ -57,7 +58,8 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
         for (uint8_t& b : l->src) b = uint8_t(rng());
         l->dst.assign(c.bytes, 0);
       }
-      l->conn = {&l->shm, l->send_buf.data(), l->recv_fifo.data(), c.step_bytes};
+      // The kernel's view of the connection (its chunk) and the proxy's (step_bytes steps).
+      l->conn = {&l->shm, l->send_buf.data(), l->recv_fifo.data(), c.kernel_chunk_bytes != 0 ? c.kernel_chunk_bytes : c.step_bytes};
       l->sub.nsteps = steps_for(c.bytes, c.step_bytes);
       links.push_back(std::move(l));
     }
@@ -80,6 +82,18 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
     s.watch(n + "head", &l->shm.head);
   }
   gpu_sim::CudaModel cuda(s, {c.gpus, c.max_connections, c.copy_bytes_per_step});
+  // Hang reports: each connection as both ends see it (NCCL's names in parentheses).
+  s.add_reporter([&links] {
+    std::string out;
+    for (const auto& l : links) {
+      if (l->sub.finished() && l->shm.head == l->shm.staged) continue;
+      out += "  p2p gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) + ": send proxy at step " +
+             std::to_string(l->sub.done) + " of " + std::to_string(l->sub.nsteps) + " (" + std::to_string(l->sub.transmitted) +
+             " posted); staged by the kernel (recvTail) " + std::to_string(l->shm.staged) + ", landed (tail) " +
+             std::to_string(l->shm.tail) + ", consumed by the receiver (sendHead) " + std::to_string(l->shm.head) + "\n";
+    }
+    return out;
+  });
   for (uint32_t g = 0; g < c.gpus; ++g) {
     std::vector<Link*> out, in;
     for (const auto& l : links) {
@@ -90,6 +104,7 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
     s.add_agent("host thread gpu" + std::to_string(g), [&, g, out, in](gpu_sim::AgentCtx& a) {
       const gpu_sim::StreamHandle ks =
           c.kernel_stream == gpu_sim::StreamKind::kLegacyDefault ? cuda.legacy_default(g) : cuda.create_stream(g, c.kernel_stream);
+      for (uint32_t k = 0; k < c.extra_streams; ++k) (void)cuda.create_stream(g, gpu_sim::StreamKind::kNonBlocking);
       for (Link* l : out) {
         l->stream = c.proxy_stream == gpu_sim::StreamKind::kLegacyDefault ? cuda.legacy_default(g)
                                                                           : cuda.create_stream(g, c.proxy_stream);

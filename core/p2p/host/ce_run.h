@@ -28,6 +28,13 @@ struct CeRunConfig {
   Plants plants;
   uint64_t seed = 1;                // source bytes
   bool phantom = false;             // sizes only: no buffers, copies move no bytes (large runs)
+  // Hypothesis H1 of the 4 GB alltoall stall (phantom only): the kernel moves chunks of this
+  // many bytes (large chunks for registered buffers) while the proxy counts step_bytes steps.
+  // 0: both use step_bytes.
+  uint64_t kernel_chunk_bytes = 0;
+  // Streams each GPU creates before its proxy streams (e.g. receiver proxies' streams): with
+  // enough of them, proxy streams wrap onto the kernel's hardware queue (hypothesis H2).
+  uint32_t extra_streams = 0;
 };
 
 struct CeRunResult {
