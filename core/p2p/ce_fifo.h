@@ -28,6 +28,10 @@ struct Conn {
   uint8_t* send_buf = nullptr;   // ceDevBuff, on the sender GPU: kSteps * step_bytes
   uint8_t* recv_fifo = nullptr;  // on the receiver GPU (opened through IPC): kSteps * step_bytes
   uint64_t step_bytes = 0;       // SIMPLE buffer / NCCL_STEPS (4 MiB / 8 = 512 KiB in NCCL)
+  // Registered buffers (direct): the proxy copies step s of the sub from src_direct + s *
+  // step_bytes straight to dst_direct + s * step_bytes; the kernel only moves the counters.
+  const uint8_t* src_direct = nullptr;
+  uint8_t* dst_direct = nullptr;
 };
 
 // Planted bugs, for tests only.
@@ -87,6 +91,7 @@ DOORBELL_HD CeResult ce_recv(C& ctx, const Conn& c, uint64_t base, uint8_t* dst,
 // One send operation (NCCL's proxy sub-args): steps [base, base + nsteps).
 struct ProxySub {
   uint64_t base = 0, nsteps = 0, transmitted = 0, done = 0;
+  uint64_t bad_size = 0;  // a staged slot's size beyond the slot: the proxy stops, nothing copied
   bool finished() const { return done == nsteps; }
 };
 
@@ -98,12 +103,21 @@ struct ProxySub {
 template <class H>
 bool send_proxy_progress(H& h, const Conn& c, ProxySub& sub, const Plants& pl) {
   bool did = false;
+  if (sub.bad_size != 0) return false;
   if (sub.transmitted < sub.done + kSteps && sub.transmitted < sub.nsteps &&
       h.load(&c.shm->staged) > sub.base + sub.transmitted) {
     const uint64_t slot = (sub.base + sub.transmitted) % kSteps;
     const uint64_t size = h.load(&c.shm->size[slot]);
-    const bool phantom = c.recv_fifo == nullptr || c.send_buf == nullptr;  // sizes only
-    h.memcpy_async(phantom ? nullptr : c.recv_fifo + slot * c.step_bytes, phantom ? nullptr : c.send_buf + slot * c.step_bytes, size);
+    if (size > c.step_bytes) {  // shared memory the GPU writes is not trusted with a copy's length
+      sub.bad_size = size;
+      return false;
+    }
+    if (c.dst_direct != nullptr) {
+      h.memcpy_async(c.dst_direct + sub.transmitted * c.step_bytes, c.src_direct + sub.transmitted * c.step_bytes, size);
+    } else {
+      const bool phantom = c.recv_fifo == nullptr || c.send_buf == nullptr;  // sizes only
+      h.memcpy_async(phantom ? nullptr : c.recv_fifo + slot * c.step_bytes, phantom ? nullptr : c.send_buf + slot * c.step_bytes, size);
+    }
     h.record(slot);
     ++sub.transmitted;
     did = true;

@@ -131,6 +131,7 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
         for (Link* l : out) {
           ModelHost h{a, cuda, l->stream, l->events, &l->copied};
           did |= send_proxy_progress(h, l->conn, l->sub, c.plants);
+          if (l->sub.bad_size != 0) return;  // reported after the run
           all &= l->sub.finished();
         }
         if (all && cuda.stream_idle(ks)) return;
@@ -142,9 +143,20 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
   CeRunResult r;
   r.run = s.run();
   r.bytes_copied = cuda.bytes_copied();
-  if (r.run.outcome != gpu_sim::Outcome::kCompleted) r.failure = std::string(gpu_sim::outcome_name(r.run.outcome)) + ":\n" + r.run.report;
-  else if (!violation.empty()) r.failure = "invariant: " + violation;
-  else if (!bad_slot.empty()) r.failure = bad_slot;
+  for (const auto& l : links)
+    if (r.failure.empty() && l->sub.bad_size != 0)
+      r.failure = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) + ": the send proxy found a staged size of " +
+                  std::to_string(l->sub.bad_size) + " B in a " + std::to_string(l->conn.step_bytes) + " B slot and stopped\n" +
+                  r.run.report;
+  if (!r.failure.empty()) {
+    // the proxy's own stop, above
+  } else if (r.run.outcome != gpu_sim::Outcome::kCompleted) {
+    r.failure = std::string(gpu_sim::outcome_name(r.run.outcome)) + ":\n" + r.run.report;
+  } else if (!violation.empty()) {
+    r.failure = "invariant: " + violation;
+  } else if (!bad_slot.empty()) {
+    r.failure = bad_slot;
+  }
   for (const auto& l : links) {
     if (!r.failure.empty()) break;
     const std::string name = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to);
