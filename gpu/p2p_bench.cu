@@ -52,7 +52,11 @@ struct CudaHost {
   void store(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
   void memcpy_async(void* dst, const void* src, uint64_t n) { CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, stream)); }
   void record(uint64_t slot) { CHECK(cudaEventRecord(events[slot], stream)); }
-  bool query(uint64_t slot) { return cudaEventQuery(events[slot]) == cudaSuccess; }
+  bool query(uint64_t slot) {
+    const cudaError_t e = cudaEventQuery(events[slot]);
+    if (e != cudaErrorNotReady) CHECK(e);  // a sticky error stops the run instead of spinning
+    return e == cudaSuccess;
+  }
 };
 
 struct Gpu {
@@ -79,7 +83,7 @@ struct Proxies {
   p2p::Conn conn[kGpus];
   uint64_t chunk = 0, step = 0;
   std::atomic<uint64_t> gen{0};
-  std::atomic<int> done{0};
+  std::atomic<int> done{0}, failed{0};
   std::atomic<bool> quit{false};
   std::vector<std::thread> threads;
 
@@ -90,14 +94,18 @@ struct Proxies {
         uint64_t seen = 0;
         for (;;) {
           uint64_t now;
-          while ((now = gen.load(std::memory_order_acquire)) == seen)
+          while ((now = gen.load(std::memory_order_acquire)) == seen) {
             if (quit.load()) return;
+            std::this_thread::yield();  // idle while NCCL is timed
+          }
           seen = now;
           CudaHost h{(*g)[i].proxy_stream, (*g)[i].events};
           p2p::ProxySub sub;
           sub.nsteps = p2p::steps_for(chunk, step);
           const p2p::Plants none{};
-          while (!sub.finished()) (void)p2p::send_proxy_progress(h, conn[i], sub, none);
+          const auto t0 = std::chrono::steady_clock::now();
+          while (!sub.finished() && sub.bad_size == 0 && seconds_since(t0) < 10) (void)p2p::send_proxy_progress(h, conn[i], sub, none);
+          if (!sub.finished()) failed.fetch_add(1);  // the kernel side gave up, or a bad size
           done.fetch_add(1, std::memory_order_release);
         }
       });
@@ -117,6 +125,8 @@ double ce_alltoall(std::vector<Gpu>& g, Proxies& px, p2p::ConnShm* shm[kGpus], u
     px.conn[i] = p2p::Conn{};
     px.conn[i].shm = shm[i];
     px.conn[i].step_bytes = step;
+    px.conn[i].direct = true;
+    px.conn[i].direct_bytes = chunk;
     px.conn[i].src_direct = g[i].send + chunk * (1 - i);
     px.conn[i].dst_direct = g[1 - i].recv + chunk * i;
   }
@@ -130,7 +140,7 @@ double ce_alltoall(std::vector<Gpu>& g, Proxies& px, p2p::ConnShm* shm[kGpus], u
     CHECK(cudaGetLastError());
     CHECK(cudaMemcpyAsync(g[i].recv + chunk * i, g[i].send + chunk * i, chunk, cudaMemcpyDeviceToDevice, g[i].local_stream));
   }
-  while (px.done.load(std::memory_order_acquire) != kGpus) {
+  while (px.done.load(std::memory_order_acquire) != kGpus) {  // the proxies give up after 10 s
   }
   for (int i = 0; i < kGpus; ++i) {
     CHECK(cudaSetDevice(i));
@@ -169,6 +179,9 @@ double nccl_alltoall(std::vector<Gpu>& g, ncclComm_t* comms, uint64_t bytes) {
 }
 #endif
 
+// Test bytes: no short period, so a copy from a wrong offset shows.
+uint8_t pattern(int gpu, uint64_t b) { return uint8_t((b * 0x9E3779B97F4A7C15ull + uint64_t(gpu) * 0x632BE59BD9B4E019ull) >> 56); }
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -198,7 +211,7 @@ int main(int argc, char** argv) {
     CHECK(cudaStreamCreateWithFlags(&g[i].local_stream, cudaStreamNonBlocking));
     for (cudaEvent_t& e : g[i].events) CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     std::vector<uint8_t> pat(max_bytes);
-    for (uint64_t b = 0; b < max_bytes; ++b) pat[b] = uint8_t(b * 131 + i * 7 + 1);
+    for (uint64_t b = 0; b < max_bytes; ++b) pat[b] = pattern(i, b);
     CHECK(cudaMemcpy(g[i].send, pat.data(), max_bytes, cudaMemcpyHostToDevice));
   }
   p2p::ConnShm* shm[kGpus];
@@ -242,16 +255,23 @@ int main(int argc, char** argv) {
     (void)ce_alltoall(g, px, shm, bytes);  // warm-up
     for (int it = 0; it < kIters; ++it) t.push_back(ce_alltoall(g, px, shm, bytes));
     print_row("doorbell CE (median of 5)", bytes, median(t));
-    // Check the data of the last run: each GPU's receive buffer holds chunk p of GPU p's send.
+    // Check one more run into cleared buffers, every byte: GPU i's receive buffer holds chunk i
+    // of each GPU p's send buffer.
     const uint64_t chunk = bytes / kGpus;
+    for (int i = 0; i < kGpus; ++i) {
+      CHECK(cudaSetDevice(i));
+      CHECK(cudaMemset(g[i].recv, 0, bytes));
+    }
+    (void)ce_alltoall(g, px, shm, bytes);
+    if (px.failed.load() != 0) std::printf("  %d proxies did not finish\n", px.failed.load()), status = 1;
     for (int i = 0; i < kGpus; ++i) {
       unsigned bad = 0;
       CHECK(cudaMemcpy(&bad, g[i].bad, sizeof bad, cudaMemcpyDeviceToHost));
       std::vector<uint8_t> got(chunk);
       for (int p = 0; p < kGpus; ++p) {
         CHECK(cudaMemcpy(got.data(), g[i].recv + chunk * p, chunk, cudaMemcpyDeviceToHost));
-        for (uint64_t b = 0; b < chunk; b += 4097)
-          if (got[b] != uint8_t((chunk * i + b) * 131 + p * 7 + 1)) {
+        for (uint64_t b = 0; b < chunk; ++b)
+          if (got[b] != pattern(p, chunk * i + b)) {
             std::printf("  WRONG DATA: GPU %d, from GPU %d, byte %llu\n", i, p, (unsigned long long)b);
             status = 1;
             break;

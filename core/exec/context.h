@@ -56,15 +56,21 @@ concept ExecContext = requires(C& c, const C& cc, uint64_t* p, const uint64_t* c
   { c.spin(static_cast<const char*>(nullptr), cp, v) } -> std::same_as<bool>;
 };
 
-// Poll `addr` until `pred(value)` holds; every failed poll is one spin. Bounded: returns
+// Poll `addr` until `pred(value)` holds, each poll an acquire of scope `s` (system scope for a
+// word another GPU or the host writes); every failed poll is one spin. Bounded: returns
 // kTimeout instead of hanging when the context gives up (a report says who waited on what).
-template <class C, class Pred>
-DOORBELL_HD WaitResult wait_until(C& ctx, const char* what, const uint64_t* addr, Pred pred) {
+template <class C, Scope S, class Pred>
+DOORBELL_HD WaitResult wait_until(C& ctx, ScopeTag<S> s, const char* what, const uint64_t* addr, Pred pred) {
   for (;;) {
-    const uint64_t v = ctx.load(gpu_scope, acquire, addr);
+    const uint64_t v = ctx.load(s, acquire, addr);
     if (pred(v)) return WaitResult::kOk;
     if (!ctx.spin(what, addr, v)) return WaitResult::kTimeout;
   }
+}
+// The same at GPU scope (words written by threads of the same GPU).
+template <class C, class Pred>
+DOORBELL_HD WaitResult wait_until(C& ctx, const char* what, const uint64_t* addr, Pred pred) {
+  return wait_until(ctx, gpu_scope, what, addr, pred);
 }
 
 }  // namespace doorbell::exec

@@ -6,6 +6,7 @@
 // stream and publishes the tail once the step's event completed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/exec/context.h"
@@ -32,6 +33,8 @@ struct Conn {
   // step_bytes straight to dst_direct + s * step_bytes; the kernel only moves the counters.
   const uint8_t* src_direct = nullptr;
   uint8_t* dst_direct = nullptr;
+  bool direct = false;           // registered buffers (src/dst_direct; null pointers: sizes only)
+  uint64_t direct_bytes = 0;     // the operation's bytes: a direct copy stays inside them
 };
 
 // Planted bugs, for tests only.
@@ -54,7 +57,7 @@ DOORBELL_HD CeResult ce_send(C& ctx, const Conn& c, uint64_t base, const uint8_t
   for (uint64_t s = 0; s < n; ++s) {
     const uint64_t step = base + s, slot = step % kSteps;
     if (!pl.sender_ignores_head &&
-        wait_until(ctx, "p2p send: slot free (step < head + NCCL_STEPS)", &c.shm->head,
+        wait_until(ctx, system_scope, "p2p send: slot free (step < head + NCCL_STEPS)", &c.shm->head,
                    [step](uint64_t head) { return step < head + kSteps; }) != WaitResult::kOk)
       return CeResult::kTimeout;
     const uint64_t size = bytes - s * c.step_bytes < c.step_bytes ? bytes - s * c.step_bytes : c.step_bytes;
@@ -74,7 +77,7 @@ DOORBELL_HD CeResult ce_recv(C& ctx, const Conn& c, uint64_t base, uint8_t* dst,
   for (uint64_t s = 0; s < n; ++s) {
     const uint64_t step = base + s, slot = step % kSteps;
     // Acquire: the copy the proxy saw complete is visible before the slot is read.
-    if (wait_until(ctx, "p2p recv: tail > step", &c.shm->tail, [step](uint64_t tail) { return tail > step; }) !=
+    if (wait_until(ctx, system_scope, "p2p recv: tail > step", &c.shm->tail, [step](uint64_t tail) { return tail > step; }) !=
         WaitResult::kOk)
       return CeResult::kTimeout;
     const uint64_t size = ctx.load(system_scope, relaxed, &c.shm->size[slot]);
@@ -108,12 +111,16 @@ bool send_proxy_progress(H& h, const Conn& c, ProxySub& sub, const Plants& pl) {
       h.load(&c.shm->staged) > sub.base + sub.transmitted) {
     const uint64_t slot = (sub.base + sub.transmitted) % kSteps;
     const uint64_t size = h.load(&c.shm->size[slot]);
-    if (size > c.step_bytes) {  // shared memory the GPU writes is not trusted with a copy's length
+    // Shared memory the GPU writes is not trusted with a copy's length.
+    const uint64_t room = c.direct ? c.direct_bytes - std::min(c.direct_bytes, sub.transmitted * c.step_bytes) : c.step_bytes;
+    if (size > room || size == 0) {
       sub.bad_size = size;
       return false;
     }
-    if (c.dst_direct != nullptr) {
-      h.memcpy_async(c.dst_direct + sub.transmitted * c.step_bytes, c.src_direct + sub.transmitted * c.step_bytes, size);
+    if (c.direct) {  // step s of the operation, s counted from the sub's base
+      const bool phantom = c.dst_direct == nullptr || c.src_direct == nullptr;
+      h.memcpy_async(phantom ? nullptr : c.dst_direct + sub.transmitted * c.step_bytes,
+                     phantom ? nullptr : c.src_direct + sub.transmitted * c.step_bytes, size);
     } else {
       const bool phantom = c.recv_fifo == nullptr || c.send_buf == nullptr;  // sizes only
       h.memcpy_async(phantom ? nullptr : c.recv_fifo + slot * c.step_bytes, phantom ? nullptr : c.send_buf + slot * c.step_bytes, size);

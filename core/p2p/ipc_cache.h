@@ -6,6 +6,7 @@
 // mapping would write into freed memory.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -27,16 +28,20 @@ class IpcCache {
   // Where remote address `va` of the allocation `h` is mapped here; opens (or reopens) on a miss.
   uint8_t* map(const IpcHandle& h, uint64_t va) {
     for (Entry& e : entries_)
-      if (va - e.h.base < e.h.size) {
-        if (e.h.buffer_id == h.buffer_id || plant_no_id_check_) {
-          ++hits_;
-          return e.local + (va - e.h.base);
-        }
-        close_(e.local);  // the address was freed and re-allocated: the old mapping is stale
-        e = entries_.back();
+      if (va - e.h.base < e.h.size && (e.h.buffer_id == h.buffer_id || plant_no_id_check_)) {
+        ++hits_;
+        return e.local + (va - e.h.base);
+      }
+    // A miss: every cached region overlapping the new allocation belongs to a freed one (the
+    // owner cannot have two live allocations there): close them all, then open.
+    for (std::size_t i = 0; i < entries_.size();)
+      if (entries_[i].h.base < h.base + h.size && h.base < entries_[i].h.base + entries_[i].h.size) {
+        close_(entries_[i].local);
+        entries_[i] = entries_.back();
         entries_.pop_back();
         ++reopens_;
-        break;
+      } else {
+        ++i;
       }
     entries_.push_back({h, open_(h)});
     ++opens_;

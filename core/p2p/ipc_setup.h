@@ -17,6 +17,9 @@ const char* ipc_state_name(IpcState s);
 enum class IpcMsg : uint8_t { kNone, kRequest, kAck, kNack, kNotReady };
 
 inline constexpr uint32_t kIpcMaxTries = 5;
+// Sends that may go by in SENT before the request counts as lost and is asked again (a lost
+// request or answer would otherwise leave the side in SENT for good).
+inline constexpr uint32_t kIpcResendAfter = 16;
 
 // Planted bugs, for tests only.
 struct IpcPlants {
@@ -27,6 +30,7 @@ struct IpcPlants {
 struct IpcEndpoint {
   IpcState state = IpcState::kInit;
   uint32_t tries = 0;      // requests sent
+  uint32_t waited = 0;     // sends since the last request, while in SENT
   bool cuda_ready = true;  // this side's CUDA is initialised (a request before it gets NOT-READY)
   IpcPlants plants;
 
@@ -35,7 +39,9 @@ struct IpcEndpoint {
 
   // A GPU-buffer send on this side: returns the control message to send first, if any.
   IpcMsg on_send() {
+    if (state == IpcState::kSent && ++waited > kIpcResendAfter) state = IpcState::kInit;  // presumed lost
     if (state != IpcState::kInit || !cuda_ready) return IpcMsg::kNone;
+    waited = 0;
     if (tries >= kIpcMaxTries && !plants.retry_forever) {
       state = IpcState::kBad;  // gave up: the host path from now on
       return IpcMsg::kNone;

@@ -85,7 +85,7 @@ uint32_t CudaModel::enqueue(StreamHandle s, Work w) {
   };
   dep(st.last);
   int64_t& ql = queue_last_[size_t(st.gpu) * cfg_.max_connections + st.queue];
-  dep(ql);  // the hardware queue runs its work in order
+  w.ahead = ql;  // the hardware queue issues its work in order
   // The legacy default stream waits for, and is waited on by, every blocking stream.
   for (const Stream& o : streams_) {
     if (o.gpu != st.gpu || &o == &st) continue;
@@ -133,6 +133,7 @@ bool CudaModel::dispatch() {
   for (uint32_t i = 0; i < work_.size(); ++i) {
     Work& w = work_[i];
     if (w.started) continue;
+    if (w.ahead >= 0 && !work_[size_t(w.ahead)].started) continue;
     if (!std::all_of(w.deps.begin(), w.deps.end(), [this](uint32_t d) { return work_[d].done; })) continue;
     w.started = any = true;
     switch (w.kind) {
@@ -181,6 +182,8 @@ std::string CudaModel::pending() const {
       os << (w.kind == Kind::kCopy ? " is running (" + std::to_string(w.moved) + " B moved)" : " is running");
     } else {
       os << " has not started; it waits for:";
+      if (w.ahead >= 0 && !work_[size_t(w.ahead)].started)
+        os << "\n    - " << describe(uint32_t(w.ahead)) << ", ahead of it in hardware queue " << w.queue << " (not started)";
       std::vector<uint32_t> seen;
       for (uint32_t d : w.deps)
         if (!work_[d].done && std::find(seen.begin(), seen.end(), d) == seen.end()) {

@@ -6,9 +6,10 @@
 // A piece of work starts once what it depends on has completed: the previous work of its
 // stream; for the legacy default stream, the last work of every blocking stream of its GPU,
 // and for a blocking stream, the last work of the legacy default stream (CUDA's implicit
-// synchronisation); an event it waits for; and the work ahead of it in its hardware queue
-// (streams share queues round-robin; one queue runs its work in order, which is how a copy
-// comes to wait for a kernel it has no dependency on). Kernels become scheduler agents when
+// synchronisation); an event it waits for. A hardware queue (streams share them round-robin)
+// issues its work in order: work starts only after everything ahead of it in its queue has
+// started, so work blocked on a dependency blocks the unrelated work queued behind it — how a
+// copy comes to wait for a kernel it has no dependency on. Kernels become scheduler agents when
 // they start; copy engines and the dispatcher are daemon agents, host threads are agents the
 // caller adds, so a deadlock among kernels, copies and proxies is a hang report that names
 // which work waits for which.
@@ -69,6 +70,7 @@ class CudaModel {
     StreamHandle stream;
     uint32_t queue;              // hardware queue on the stream's GPU
     std::vector<uint32_t> deps;  // work that must complete first
+    int64_t ahead = -1;          // the work before it in its hardware queue: must have started
     bool started = false, done = false;
     std::string name;            // kernels
     LaunchConfig cfg;

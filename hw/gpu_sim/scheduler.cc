@@ -144,6 +144,9 @@ void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::fu
       a->name = name + "[cta " + std::to_string(cta) + " warp " + std::to_string(w) + "]";
       a->index = uint32_t(agents_.size());
       a->clock_ns = cur_lane_ != nullptr ? now() : 0;  // launched mid-run: starts at its launcher's time
+      // PCT draws the priorities at the start; a kernel launched mid-run draws its own.
+      if (cur_lane_ != nullptr && opt_.policy == Policy::kPct)
+        a->priority = int64_t(opt_.pct_depth + next_rand(rng_) % (agents_.size() + 1));
       Agent* ap = a.get();
       for (uint32_t i = 0; i < lanes; ++i) {
         auto l = std::make_unique<Lane>();

@@ -124,7 +124,10 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   if (!w) fail(root, "missing 'workload'");
   only_keys(w, "workload", {"ctas", "warps", "lanes", "ops", "alltoall", "dispatch", "p2p"});
   if (const YAML::Node p = w["p2p"]) {
-    only_keys(p, "p2p", {"pattern", "bytes", "step_bytes", "kernel_stream", "proxy_stream", "max_connections"});
+    only_keys(p, "p2p", {"pattern", "bytes", "step_bytes", "kernel_stream", "proxy_stream", "max_connections", "next_kernel_queued",
+                         "registered_buffers"});
+    if (p["next_kernel_queued"]) sc.p2p.next_kernel_queued = bool_of(p["next_kernel_queued"], "next_kernel_queued");
+    if (p["registered_buffers"]) sc.p2p.registered = bool_of(p["registered_buffers"], "registered_buffers");
     static const std::initializer_list<const char*> kStreams = {"legacy_default", "per_thread_default", "blocking", "non_blocking"};
     sc.p2p.on = true;
     if (!p["bytes"]) fail(p, "p2p needs 'bytes' (per connection)");

@@ -37,6 +37,21 @@ namespace {
 ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt);
 }  // namespace
 
+void report_head(nlohmann::ordered_json& j, const Scenario& sc, uint64_t seed, const std::string& schedule,
+                 const std::string& memory_model, const ReplayResult& out, uint64_t steps, uint64_t trace_hash) {
+  char hash[32];
+  std::snprintf(hash, sizeof hash, "%016llx", (unsigned long long)trace_hash);
+  j["scenario"] = sc.name;
+  j["seed"] = seed;
+  j["schedule"] = schedule;
+  j["memory_model"] = memory_model;
+  j["outcome"] = out.outcome;
+  j["expected"] = sc.expect == Expect::kCompletes ? "completes" : sc.expect == Expect::kHangs ? "hangs" : "errors";
+  j["expectation_met"] = out.met;
+  j["steps"] = steps;
+  j["trace_hash"] = hash;
+}
+
 // With `compare: cpu_proxy` the same workload also runs with a CPU proxy posting for the GPU
 // (timed schedule), and the report carries both message rates and their ratio.
 ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
@@ -314,19 +329,9 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   }
 
   // Report.
-  char hash[32];
-  std::snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r.trace_hash);
   nlohmann::ordered_json& j = out.report;
-  j["scenario"] = sc.name;
-  j["seed"] = seed;
-  j["schedule"] = schedule;
-  j["memory_model"] = memory_model;
-  j["outcome"] = out.outcome;
-  j["expected"] = sc.expect == Expect::kCompletes ? "completes" : sc.expect == Expect::kHangs ? "hangs" : "errors";
-  j["expectation_met"] = out.met;
-  j["steps"] = r.steps;
+  report_head(j, sc, seed, schedule, memory_model, out, r.steps, r.trace_hash);
   j["accesses"] = r.accesses;
-  j["trace_hash"] = hash;
   if (gen.messages != 0) j["generated_messages"] = gen.messages, j["generated_bytes"] = gen.bytes;
   if (sc.phantom) j["phantom_transfers"] = phantom_transfers;
   if (so.policy == gpu_sim::Policy::kTimed) {

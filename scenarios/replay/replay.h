@@ -32,4 +32,9 @@ struct ReplayResult {
 
 ReplayResult replay(const Scenario& sc, const ReplayOptions& opt = {});
 
+// The fields every report starts with: what ran (scenario, seed, schedule, memory model), what
+// came out against what was expected, the run's length and trace hash.
+void report_head(nlohmann::ordered_json& j, const Scenario& sc, uint64_t seed, const std::string& schedule,
+                 const std::string& memory_model, const ReplayResult& out, uint64_t steps, uint64_t trace_hash);
+
 }  // namespace doorbell::scenario

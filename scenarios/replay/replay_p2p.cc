@@ -29,6 +29,8 @@ ReplayResult replay_p2p(const Scenario& sc, const ReplayOptions& opt) {
   c.proxy_stream = stream_kind(sc.p2p.proxy_stream);
   c.max_connections = sc.p2p.max_connections;
   c.phantom = sc.phantom;
+  c.next_kernel_queued = sc.p2p.next_kernel_queued;
+  c.direct = sc.p2p.registered;
   c.seed = seed;
   gpu_sim::SchedOptions so;
   so.seed = seed;
@@ -36,7 +38,10 @@ ReplayResult replay_p2p(const Scenario& sc, const ReplayOptions& opt) {
   so.hang_spins = 512;
   so.memory = memory_model == "weak" ? gpu_sim::MemoryModel::kWeak : gpu_sim::MemoryModel::kSc;
   const p2p::CeRunResult r = p2p::run_ce(c, so);
-  out.outcome = r.run.outcome != gpu_sim::Outcome::kCompleted ? "hang" : r.failure.empty() ? "completed" : "wrong-data";
+  out.outcome = r.run.outcome == gpu_sim::Outcome::kHang        ? "hang"
+                : r.run.outcome == gpu_sim::Outcome::kStepLimit ? "step-limit"
+                : r.failure.empty()                             ? "completed"
+                                                                : "wrong-data";
   out.detail = r.failure;
   switch (sc.expect) {
     case Expect::kCompletes: out.met = out.outcome == "completed"; break;
@@ -45,17 +50,7 @@ ReplayResult replay_p2p(const Scenario& sc, const ReplayOptions& opt) {
   }
   const uint32_t conns = c.alltoall ? c.gpus * (c.gpus - 1) : 1;
   nlohmann::ordered_json& j = out.report;
-  j["scenario"] = sc.name;
-  j["seed"] = seed;
-  j["schedule"] = schedule;
-  j["memory_model"] = memory_model;
-  j["outcome"] = out.outcome;
-  j["expected"] = sc.expect == Expect::kCompletes ? "completes" : sc.expect == Expect::kHangs ? "hangs" : "errors";
-  j["expectation_met"] = out.met;
-  j["steps"] = r.run.steps;
-  char hash[32];
-  std::snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r.run.trace_hash);
-  j["trace_hash"] = hash;
+  report_head(j, sc, seed, schedule, memory_model, out, r.run.steps, r.run.trace_hash);
   j["connections"] = conns;
   j["bytes_per_connection"] = c.bytes;
   j["bytes_copied"] = r.bytes_copied;

@@ -36,6 +36,8 @@ struct P2pWorkload {
   uint64_t step_bytes = 512 << 10;      // FIFO slot (NCCL: 4 MiB SIMPLE buffer / 8)
   std::string kernel_stream = "blocking", proxy_stream = "non_blocking";
   uint32_t max_connections = 8;         // CUDA_DEVICE_MAX_CONNECTIONS
+  bool next_kernel_queued = false;      // the next operation's kernel waits behind this one
+  bool registered = false;              // registered buffers: the proxy copies buffer to buffer
 };
 
 struct Scenario {

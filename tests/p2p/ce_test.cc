@@ -74,16 +74,24 @@ TEST(CeTransport, LegacyDefaultStreamProxyHangsAndTheReportSaysWhy) {
   EXPECT_EQ(run_ce(c, opts(3)).failure, "");
 }
 
-// More streams than hardware queues: a proxy stream shares the kernel's queue and its copies
-// wait behind the kernel though no stream dependency orders them (H2's mechanism).
-TEST(CeTransport, ProxyStreamSharingTheKernelsHardwareQueueHangs) {
+// More streams than hardware queues: a proxy stream shares the kernel's queue. A queue issues
+// in order, so sharing alone is harmless; but the next operation's kernel, queued behind the
+// running one (it waits for it), blocks the proxy's copies queued behind it (H2's mechanism).
+TEST(CeTransport, ProxyCopiesBehindABlockedKernelInASharedHardwareQueueHang) {
   CeRunConfig c;
   c.bytes = 16 * 512;
   c.max_connections = 1;
+  EXPECT_EQ(run_ce(c, opts(4)).failure, "") << "a shared queue alone does not block";
+  c.next_kernel_queued = true;
   const CeRunResult r = run_ce(c, opts(4));
   ASSERT_EQ(r.run.outcome, gpu_sim::Outcome::kHang) << r.failure;
   EXPECT_NE(r.run.report.find("(non-blocking stream, hardware queue 0) has not started; it waits for:\n"
-                              "    - kernel 'p2p kernel gpu0' on gpu0 stream 1 (blocking stream, hardware queue 0) (running)"),
+                              "    - kernel 'next op's kernel gpu0' on gpu0 stream 1 (blocking stream, hardware queue 0), ahead of it "
+                              "in hardware queue 0 (not started)"),
+            std::string::npos)
+      << r.run.report;
+  EXPECT_NE(r.run.report.find("kernel 'p2p kernel gpu0' on gpu0 stream 1 (blocking stream, hardware queue 0) is running\n"
+                              "    (1 more queued behind it on this stream)"),
             std::string::npos)
       << r.run.report;
   c.max_connections = 2;  // kernel and proxy streams on queues of their own
@@ -124,6 +132,7 @@ CeRunConfig stall_case() {
 // 328 of their steps, the proxies wait for steps 329.. of 512 that never come.
 TEST(CeStall, H1KernelAndProxyDisagreeOnTheStepCount) {
   CeRunConfig c = stall_case();
+  c.direct = true;  // the premise: registered buffers
   c.kernel_chunk_bytes = 800 << 10;
   const CeRunResult r = run_ce(c, opts(1));
   ASSERT_EQ(r.run.outcome, gpu_sim::Outcome::kHang) << r.failure;
@@ -134,10 +143,12 @@ TEST(CeStall, H1KernelAndProxyDisagreeOnTheStepCount) {
 }
 
 // H2: receiver-proxy streams created first push the send proxies' streams onto the kernel's
-// hardware queue: their first copies wait behind the spinning kernel, at step 0.
+// hardware queue; with the next operation's kernel queued there too, their first copies wait
+// behind it, at step 0.
 TEST(CeStall, H2ProxyStreamsOutnumberHardwareQueues) {
   CeRunConfig c = stall_case();
   c.extra_streams = 7;  // 1 kernel + 7 receiver + 7 sender streams on 8 queues
+  c.next_kernel_queued = true;
   const CeRunResult r = run_ce(c, opts(1));
   ASSERT_EQ(r.run.outcome, gpu_sim::Outcome::kHang) << r.failure;
   EXPECT_NE(r.run.report.find("send proxy at step 0 of 512 (8 posted); staged by the kernel (recvTail) 8, landed (tail) 0, "
@@ -145,6 +156,9 @@ TEST(CeStall, H2ProxyStreamsOutnumberHardwareQueues) {
             std::string::npos)
       << r.run.report;
   c.extra_streams = 0;  // kernel + 7 proxy streams fit the 8 queues
+  EXPECT_EQ(run_ce(c, opts(1)).failure, "");
+  c.extra_streams = 7;  // shared queues, but nothing blocked ahead of the copies
+  c.next_kernel_queued = false;
   EXPECT_EQ(run_ce(c, opts(1)).failure, "");
 }
 
@@ -155,7 +169,7 @@ struct Case {
 };
 
 void showValue(const Case& k, std::ostream& os) {
-  os << "gpus=" << k.c.gpus << " alltoall=" << k.c.alltoall << " bytes=" << k.c.bytes << " step=" << k.c.step_bytes
+  os << "gpus=" << k.c.gpus << " alltoall=" << k.c.alltoall << " direct=" << k.c.direct << " bytes=" << k.c.bytes << " step=" << k.c.step_bytes
      << " copy_step=" << k.c.copy_bytes_per_step << " seed=" << k.c.seed << " pct=" << k.pct << " weak=" << k.weak;
 }
 
@@ -167,6 +181,7 @@ rc::Gen<Case> gen_case() {
     k.c.step_bytes = *rc::gen::element<uint64_t>(8, 64, 96, 512);
     k.c.bytes = *rc::gen::inRange<uint64_t>(1, 20 * k.c.step_bytes);
     k.c.copy_bytes_per_step = *rc::gen::element<uint64_t>(8, 64, 1 << 20);
+    k.c.direct = *rc::gen::arbitrary<bool>();
     k.c.seed = *rc::gen::arbitrary<uint64_t>();
     k.pct = *rc::gen::arbitrary<bool>();
     k.weak = *rc::gen::arbitrary<bool>();

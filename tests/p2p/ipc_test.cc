@@ -117,17 +117,20 @@ std::string run_setup(const SetupRun& r, const IpcPlants& pl) {
   }
   // Quiescence: both CUDAs up, every message delivered, each side keeps sending.
   for (int s = 0; s < 2; ++s) ep[s].cuda_ready = true;
-  for (int round = 0; round < 40; ++round) {
+  for (int round = 0; round < 100; ++round) {  // long enough for lost requests to be asked again
     while (!net.empty()) deliver(0);
     for (uint32_t s = 0; s < 2; ++s)
       if (IpcMsg m = ep[s].on_send(); m != IpcMsg::kNone) net.push_back({1 - s, m});
     if (std::string why = check(); !why.empty()) return "at the end: " + why;
   }
-  // With nothing lost the two sides agree: both use IPC iff peer access works (or both gave up).
-  if (!lost && r.peer_access) {
-    const bool agree = (ep[0].ipc_usable() && ep[1].ipc_usable()) || (ep[0].state == IpcState::kBad && ep[1].state == IpcState::kBad);
-    if (!agree)
-      return std::string("no agreement: ") + ipc_state_name(ep[0].state) + " / " + ipc_state_name(ep[1].state);
+  // The two sides agree: both use IPC (peer access works) or both gave up — or, after lost
+  // messages, one side ran out of tries while the other had answered yes.
+  if (r.peer_access) {
+    const bool bad0 = ep[0].state == IpcState::kBad, bad1 = ep[1].state == IpcState::kBad;
+    const bool gave_up = (bad0 && ep[0].tries >= kIpcMaxTries) || (bad1 && ep[1].tries >= kIpcMaxTries);
+    if (!((ep[0].ipc_usable() && ep[1].ipc_usable()) || (bad0 && bad1) || (lost && gave_up)))
+      return std::string("no agreement: ") + ipc_state_name(ep[0].state) + " / " + ipc_state_name(ep[1].state) +
+             (lost ? " (messages were lost)" : "");
   }
   return {};
 }

@@ -33,7 +33,8 @@ struct Link {
   uint32_t from, to;
   ConnShm shm;
   std::vector<uint8_t> send_buf, recv_fifo, src, dst;
-  Conn conn;
+  Conn conn;        // the kernel's view
+  Conn proxy_conn;  // the proxy's: the same but for its step (H1) and registered buffers
   gpu_sim::StreamHandle stream = 0;
   gpu_sim::EventHandle events[kSteps] = {};
   ProxySub sub;
@@ -43,7 +44,8 @@ struct Link {
 }  // namespace
 
 CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
-  if (c.kernel_chunk_bytes != 0 && !c.phantom) return {{}, "kernel_chunk_bytes (hypothesis H1) needs phantom memory", 0};
+  if (c.kernel_chunk_bytes != 0 && !(c.phantom && c.direct))
+    return {{}, "kernel_chunk_bytes (hypothesis H1) needs registered buffers (direct) and phantom memory", 0};
   std::vector<std::unique_ptr<Link>> links;
   std::mt19937_64 rng(c.seed);
   for (uint32_t f = 0; f < c.gpus; ++f)
@@ -52,14 +54,24 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
       auto l = std::make_unique<Link>();
       l->from = f, l->to = t;
       if (!c.phantom) {
-        l->send_buf.assign(kSteps * c.step_bytes, 0);
-        l->recv_fifo.assign(kSteps * c.step_bytes, 0);
+        if (!c.direct) {
+          l->send_buf.assign(kSteps * c.step_bytes, 0);
+          l->recv_fifo.assign(kSteps * c.step_bytes, 0);
+        }
         l->src.resize(c.bytes);
         for (uint8_t& b : l->src) b = uint8_t(rng());
         l->dst.assign(c.bytes, 0);
       }
       // The kernel's view of the connection (its chunk) and the proxy's (step_bytes steps).
       l->conn = {&l->shm, l->send_buf.data(), l->recv_fifo.data(), c.kernel_chunk_bytes != 0 ? c.kernel_chunk_bytes : c.step_bytes};
+      l->proxy_conn = l->conn;
+      l->proxy_conn.step_bytes = c.step_bytes;
+      if (c.direct) {
+        l->proxy_conn.direct = true;
+        l->proxy_conn.direct_bytes = c.bytes;
+        l->proxy_conn.src_direct = c.phantom ? nullptr : l->src.data();
+        l->proxy_conn.dst_direct = c.phantom ? nullptr : l->dst.data();
+      }
       l->sub.nsteps = steps_for(c.bytes, c.step_bytes);
       links.push_back(std::move(l));
     }
@@ -115,14 +127,15 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
       cuda.launch(ks, "p2p kernel gpu" + std::to_string(g), {1, 1, lanes}, [&c, &bad_slot, out, in](gpu_sim::SimCtx& ctx) {
         const uint32_t i = ctx.lane();
         if (i < out.size()) {
-          (void)ce_send(ctx, out[i]->conn, 0, c.phantom ? nullptr : out[i]->src.data(), c.bytes, c.plants);
+          (void)ce_send(ctx, out[i]->conn, 0, c.phantom || c.direct ? nullptr : out[i]->src.data(), c.bytes, c.plants);
         } else if (const Link* l = in[i - out.size()];
-                   ce_recv(ctx, l->conn, 0, c.phantom ? nullptr : in[i - out.size()]->dst.data(), c.bytes) == CeResult::kBadSlot &&
+                   ce_recv(ctx, l->conn, 0, c.phantom || c.direct ? nullptr : in[i - out.size()]->dst.data(), c.bytes) == CeResult::kBadSlot &&
                    bad_slot.empty()) {
           bad_slot = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) +
                      ": the receiver found a slot without the size of the step it was told had landed";
         }
       });
+      if (c.next_kernel_queued) cuda.launch(ks, "next op's kernel gpu" + std::to_string(g), {1, 1, 1}, [](gpu_sim::SimCtx&) {});
       a.changed();
       // The send proxies of this GPU's connections, until they and the kernel are done.
       for (;;) {
@@ -130,7 +143,7 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
         bool did = false, all = true;
         for (Link* l : out) {
           ModelHost h{a, cuda, l->stream, l->events, &l->copied};
-          did |= send_proxy_progress(h, l->conn, l->sub, c.plants);
+          did |= send_proxy_progress(h, l->proxy_conn, l->sub, c.plants);
           if (l->sub.bad_size != 0) return;  // reported after the run
           all &= l->sub.finished();
         }
@@ -146,7 +159,7 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
   for (const auto& l : links)
     if (r.failure.empty() && l->sub.bad_size != 0)
       r.failure = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) + ": the send proxy found a staged size of " +
-                  std::to_string(l->sub.bad_size) + " B in a " + std::to_string(l->conn.step_bytes) + " B slot and stopped\n" +
+                  std::to_string(l->sub.bad_size) + " B in a " + std::to_string(l->proxy_conn.step_bytes) + " B slot and stopped\n" +
                   r.run.report;
   if (!r.failure.empty()) {
     // the proxy's own stop, above

@@ -28,10 +28,15 @@ struct CeRunConfig {
   Plants plants;
   uint64_t seed = 1;                // source bytes
   bool phantom = false;             // sizes only: no buffers, copies move no bytes (large runs)
-  // Hypothesis H1 of the 4 GB alltoall stall (phantom only): the kernel moves chunks of this
-  // many bytes (large chunks for registered buffers) while the proxy counts step_bytes steps.
-  // 0: both use step_bytes.
+  // Registered buffers: the proxy copies straight from the sender's to the receiver's buffer
+  // (Conn::direct); the kernel only moves the counters.
+  bool direct = false;
+  // Hypothesis H1 of the 4 GB alltoall stall (registered buffers, phantom only): the kernel
+  // moves chunks of this many bytes while the proxy counts step_bytes steps. 0: both the same.
   uint64_t kernel_chunk_bytes = 0;
+  // The next operation's kernel is enqueued on the kernel stream right behind this one (it
+  // waits for it): in a hardware queue shared with a proxy stream, work behind it waits too.
+  bool next_kernel_queued = false;
   // Streams each GPU creates before its proxy streams (e.g. receiver proxies' streams): with
   // enough of them, proxy streams wrap onto the kernel's hardware queue (hypothesis H2).
   uint32_t extra_streams = 0;
