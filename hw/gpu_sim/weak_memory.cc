@@ -130,12 +130,19 @@ void WeakMemory::record(uintptr_t word, uint64_t visible_since) {
   last_write_ = clock_;
 }
 
+// Words a write of [a, a + len) gets a new version for: the ones it covers whole, and partly
+// covered ones already tracked (a word is first tracked by a write that covers it whole, so
+// reading all 8 of its bytes never leaves the object it belongs to).
+bool WeakMemory::trackable(uintptr_t w, uintptr_t a, size_t len) const {
+  return (w >= a && w + kWord <= a + len) || hist_.count(w) != 0;
+}
+
 void WeakMemory::device_write(const void* addr, size_t len) {
   if (len == 0) return;
   const auto a = reinterpret_cast<uintptr_t>(addr);
   const bool all = len <= kTrackAll;  // bulk payloads: only words GPU threads already track
   for (uintptr_t w = a & ~(kWord - 1); w < a + len; w += kWord)
-    if (all || hist_.count(w) != 0) record(w, 0);
+    if (all ? trackable(w, a, len) : hist_.count(w) != 0) record(w, 0);
 }
 
 void WeakMemory::device_read(const void* addr, size_t len, const char* who, const char* what, uint64_t index) {
@@ -232,10 +239,11 @@ void WeakMemory::drain(Slot s) {
   free_.push_back(s);
   --live_;
   Thread& owner = threads_[e.thread];
-  for (uintptr_t w = e.addr & ~(kWord - 1); w < e.addr + e.len; w += kWord) {
-    record(w, e.level != 0 ? e.vis : 0);
-    raise_floor(owner, w, hist_[w].start);  // the writer never reads below its own store
-  }
+  for (uintptr_t w = e.addr & ~(kWord - 1); w < e.addr + e.len; w += kWord)
+    if (trackable(w, e.addr, e.len)) {
+      record(w, e.level != 0 ? e.vis : 0);
+      raise_floor(owner, w, hist_[w].start);  // the writer never reads below its own store
+    }
   std::memcpy(reinterpret_cast<void*>(e.addr), e.bytes, e.len);
 }
 
@@ -320,10 +328,13 @@ bool WeakMemory::store_changes(const void* addr, const void* src, size_t len) co
 // recent values, then buffered stores visible to t (its own included). t may read any of
 // them not superseded before its view (its last acquire or fence) and not older than what it
 // read or stored before.
-uint64_t WeakMemory::view_word(uint32_t t, uintptr_t word) {
-  uint64_t cur;
-  std::memcpy(&cur, reinterpret_cast<const void*>(word), kWord);
+uint64_t WeakMemory::view_word(uint32_t t, uintptr_t word, uintptr_t lo, uintptr_t hi) {
+  // Memory is read only in [lo, hi), the bytes the load wants: the rest of the word may lie
+  // outside the object (a tracked word's history holds whole words, read when it was safe).
   auto h = hist_.find(word);
+  uint64_t cur = 0;
+  if (h != hist_.end()) std::memcpy(&cur, reinterpret_cast<const void*>(word), kWord);
+  else std::memcpy(reinterpret_cast<uint8_t*>(&cur) + (lo - word), reinterpret_cast<const void*>(lo), hi - lo);
   auto li = lines_.empty() ? lines_.end() : lines_.find(word / kLine);
   if (h == hist_.end() && li == lines_.end()) return cur;  // nothing to choose from: memory
   Thread& th = threads_[t];
@@ -374,8 +385,8 @@ void WeakMemory::load(uint32_t t, const void* addr, void* dst, size_t len) {
   const auto a = reinterpret_cast<uintptr_t>(addr);
   auto* d = static_cast<uint8_t*>(dst);
   for (uintptr_t w = a & ~(kWord - 1); w < a + len; w += kWord) {
-    const uint64_t v = view_word(t, w);
     const uintptr_t lo = std::max(a, w), hi = std::min(a + len, w + kWord);
+    const uint64_t v = view_word(t, w, lo, hi);
     std::memcpy(d + (lo - a), reinterpret_cast<const uint8_t*>(&v) + (lo - w), hi - lo);
   }
 }

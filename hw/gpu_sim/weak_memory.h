@@ -14,8 +14,8 @@
 // never one older than a value it already read (coherence). An acquire or a fence brings the
 // view up to date. Atomics act on the newest value.
 //
-// Memory shared through the model must be whole aligned 8-byte words (histories are kept per
-// word); every object the protocols share is.
+// Histories are kept per aligned 8-byte word; a word is tracked once a write covers it whole,
+// so objects need not be word-sized (a load reads memory only in the bytes it wants).
 //
 // Devices (NIC engine, host proxy) are system-scope observers: they see memory only, tell
 // the model of their writes (mem::Observer) and of reads that missed buffered stores, which
@@ -124,7 +124,8 @@ class WeakMemory final : public mem::Observer {
   void drain_random_own(uint32_t t);
   void promote(Entry& e, uint8_t level);
   void record(uintptr_t word, uint64_t visible_since);
-  uint64_t view_word(uint32_t t, uintptr_t word);
+  uint64_t view_word(uint32_t t, uintptr_t word, uintptr_t lo, uintptr_t hi);
+  bool trackable(uintptr_t w, uintptr_t a, size_t len) const;
   void catch_up(Thread& th);
   std::string name_of(const void* addr) const;
 
