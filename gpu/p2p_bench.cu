@@ -19,9 +19,6 @@
 #include "gpu/cuda_check.h"
 #include "hw/cuda/cuda_ctx.cuh"
 
-#ifdef DOORBELL_WITH_NCCL
-#include <nccl.h>
-#endif
 
 using doorbell::cuda_exec::CudaCtx;
 using namespace doorbell;
@@ -152,15 +149,6 @@ double ce_alltoall(std::vector<Gpu>& g, Proxies& px, p2p::ConnShm* shm[kGpus], u
 }
 
 #ifdef DOORBELL_WITH_NCCL
-#define NCCLCHECK(x)                                                                          \
-  do {                                                                                        \
-    ncclResult_t r_ = (x);                                                                    \
-    if (r_ != ncclSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(r_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
-
 double nccl_alltoall(std::vector<Gpu>& g, ncclComm_t* comms, uint64_t bytes) {
   const uint64_t chunk = bytes / kGpus;
   const auto t0 = std::chrono::steady_clock::now();

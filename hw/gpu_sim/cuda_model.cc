@@ -35,12 +35,12 @@ CudaModel::CudaModel(Scheduler& s, CudaModelConfig c) : s_(s), cfg_(c) {
     s_.add_agent("copy engine gpu" + std::to_string(g), [this, g](AgentCtx& a) {
       for (;;) {
         a.point();
-        auto it = std::find_if(ce_[g].begin(), ce_[g].end(), [this](uint32_t w) { return !work_[w].done; });
-        if (it == ce_[g].end()) {
+        if (ce_[g].empty()) {
           if (!a.spin("copy engine: idle")) return;
           continue;
         }
-        Work& w = work_[*it];
+        const uint32_t id = ce_[g].front();
+        Work& w = work_[id];
         const uint64_t n = std::min(cfg_.copy_bytes_per_step, w.bytes - w.moved);
         if (w.dst != nullptr && w.src != nullptr) {
           auto* dst = static_cast<uint8_t*>(w.dst) + w.moved;
@@ -54,7 +54,10 @@ CudaModel::CudaModel(Scheduler& s, CudaModelConfig c) : s_(s), cfg_(c) {
         w.moved += n;
         bytes_copied_ += n;
         a.advance(double(n) / s_.options().costs.nvlink_bytes_per_ns);
-        if (w.moved == w.bytes) complete(*it);
+        if (w.moved == w.bytes) {
+          complete(id);
+          ce_[g].pop_front();
+        }
         a.changed(++version_);
       }
     });
@@ -130,7 +133,8 @@ bool CudaModel::stream_idle(StreamHandle s) const { return streams_[s].last < 0 
 
 bool CudaModel::dispatch() {
   bool any = false;
-  for (uint32_t i = 0; i < work_.size(); ++i) {
+  while (first_unstarted_ < work_.size() && work_[first_unstarted_].started) ++first_unstarted_;
+  for (uint32_t i = first_unstarted_; i < work_.size(); ++i) {
     Work& w = work_[i];
     if (w.started) continue;
     if (w.ahead >= 0 && !work_[size_t(w.ahead)].started) continue;

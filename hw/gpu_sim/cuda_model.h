@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <vector>
@@ -97,7 +98,8 @@ class CudaModel {
   std::vector<Stream> streams_;
   std::vector<Work> work_;
   std::vector<int64_t> queue_last_;       // per (gpu, queue): last work enqueued
-  std::vector<std::vector<uint32_t>> ce_;  // per GPU: copies started, in order
+  std::vector<std::deque<uint32_t>> ce_;  // per GPU: copies started and not finished, in order
+  uint32_t first_unstarted_ = 0;          // work below this has all started
   std::vector<int64_t> events_;           // the record work of each event (-1: never recorded)
   uint64_t version_ = 0, bytes_copied_ = 0;
 };

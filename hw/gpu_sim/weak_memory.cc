@@ -79,7 +79,11 @@ void WeakMemory::index(Slot s, bool add) {
 void WeakMemory::promote(Entry& e, uint8_t level) {
   e.level = level;
   e.vis = ++clock_;
-  (level == 1 ? cta_level_[e.cta] : gpu_level_).push_back({Slot(&e - slab_.data()), e.seq});
+  Promoted& q = level == 1 ? cta_level_[e.cta] : gpu_level_;
+  // The queue keeps drained entries until they reach its front: prune it when it outgrows
+  // what is still buffered (only here does it grow).
+  if (q.size() > 2 * live_ + 64) std::erase_if(q, [this, level](const auto& p) { return !promoted(p, level); });
+  q.push_back({Slot(&e - slab_.data()), e.seq});
 }
 
 bool WeakMemory::promoted(const std::pair<Slot, uint64_t>& q, uint8_t level) const {
@@ -394,10 +398,6 @@ void WeakMemory::load(uint32_t t, const void* addr, void* dst, size_t len) {
 // ---- scheduling ----
 
 bool WeakMemory::step() {
-  // Promotion queues keep drained entries until they reach the front: prune now and then.
-  if (gpu_level_.size() > 2 * live_ + 64) std::erase_if(gpu_level_, [this](const auto& q) { return !promoted(q, 2); });
-  for (Promoted& c : cta_level_)
-    if (c.size() > 2 * live_ + 64) std::erase_if(c, [this](const auto& q) { return !promoted(q, 1); });
   if (live_ == 0 || rand(256) >= drain_per_256_) return false;
   // Some thread's buffer drains one store (a few tries to find a thread with any).
   for (int tries = 0; tries < 4; ++tries) {

@@ -1,5 +1,6 @@
 #include "core/p2p/host/ce_run.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -156,13 +157,13 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
   CeRunResult r;
   r.run = s.run();
   r.bytes_copied = cuda.bytes_copied();
-  for (const auto& l : links)
-    if (r.failure.empty() && l->sub.bad_size != 0)
-      r.failure = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) + ": the send proxy found a staged size of " +
-                  std::to_string(l->sub.bad_size) + " B in a " + std::to_string(l->proxy_conn.step_bytes) + " B slot and stopped\n" +
-                  r.run.report;
-  if (!r.failure.empty()) {
-    // the proxy's own stop, above
+  // The proxy's own stop comes first: the hang it leaves behind is its consequence.
+  const auto stopped = std::find_if(links.begin(), links.end(), [](const auto& l) { return l->sub.bad_size != 0; });
+  if (stopped != links.end()) {
+    const Link& l = **stopped;
+    r.failure = "gpu" + std::to_string(l.from) + "->gpu" + std::to_string(l.to) + ": the send proxy found a staged size of " +
+                std::to_string(l.sub.bad_size) + " B in a " + std::to_string(l.proxy_conn.step_bytes) + " B slot and stopped\n" +
+                r.run.report;
   } else if (r.run.outcome != gpu_sim::Outcome::kCompleted) {
     r.failure = std::string(gpu_sim::outcome_name(r.run.outcome)) + ":\n" + r.run.report;
   } else if (!violation.empty()) {
