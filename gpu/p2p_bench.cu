@@ -1,38 +1,46 @@
 // GPU benchmark of the copy-engine P2P transport (run through the device tool, never in CI):
-// core/p2p's FIFO on two GPUs of one host — the kernel side (CudaCtx) moves the counters, a
-// host proxy thread per GPU runs send_proxy_progress with cudaMemcpyAsync on a non-blocking
-// stream (registered buffers: copies go straight from the send to the peer's receive buffer) —
-// as an alltoall, printed as nccl-tests rows beside the raw peer copy bandwidth and, when built
-// with -DDOORBELL_WITH_NCCL, NCCL's alltoall (ncclSend / ncclRecv in a group) in the same run.
-// Single process, peer access (the two-process IPC bootstrap is later work).
+// two processes, one GPU each (gpu/bootstrap.h forks them and shares the connection words),
+// exactly as two ranks of a job meet: the lazy IPC set-up of core/p2p/ipc_setup.h over the
+// bootstrap socket, receive buffers exported with cudaIpcGetMemHandle and opened through
+// core/p2p/ipc_cache.h, then core/p2p's CE alltoall — the kernel sides on CudaCtx, the send
+// proxy (send_proxy_progress) in each rank's host thread with cudaMemcpyAsync on a
+// non-blocking stream, registered buffers copied straight into the peer's receive buffer —
+// printed as nccl-tests rows beside the raw copy-engine peer bandwidth and, when built with
+// -DDOORBELL_WITH_NCCL, NCCL's alltoall over the same two processes in the same run. Ends with
+// a free + re-malloc at the same address on the receiver: the cache must reopen, and a cache
+// without the buffer-id check is shown delivering into the freed allocation.
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
+#include <map>
+#include <new>
 #include <vector>
 
 #include "core/p2p/ce_fifo.h"
+#include "core/p2p/ipc_cache.h"
+#include "core/p2p/ipc_setup.h"
+#include "gpu/bootstrap.h"
 #include "gpu/cuda_check.h"
 #include "hw/cuda/cuda_ctx.cuh"
-
 
 using doorbell::cuda_exec::CudaCtx;
 using namespace doorbell;
 
 namespace {
 
-constexpr int kGpus = 2;
-constexpr int kIters = 5;
+constexpr int kRanks = 2;
+constexpr int kIters = 20, kRounds = 5, kWarmup = 3;
+constexpr uint64_t kMaxBytes = 1ull << 30;
 // Steps per connection and alltoall (argv[1]), each at least 512 KiB. Registered buffers need no
-// FIFO staging, so fewer, larger copies win: 2 by default (a sweep of 1, 2, 4, 8 is in the note).
+// FIFO staging, so fewer, larger copies win: 2 by default (the note has a sweep).
 uint64_t g_steps = 2;
 
-// The kernel of one GPU: thread 0 posts the outgoing connection's steps, thread 1 consumes the
-// incoming one's (registered buffers: no bytes through the FIFO).
+// Thread 0 posts the outgoing connection's steps, thread 1 consumes the incoming one's
+// (registered buffers: only the counters go through the FIFO).
 __global__ void ce_kernel(p2p::Conn out, p2p::Conn in, uint64_t bytes, uint64_t base, unsigned* bad) {
   CudaCtx ctx;
   const p2p::Plants none{};
@@ -40,8 +48,8 @@ __global__ void ce_kernel(p2p::Conn out, p2p::Conn in, uint64_t bytes, uint64_t 
   if (threadIdx.x == 1 && p2p::ce_recv(ctx, in, base, nullptr, bytes) != p2p::CeResult::kOk) atomicAdd(bad, 1u);
 }
 
-// send_proxy_progress's host: shared words in mapped host memory, copies and events on the
-// connection's non-blocking stream.
+// send_proxy_progress's host: shared words in the bootstrap's shared memory, copies and
+// events on the connection's non-blocking stream.
 struct CudaHost {
   cudaStream_t stream;
   cudaEvent_t* events;
@@ -56,225 +64,323 @@ struct CudaHost {
   }
 };
 
-struct Gpu {
-  uint8_t *send = nullptr, *recv = nullptr;
-  cudaStream_t kernel_stream, proxy_stream, local_stream;
-  cudaEvent_t events[p2p::kSteps];
-  unsigned* bad = nullptr;
-};
-
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-void print_row(const char* who, uint64_t bytes, double s) {
-  const double algbw = double(bytes) / s / 1e9, busbw = algbw * (kGpus - 1) / kGpus;
-  std::printf("%-28s %12llu %12llu %10.1f %8.2f %8.2f\n", who, (unsigned long long)bytes, (unsigned long long)(bytes / 4), s * 1e6,
-              algbw, busbw);
+// What a rank tells its peer about an exported buffer.
+struct Export {
+  cudaIpcMemHandle_t handle;
+  p2p::IpcHandle meta;  // base / size in the owner's address space, buffer id
+};
+
+Export export_buffer(void* p, uint64_t bytes) {
+  Export e{};
+  CHECK(cudaIpcGetMemHandle(&e.handle, p));
+  unsigned long long id = 0;
+  const CUresult r = cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, reinterpret_cast<CUdeviceptr>(p));
+  DOORBELL_FAIL_IF(r != CUDA_SUCCESS, cuPointerGetAttribute, "no buffer id");
+  e.meta = {reinterpret_cast<uint64_t>(p), bytes, id};
+  return e;
 }
 
-// The host proxy threads: one per GPU, alive for the whole benchmark, started per alltoall by a
-// generation counter (thread start-up stays out of the timings).
-struct Proxies {
-  std::vector<Gpu>* g = nullptr;
-  p2p::Conn conn[kGpus];
-  uint64_t chunk = 0, step = 0;
-  std::atomic<uint64_t> gen{0};
-  std::atomic<int> done{0}, failed{0};
-  std::atomic<bool> quit{false};
-  std::vector<std::thread> threads;
-
-  void start() {
-    for (int i = 0; i < kGpus; ++i)
-      threads.emplace_back([this, i] {
-        CHECK(cudaSetDevice(i));
-        uint64_t seen = 0;
-        for (;;) {
-          uint64_t now;
-          while ((now = gen.load(std::memory_order_acquire)) == seen) {
-            if (quit.load()) return;
-            std::this_thread::yield();  // idle while NCCL is timed
-          }
-          seen = now;
-          CudaHost h{(*g)[i].proxy_stream, (*g)[i].events};
-          p2p::ProxySub sub;
-          sub.nsteps = p2p::steps_for(chunk, step);
-          const p2p::Plants none{};
-          const auto t0 = std::chrono::steady_clock::now();
-          while (!sub.finished() && sub.bad_size == 0 && seconds_since(t0) < 10) (void)p2p::send_proxy_progress(h, conn[i], sub, none);
-          if (!sub.finished()) failed.fetch_add(1);  // the kernel side gave up, or a bad size
-          done.fetch_add(1, std::memory_order_release);
-        }
-      });
+// The receiving side's opener for IpcCache: the CUDA handle of each buffer id the peer sent;
+// times every open (the seed's ~90 us).
+struct Opener {
+  std::map<uint64_t, cudaIpcMemHandle_t>* handles;
+  std::vector<double>* open_us;
+  uint8_t* operator()(const p2p::IpcHandle& h) const {
+    void* p = nullptr;
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(cudaIpcOpenMemHandle(&p, handles->at(h.buffer_id), cudaIpcMemLazyEnablePeerAccess));
+    open_us->push_back(seconds_since(t0) * 1e6);
+    return static_cast<uint8_t*>(p);
   }
-  void stop() {
-    quit = true;
-    for (auto& t : threads) t.join();
+};
+struct Closer {
+  void operator()(uint8_t* p) const { CHECK(cudaIpcCloseMemHandle(p)); }
+};
+using Cache = p2p::IpcCache<Opener, Closer>;
+
+// The smcuda set-up between the two ranks, over the socket: both ask on their first send
+// (requests cross), each answers the other's request and takes the other's answer.
+p2p::IpcState ipc_setup(const gpu::Bootstrap& b, int peer, bool peer_access) {
+  p2p::IpcEndpoint ep;
+  const p2p::IpcMsg first = ep.on_send();
+  b.send(peer, first);
+  int answered = 0, answers = 0;
+  while (answered + answers < 2) {
+    const auto m = b.recv<p2p::IpcMsg>(peer);
+    (m == p2p::IpcMsg::kRequest ? answered : answers) += 1;
+    const p2p::IpcMsg reply = ep.on_message(m, peer_access);
+    if (reply != p2p::IpcMsg::kNone) b.send(peer, reply);
+  }
+  return ep.state;
+}
+
+struct Rank {
+  const gpu::Bootstrap* b;
+  int r, peer;
+  uint8_t *send = nullptr, *recv = nullptr, *peer_recv = nullptr;
+  p2p::ConnShm *shm_host = nullptr, *shm_dev = nullptr;  // [kRanks]: connection i -> 1 - i
+  cudaStream_t kernel_stream, proxy_stream, local_stream;
+  cudaEvent_t events[p2p::kSteps];
+  unsigned* bad = nullptr;
+  uint64_t base = 0;  // connection steps so far: the FIFO counters run on across operations
+  int failed = 0;
+
+  // One doorbell CE alltoall of `bytes` per rank (bytes / 2 to each rank, one of them itself).
+  void ce_alltoall(uint64_t bytes) {
+    const uint64_t chunk = bytes / kRanks;
+    const uint64_t step = std::max<uint64_t>(512 << 10, (chunk + g_steps - 1) / g_steps);
+    p2p::Conn out{}, in{};
+    out.shm = shm_dev + r, in.shm = shm_dev + peer;
+    out.step_bytes = in.step_bytes = step;
+    ce_kernel<<<1, 2, 0, kernel_stream>>>(out, in, chunk, base, bad);
+    CHECK(cudaGetLastError());
+    CHECK(cudaMemcpyAsync(recv + chunk * r, send + chunk * r, chunk, cudaMemcpyDeviceToDevice, local_stream));
+    p2p::Conn px = out;  // the proxy's view: host pointers, registered buffers
+    px.shm = shm_host + r;
+    px.direct = true;
+    px.direct_bytes = chunk;
+    px.src_direct = send + chunk * peer;
+    px.dst_direct = peer_recv + chunk * r;
+    CudaHost h{proxy_stream, events};
+    p2p::ProxySub sub;
+    sub.base = base;
+    sub.nsteps = p2p::steps_for(chunk, step);
+    const p2p::Plants none{};
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!sub.finished() && sub.bad_size == 0 && seconds_since(t0) < 10) (void)p2p::send_proxy_progress(h, px, sub, none);
+    if (!sub.finished()) ++failed;  // the kernel side gave up, or a bad size
+    base += sub.nsteps;
+    CHECK(cudaStreamSynchronize(local_stream));
+    CHECK(cudaStreamSynchronize(kernel_stream));
   }
 };
 
-// One doorbell CE alltoall of `bytes` per GPU (bytes / 2 to each GPU, one of them itself).
-double ce_alltoall(std::vector<Gpu>& g, Proxies& px, p2p::ConnShm* shm[kGpus], uint64_t bytes) {
-  const uint64_t chunk = bytes / kGpus;
-  const uint64_t step = std::max<uint64_t>(512 << 10, (chunk + g_steps - 1) / g_steps);
-  for (int i = 0; i < kGpus; ++i) {  // conn[i]: GPU i -> GPU 1 - i
-    *shm[i] = p2p::ConnShm{};
-    px.conn[i] = p2p::Conn{};
-    px.conn[i].shm = shm[i];
-    px.conn[i].step_bytes = step;
-    px.conn[i].direct = true;
-    px.conn[i].direct_bytes = chunk;
-    px.conn[i].src_direct = g[i].send + chunk * (1 - i);
-    px.conn[i].dst_direct = g[1 - i].recv + chunk * i;
-  }
-  px.chunk = chunk, px.step = step;
-  px.done = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  px.gen.fetch_add(1, std::memory_order_release);
-  for (int i = 0; i < kGpus; ++i) {
-    CHECK(cudaSetDevice(i));
-    ce_kernel<<<1, 2, 0, g[i].kernel_stream>>>(px.conn[i], px.conn[1 - i], chunk, 0, g[i].bad);
-    CHECK(cudaGetLastError());
-    CHECK(cudaMemcpyAsync(g[i].recv + chunk * i, g[i].send + chunk * i, chunk, cudaMemcpyDeviceToDevice, g[i].local_stream));
-  }
-  while (px.done.load(std::memory_order_acquire) != kGpus) {  // the proxies give up after 10 s
-  }
-  for (int i = 0; i < kGpus; ++i) {
-    CHECK(cudaSetDevice(i));
-    CHECK(cudaStreamSynchronize(g[i].proxy_stream));
-    CHECK(cudaStreamSynchronize(g[i].local_stream));
-    CHECK(cudaStreamSynchronize(g[i].kernel_stream));
-  }
-  return seconds_since(t0);
+void print_row(const char* who, uint64_t bytes, double s) {
+  const double algbw = double(bytes) / s / 1e9, busbw = algbw * (kRanks - 1) / kRanks;
+  std::printf("%-30s %12llu %12llu %10.1f %8.2f %8.2f\n", who, (unsigned long long)bytes, (unsigned long long)(bytes / 4), s * 1e6,
+              algbw, busbw);
 }
 
-#ifdef DOORBELL_WITH_NCCL
-double nccl_alltoall(std::vector<Gpu>& g, ncclComm_t* comms, uint64_t bytes) {
-  const uint64_t chunk = bytes / kGpus;
-  const auto t0 = std::chrono::steady_clock::now();
-  NCCLCHECK(ncclGroupStart());
-  for (int i = 0; i < kGpus; ++i)
-    for (int p = 0; p < kGpus; ++p) {
-      NCCLCHECK(ncclSend(g[i].send + chunk * p, chunk, ncclInt8, p, comms[i], g[i].kernel_stream));
-      NCCLCHECK(ncclRecv(g[i].recv + chunk * p, chunk, ncclInt8, p, comms[i], g[i].kernel_stream));
-    }
-  NCCLCHECK(ncclGroupEnd());
-  for (int i = 0; i < kGpus; ++i) {
-    CHECK(cudaSetDevice(i));
-    CHECK(cudaStreamSynchronize(g[i].kernel_stream));
+// nccl-tests' timing — a barrier, kIters operations back to back, the slower rank's average —
+// taken kRounds times; the median round (one round can catch a descheduled rank).
+template <class Op>
+double timed(const gpu::Bootstrap& b, int peer, Op op) {
+  for (int i = 0; i < kWarmup; ++i) op();
+  std::vector<double> rounds;
+  for (int round = 0; round < kRounds; ++round) {
+    b.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kIters; ++i) op();
+    const double t = seconds_since(t0) / kIters;
+    b.send(peer, t);
+    rounds.push_back(std::max(t, b.recv<double>(peer)));
   }
-  return seconds_since(t0);
+  std::sort(rounds.begin(), rounds.end());
+  return rounds[kRounds / 2];
 }
-#endif
 
 // Test bytes: no short period, so a copy from a wrong offset shows.
-uint8_t pattern(int gpu, uint64_t b) { return uint8_t((b * 0x9E3779B97F4A7C15ull + uint64_t(gpu) * 0x632BE59BD9B4E019ull) >> 56); }
+uint8_t pattern(int rank, uint64_t b) { return uint8_t((b * 0x9E3779B97F4A7C15ull + uint64_t(rank) * 0x632BE59BD9B4E019ull) >> 56); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+// Free + re-malloc at the same address, on the receiver (rank 1): rank 0 maps the buffer
+// through a correct cache and through one without the buffer-id check, rank 1 frees it and
+// allocates again (the peer's mapping still open: what a real owner does, not knowing of the
+// cache); the correct cache must reopen and its marker arrive in the new buffer. Writing
+// through the stale mapping is undefined behaviour in CUDA, so the planted cache is only asked
+// where it would deliver. Returns the failures.
+int reuse_demo(const gpu::Bootstrap& b, std::map<uint64_t, cudaIpcMemHandle_t>& handles, std::vector<double>& open_us) {
+  constexpr uint64_t kBytes = 64ull << 20;
+  const int peer = 1 - b.rank;
+  if (b.rank == 1) {
+    uint8_t* v1 = nullptr;
+    CHECK(cudaMalloc(&v1, kBytes));
+    b.send(peer, export_buffer(v1, kBytes));
+    b.barrier();  // rank 0 mapped it
+    CHECK(cudaFree(v1));
+    uint8_t* v2 = nullptr;
+    CHECK(cudaMalloc(&v2, kBytes));
+    CHECK(cudaMemset(v2, 0, kBytes));
+    CHECK(cudaDeviceSynchronize());
+    std::printf("reuse: the receiver freed its 64 MiB buffer and allocated again: %s address (%p -> %p)\n",
+                v1 == v2 ? "the same" : "a different", (void*)v1, (void*)v2);
+    b.send(peer, export_buffer(v2, kBytes));
+    b.barrier();  // rank 0 delivered
+    uint8_t got = 0;
+    CHECK(cudaMemcpy(&got, v2, 1, cudaMemcpyDeviceToHost));
+    std::printf("reuse: the marker sent through the correct cache %s the new buffer\n", got == 0xA5 ? "arrived in" : "is MISSING from");
+    const int status = got == 0xA5 ? 0 : 1;
+    b.barrier();  // rank 0 closed its mappings
+    CHECK(cudaFree(v2));
+    b.send(peer, status);
+    return status;
+  }
+  Cache good(Opener{&handles, &open_us}, Closer{});
+  Cache planted(Opener{&handles, &open_us}, Closer{}, /*plant_no_id_check=*/true);
+  const auto e1 = b.recv<Export>(peer);
+  handles[e1.meta.buffer_id] = e1.handle;
+  uint8_t* old_map = good.map(e1.meta, e1.meta.base);
+  (void)planted.map(e1.meta, e1.meta.base);  // the same context: the same pointer, counted twice
+  b.barrier();
+  const auto e2 = b.recv<Export>(peer);
+  handles[e2.meta.buffer_id] = e2.handle;
+  const uint8_t a = 0xA5;
+  uint8_t* new_map = good.map(e2.meta, e2.meta.base);
+  CHECK(cudaMemcpy(new_map, &a, 1, cudaMemcpyHostToDevice));
+  CHECK(cudaDeviceSynchronize());  // a pageable copy may return before its DMA landed
+  if (new_map == old_map) std::printf("reuse: the reopened handle mapped at the old address\n");
+  const bool same_va = e1.meta.base == e2.meta.base;
+  const bool stale = planted.map(e2.meta, e2.meta.base) == old_map;
+  std::printf("reuse: correct cache: %llu opens, %llu stale mapping closed and reopened; without the buffer-id check: %s\n",
+              (unsigned long long)good.opens(), (unsigned long long)good.reopens(),
+              stale ? "a hit on the stale mapping (it would deliver into the freed allocation)" : "reopened (address not reused)");
+  b.barrier();
+  planted.close_all();
+  good.close_all();
+  b.barrier();
+  int status = b.recv<int>(peer);
+  if (good.reopens() != (same_va ? 1u : 0u) || stale != same_va) status = 1;
+  return status;
+}
+
+int rank_main(gpu::Bootstrap& b) {
+  const int r = b.rank, peer = 1 - r;
+  CHECK(cudaSetDevice(r));
+  Rank k;
+  k.b = &b, k.r = r, k.peer = peer;
+  // The connection words live in the shared host memory, mapped for this rank's GPU.
+  k.shm_host = static_cast<p2p::ConnShm*>(b.shared);
+  CHECK(cudaHostRegister(b.shared, b.shared_bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
+  void* dev = nullptr;
+  CHECK(cudaHostGetDevicePointer(&dev, b.shared, 0));
+  k.shm_dev = static_cast<p2p::ConnShm*>(dev);
+  CHECK(cudaMalloc(&k.send, kMaxBytes));
+  CHECK(cudaMalloc(&k.recv, kMaxBytes));
+  CHECK(cudaMalloc(&k.bad, sizeof(unsigned)));
+  CHECK(cudaMemset(k.bad, 0, sizeof(unsigned)));
+  CHECK(cudaStreamCreateWithFlags(&k.kernel_stream, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&k.proxy_stream, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&k.local_stream, cudaStreamNonBlocking));
+  for (cudaEvent_t& e : k.events) CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  {
+    std::vector<uint8_t> pat(kMaxBytes);
+    for (uint64_t i = 0; i < kMaxBytes; ++i) pat[i] = pattern(r, i);
+    CHECK(cudaMemcpy(k.send, pat.data(), kMaxBytes, cudaMemcpyHostToDevice));
+  }
+
+  // Lazy IPC set-up, then the peer's receive buffer through the handle cache.
+  int can = 0;
+  CHECK(cudaDeviceCanAccessPeer(&can, r, peer));
+  const p2p::IpcState st = ipc_setup(b, peer, can != 0);
+  b.send(peer, export_buffer(k.recv, kMaxBytes));
+  const auto theirs = b.recv<Export>(peer);
+  std::map<uint64_t, cudaIpcMemHandle_t> handles{{theirs.meta.buffer_id, theirs.handle}};
+  std::vector<double> open_us;
+  Cache cache(Opener{&handles, &open_us}, Closer{});
+  if (st == p2p::IpcState::kOk || st == p2p::IpcState::kAcked) k.peer_recv = cache.map(theirs.meta, theirs.meta.base);
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, r));
+  std::printf("rank %d (pid %d): %s, IPC set-up %s, peer's receive buffer opened in %.0f us\n", r, int(getpid()), prop.name,
+              p2p::ipc_state_name(st), open_us.empty() ? 0.0 : open_us.front());
+  std::fflush(stdout);
+  b.barrier();
+  if (k.peer_recv == nullptr) return 1;  // no IPC: this benchmark has no host path
+
+  int status = 0;
+  // Raw copy-engine peer bandwidth, one way, 1 GiB, into the IPC mapping.
+  if (r == 0) {
+    std::vector<double> t;
+    for (int it = 0; it < 5; ++it) {
+      const auto t0 = std::chrono::steady_clock::now();
+      CHECK(cudaMemcpyAsync(k.peer_recv, k.send, kMaxBytes, cudaMemcpyDefault, k.proxy_stream));
+      CHECK(cudaStreamSynchronize(k.proxy_stream));
+      t.push_back(seconds_since(t0));
+    }
+    std::sort(t.begin(), t.end());
+    std::printf("raw copy-engine peer copy rank0 -> rank1 (IPC mapping), 1 GiB: %.1f GB/s (median of 5)\n",
+                double(kMaxBytes) / t[2] / 1e9);
+  }
+  b.barrier();
+#ifdef DOORBELL_WITH_NCCL
+  ncclUniqueId id;
+  if (r == 0) {
+    NCCLCHECK(ncclGetUniqueId(&id));
+    b.send(peer, id);
+  } else {
+    id = b.recv<ncclUniqueId>(peer);
+  }
+  ncclComm_t comm;
+  NCCLCHECK(ncclCommInitRank(&comm, kRanks, id, r));
+  const char* ce = std::getenv("NCCL_P2P_USE_CUDA_MEMCPY");
+  if (r == 0) std::printf("NCCL %d (two ranks), NCCL_P2P_USE_CUDA_MEMCPY=%s\n", NCCL_VERSION_CODE, ce ? ce : "(unset)");
+#endif
+  if (r == 0)
+    std::printf("\n%-30s %12s %12s %10s %8s %8s\n", "alltoall (avg of 20, median of 5)", "size(B)", "count", "time(us)", "algbw", "busbw");
+  for (uint64_t bytes = 64ull << 20; bytes <= kMaxBytes; bytes *= 4) {
+    const double t = timed(b, peer, [&] { k.ce_alltoall(bytes); });
+    if (r == 0) print_row("doorbell CE", bytes, t);
+    // One more run into cleared buffers, every byte checked: rank r's receive buffer holds
+    // chunk r of each rank p's send buffer.
+    const uint64_t chunk = bytes / kRanks;
+    CHECK(cudaMemset(k.recv, 0, bytes));
+    b.barrier();
+    k.ce_alltoall(bytes);
+    b.barrier();
+    std::vector<uint8_t> got(chunk);
+    for (int p = 0; p < kRanks; ++p) {
+      CHECK(cudaMemcpy(got.data(), k.recv + chunk * p, chunk, cudaMemcpyDeviceToHost));
+      for (uint64_t i = 0; i < chunk; ++i)
+        if (got[i] != pattern(p, chunk * r + i)) {
+          std::printf("  WRONG DATA: rank %d, from rank %d, byte %llu\n", r, p, (unsigned long long)i);
+          status = 1;
+          break;
+        }
+    }
+#ifdef DOORBELL_WITH_NCCL
+    const double tn = timed(b, peer, [&] {
+      NCCLCHECK(ncclGroupStart());
+      for (int p = 0; p < kRanks; ++p) {
+        NCCLCHECK(ncclSend(k.send + chunk * p, chunk, ncclInt8, p, comm, k.kernel_stream));
+        NCCLCHECK(ncclRecv(k.recv + chunk * p, chunk, ncclInt8, p, comm, k.kernel_stream));
+      }
+      NCCLCHECK(ncclGroupEnd());
+      CHECK(cudaStreamSynchronize(k.kernel_stream));
+    });
+    if (r == 0) print_row("NCCL", bytes, tn);
+#endif
+    std::fflush(stdout);
+  }
+  unsigned bad = 0;
+  CHECK(cudaMemcpy(&bad, k.bad, sizeof bad, cudaMemcpyDeviceToHost));
+  if (bad != 0 || k.failed != 0) std::printf("  rank %d: %u kernel sides and %d proxies failed\n", r, bad, k.failed), status = 1;
+#ifdef DOORBELL_WITH_NCCL
+  NCCLCHECK(ncclCommDestroy(comm));
+#endif
+  b.barrier();
+  std::vector<double> reuse_open_us;
+  status |= reuse_demo(b, handles, reuse_open_us);
+  if (r == 0 && !reuse_open_us.empty()) {
+    std::printf("cudaIpcOpenMemHandle: %.0f us first open (1 GiB; enables peer access)", open_us.front());
+    for (double u : reuse_open_us) std::printf(", %.0f", u);
+    std::printf(" us (64 MiB buffers: open, the same handle again, the re-allocated one)\n");
+  }
+  std::printf("p2p_bench rank %d: %s\n", r, status == 0 ? "data OK" : "FAILED");
+  return status;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1) g_steps = std::max<uint64_t>(1, std::strtoull(argv[1], nullptr, 10));
-  int n = 0;
-  CHECK(cudaGetDeviceCount(&n));
-  if (n < kGpus) {
-    std::printf("p2p_bench: needs %d GPUs, found %d\n", kGpus, n);
-    return 1;
-  }
-  const uint64_t max_bytes = 1ull << 30;
-  std::vector<Gpu> g(kGpus);
-  for (int i = 0; i < kGpus; ++i) {
-    CHECK(cudaSetDevice(i));
-    CHECK(cudaDeviceEnablePeerAccess(1 - i, 0));
-    CHECK(cudaMalloc(&g[i].send, max_bytes));
-    CHECK(cudaMalloc(&g[i].recv, max_bytes));
-    CHECK(cudaMalloc(&g[i].bad, sizeof(unsigned)));
-    CHECK(cudaMemset(g[i].bad, 0, sizeof(unsigned)));
-    CHECK(cudaStreamCreateWithFlags(&g[i].kernel_stream, cudaStreamNonBlocking));
-    CHECK(cudaStreamCreateWithFlags(&g[i].proxy_stream, cudaStreamNonBlocking));
-    CHECK(cudaStreamCreateWithFlags(&g[i].local_stream, cudaStreamNonBlocking));
-    for (cudaEvent_t& e : g[i].events) CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    std::vector<uint8_t> pat(max_bytes);
-    for (uint64_t b = 0; b < max_bytes; ++b) pat[b] = pattern(i, b);
-    CHECK(cudaMemcpy(g[i].send, pat.data(), max_bytes, cudaMemcpyHostToDevice));
-  }
-  p2p::ConnShm* shm[kGpus];
-  for (auto& s : shm) CHECK(cudaHostAlloc(&s, sizeof(p2p::ConnShm), cudaHostAllocMapped | cudaHostAllocPortable));
-  cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("p2p_bench: %d x %s; copy-engine alltoall (doorbell core/p2p, %llu steps per connection) vs raw peer copy%s\n",
-              kGpus, prop.name, (unsigned long long)g_steps,
-#ifdef DOORBELL_WITH_NCCL
-              " vs NCCL"
-#else
-              ""
-#endif
-  );
-  // Raw copy-engine peer bandwidth, one way, 1 GiB.
-  {
-    CHECK(cudaSetDevice(0));
-    std::vector<double> t;
-    for (int it = 0; it < kIters; ++it) {
-      const auto t0 = std::chrono::steady_clock::now();
-      CHECK(cudaMemcpyPeerAsync(g[1].recv, 1, g[0].send, 0, max_bytes, g[0].proxy_stream));
-      CHECK(cudaStreamSynchronize(g[0].proxy_stream));
-      t.push_back(seconds_since(t0));
-    }
-    std::printf("raw peer copy GPU0->GPU1, 1 GiB: %.1f GB/s (median of %d)\n", double(max_bytes) / median(t) / 1e9, kIters);
-  }
-#ifdef DOORBELL_WITH_NCCL
-  ncclComm_t comms[kGpus];
-  int devs[kGpus] = {0, 1};
-  NCCLCHECK(ncclCommInitAll(comms, kGpus, devs));
-  const char* ce = std::getenv("NCCL_P2P_USE_CUDA_MEMCPY");
-  std::printf("NCCL %d, NCCL_P2P_USE_CUDA_MEMCPY=%s\n", NCCL_VERSION_CODE, ce ? ce : "(unset)");
-#endif
-  std::printf("\n%-28s %12s %12s %10s %8s %8s\n", "alltoall (float count)", "size(B)", "count", "time(us)", "algbw", "busbw");
-  int status = 0;
-  Proxies px;
-  px.g = &g;
-  px.start();
-  for (uint64_t bytes = 64ull << 20; bytes <= max_bytes; bytes *= 4) {
-    std::vector<double> t;
-    (void)ce_alltoall(g, px, shm, bytes);  // warm-up
-    for (int it = 0; it < kIters; ++it) t.push_back(ce_alltoall(g, px, shm, bytes));
-    print_row("doorbell CE (median of 5)", bytes, median(t));
-    // Check one more run into cleared buffers, every byte: GPU i's receive buffer holds chunk i
-    // of each GPU p's send buffer.
-    const uint64_t chunk = bytes / kGpus;
-    for (int i = 0; i < kGpus; ++i) {
-      CHECK(cudaSetDevice(i));
-      CHECK(cudaMemset(g[i].recv, 0, bytes));
-    }
-    (void)ce_alltoall(g, px, shm, bytes);
-    if (px.failed.load() != 0) std::printf("  %d proxies did not finish\n", px.failed.load()), status = 1;
-    for (int i = 0; i < kGpus; ++i) {
-      unsigned bad = 0;
-      CHECK(cudaMemcpy(&bad, g[i].bad, sizeof bad, cudaMemcpyDeviceToHost));
-      std::vector<uint8_t> got(chunk);
-      for (int p = 0; p < kGpus; ++p) {
-        CHECK(cudaMemcpy(got.data(), g[i].recv + chunk * p, chunk, cudaMemcpyDeviceToHost));
-        for (uint64_t b = 0; b < chunk; ++b)
-          if (got[b] != pattern(p, chunk * i + b)) {
-            std::printf("  WRONG DATA: GPU %d, from GPU %d, byte %llu\n", i, p, (unsigned long long)b);
-            status = 1;
-            break;
-          }
-      }
-      if (bad != 0) std::printf("  GPU %d: %u kernel sides failed\n", i, bad), status = 1;
-    }
-#ifdef DOORBELL_WITH_NCCL
-    t.clear();
-    (void)nccl_alltoall(g, comms, bytes);
-    for (int it = 0; it < kIters; ++it) t.push_back(nccl_alltoall(g, comms, bytes));
-    print_row("NCCL (median of 5)", bytes, median(t));
-#endif
-  }
-  px.stop();
-  std::printf("p2p_bench: %s\n", status == 0 ? "data OK" : "FAILED");
-  return status;
+  std::printf("p2p_bench: %d processes, one GPU each; copy-engine alltoall (doorbell core/p2p, %llu steps per connection)\n",
+              kRanks, (unsigned long long)g_steps);
+  // Two connections' words (rank i -> 1 - i), one page, empty FIFOs before the ranks exist.
+  const uint64_t shared = 4096;
+  static_assert(kRanks * sizeof(p2p::ConnShm) <= shared);
+  return gpu::Bootstrap::launch(
+      kRanks, shared, [](void* m) { for (int i = 0; i < kRanks; ++i) new (static_cast<p2p::ConnShm*>(m) + i) p2p::ConnShm{}; },
+      rank_main);
 }

@@ -33,6 +33,9 @@ struct CostModel {
   // A copy engine moving a peer copy over NVLink (cudaMemcpyAsync between two GPUs): about
   // 395 GB/s one way measured between two H200s of one host (issue 11); 0.4 bytes/ns per GB/s.
   double nvlink_bytes_per_ns = 395;
+  // Opening a peer's allocation through CUDA IPC (cuIpcOpenMemHandle): the seed's ~90 us per
+  // open (SPEC §6, seed 001), hence the receiver's handle cache.
+  double ipc_open_ns = 90000;
 };
 
 }  // namespace doorbell::models

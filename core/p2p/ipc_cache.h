@@ -48,6 +48,12 @@ class IpcCache {
     return entries_.back().local + (va - h.base);
   }
 
+  // Closes every mapping (the endpoint's teardown).
+  void close_all() {
+    for (const Entry& e : entries_) close_(e.local);
+    entries_.clear();
+  }
+
   uint64_t hits() const { return hits_; }
   uint64_t opens() const { return opens_; }      // ~90 µs each
   uint64_t reopens() const { return reopens_; }  // stale entries replaced

@@ -18,7 +18,7 @@ const char* stream_kind_name(StreamKind k) {
   return "?";
 }
 
-CudaModel::CudaModel(Scheduler& s, CudaModelConfig c) : s_(s), cfg_(c) {
+CudaModel::CudaModel(Scheduler& s, CudaModelConfig c) : s_(s), cfg_(c), mem_(c.gpus, s.options().costs) {
   cfg_.max_connections = std::max<uint32_t>(1, cfg_.max_connections);
   queue_last_.assign(size_t(cfg_.gpus) * cfg_.max_connections, -1);
   ce_.resize(cfg_.gpus);

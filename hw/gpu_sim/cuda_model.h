@@ -12,7 +12,8 @@
 // copy comes to wait for a kernel it has no dependency on. Kernels become scheduler agents when
 // they start; copy engines and the dispatcher are daemon agents, host threads are agents the
 // caller adds, so a deadlock among kernels, copies and proxies is a hang report that names
-// which work waits for which.
+// which work waits for which. Device memory and CUDA IPC handles are a DeviceMemory
+// (device_memory.h), `memory()`.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "hw/gpu_sim/device_memory.h"
 #include "hw/gpu_sim/scheduler.h"
 
 namespace doorbell::gpu_sim {
@@ -63,6 +65,9 @@ class CudaModel {
   uint64_t bytes_copied() const { return bytes_copied_; }
   // Work not yet completed and what each waits for (hang reports).
   std::string pending() const;
+  // cudaMalloc / cudaFree and CUDA IPC on the model's GPUs (costs: the scheduler's).
+  DeviceMemory& memory() { return mem_; }
+  const DeviceMemory& memory() const { return mem_; }
 
  private:
   enum class Kind : uint8_t { kKernel, kCopy, kRecord, kWait };
@@ -102,6 +107,7 @@ class CudaModel {
   uint32_t first_unstarted_ = 0;          // work below this has all started
   std::vector<int64_t> events_;           // the record work of each event (-1: never recorded)
   uint64_t version_ = 0, bytes_copied_ = 0;
+  DeviceMemory mem_;
 };
 
 }  // namespace doorbell::gpu_sim

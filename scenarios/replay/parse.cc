@@ -125,7 +125,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   only_keys(w, "workload", {"ctas", "warps", "lanes", "ops", "alltoall", "dispatch", "p2p"});
   if (const YAML::Node p = w["p2p"]) {
     only_keys(p, "p2p", {"pattern", "bytes", "step_bytes", "kernel_stream", "proxy_stream", "max_connections", "next_kernel_queued",
-                         "registered_buffers"});
+                         "registered_buffers", "kernel_chunk_bytes", "streams_before_proxies", "proxy_counter_bits"});
     if (p["next_kernel_queued"]) sc.p2p.next_kernel_queued = bool_of(p["next_kernel_queued"], "next_kernel_queued");
     if (p["registered_buffers"]) sc.p2p.registered = bool_of(p["registered_buffers"], "registered_buffers");
     static const std::initializer_list<const char*> kStreams = {"legacy_default", "per_thread_default", "blocking", "non_blocking"};
@@ -137,6 +137,17 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (p["kernel_stream"]) sc.p2p.kernel_stream = choice_of(p["kernel_stream"], "kernel_stream", kStreams);
     if (p["proxy_stream"]) sc.p2p.proxy_stream = choice_of(p["proxy_stream"], "proxy_stream", kStreams);
     if (p["max_connections"]) sc.p2p.max_connections = uint32_t(uint_of(p["max_connections"], "max_connections", 1, 32));
+    if (p["kernel_chunk_bytes"]) {
+      sc.p2p.kernel_chunk_bytes = uint_of(p["kernel_chunk_bytes"], "kernel_chunk_bytes", 8, 64ull << 20);
+      if (!sc.p2p.registered || !sc.phantom) fail(p["kernel_chunk_bytes"], "kernel_chunk_bytes needs 'registered_buffers: true' and 'memory: phantom'");
+    }
+    if (p["streams_before_proxies"]) sc.p2p.streams_before_proxies = uint32_t(uint_of(p["streams_before_proxies"], "streams_before_proxies", 0, 64));
+    if (p["proxy_counter_bits"]) {
+      sc.p2p.proxy_counter_bits = uint32_t(uint_of(p["proxy_counter_bits"], "proxy_counter_bits", 0, 64));
+      if (sc.p2p.proxy_counter_bits != 31 && sc.p2p.proxy_counter_bits != 32 && sc.p2p.proxy_counter_bits != 64)
+        fail(p["proxy_counter_bits"], "proxy_counter_bits is 31 (int), 32 (uint32_t) or 64");
+      if (sc.p2p.proxy_counter_bits == 64) sc.p2p.proxy_counter_bits = 0;
+    }
     if (sc.pes < 2) fail(p, "p2p needs at least 2 GPUs (topology.pes)");
     if (!sc.phantom && sc.p2p.bytes > (64ull << 20)) fail(p["bytes"], "more than 64 MiB per connection needs 'memory: phantom'");
   }

@@ -31,6 +31,9 @@ ReplayResult replay_p2p(const Scenario& sc, const ReplayOptions& opt) {
   c.phantom = sc.phantom;
   c.next_kernel_queued = sc.p2p.next_kernel_queued;
   c.direct = sc.p2p.registered;
+  c.kernel_chunk_bytes = sc.p2p.kernel_chunk_bytes;
+  c.extra_streams = sc.p2p.streams_before_proxies;
+  c.proxy_counter_bits = sc.p2p.proxy_counter_bits;
   c.seed = seed;
   gpu_sim::SchedOptions so;
   so.seed = seed;

@@ -38,6 +38,12 @@ struct P2pWorkload {
   uint32_t max_connections = 8;         // CUDA_DEVICE_MAX_CONNECTIONS
   bool next_kernel_queued = false;      // the next operation's kernel waits behind this one
   bool registered = false;              // registered buffers: the proxy copies buffer to buffer
+  // The 4 GB alltoall stall's hypotheses (p2p::CeRunConfig says what each does): H1 the
+  // kernel's chunk differs from the proxy's step; H2 streams created before the proxies'; H3
+  // the proxy's call-wide byte counter in 31 (int) or 32 (uint32_t) bits.
+  uint64_t kernel_chunk_bytes = 0;
+  uint32_t streams_before_proxies = 0;
+  uint32_t proxy_counter_bits = 0;
 };
 
 struct Scenario {

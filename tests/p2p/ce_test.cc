@@ -9,6 +9,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "tests/seeds.h"
@@ -98,6 +99,21 @@ TEST(CeTransport, ProxyCopiesBehindABlockedKernelInASharedHardwareQueueHang) {
   EXPECT_EQ(run_ce(c, opts(4)).failure, "");
 }
 
+// The send proxy maps the receiver's buffer through CUDA IPC before its first copy; in the
+// timed schedule that open (ipc_open_ns, ~90 us) shows in the transfer's time, once.
+TEST(CeTransport, FirstCopyWaitsForTheIpcOpen) {
+  CeRunConfig c;
+  c.bytes = 1 << 20;
+  c.step_bytes = 128 << 10;
+  gpu_sim::SchedOptions o = opts(1, Policy::kTimed);
+  const CeRunResult with_open = run_ce(c, o);
+  o.costs.ipc_open_ns = 0;
+  const CeRunResult free_open = run_ce(c, o);
+  ASSERT_EQ(with_open.failure, "");
+  ASSERT_EQ(free_open.failure, "");
+  EXPECT_NEAR(with_open.run.sim_time_ns - free_open.run.sim_time_ns, 90000, 1000);
+}
+
 // The scale of seed 004's stalled call, without its bytes: 8 GPUs, 4.5 GiB sent per GPU
 // (7 peers x 658 MiB, 1,316 steps of 512 KiB per connection), NCCL's sizes.
 TEST(CeTransport, EightGpuAlltoallBeyond4GiBPerGpuCompletes) {
@@ -159,6 +175,36 @@ TEST(CeStall, H2ProxyStreamsOutnumberHardwareQueues) {
   EXPECT_EQ(run_ce(c, opts(1)).failure, "");
   c.extra_streams = 7;  // shared queues, but nothing blocked ahead of the copies
   c.next_kernel_queued = false;
+  EXPECT_EQ(run_ce(c, opts(1)).failure, "");
+}
+
+// H3: each send proxy keeps the call's completed bytes in an int. With 1 MiB steps (4 GiB
+// per GPU, 3.5 GiB through its proxy) the count turns negative once 2 GiB completed — after
+// 2048 steps over 7 connections, ~293 each — and the call retires there: every connection
+// stalls mid-call, recvTail ahead of sendHead. An unsigned counter passes at this size (3.5 GiB
+// < 4 GiB) and at 8 GiB per GPU wraps and never retires: it hangs after the last step.
+TEST(CeStall, H3ThirtyTwoBitCallByteCounter) {
+  CeRunConfig c = stall_case();
+  c.step_bytes = 1 << 20;
+  c.bytes = 512 * c.step_bytes;
+  c.proxy_counter_bits = 31;
+  CeRunResult r = run_ce(c, opts(1));
+  ASSERT_EQ(r.run.outcome, gpu_sim::Outcome::kHang) << r.failure;
+  EXPECT_NE(r.run.report.find("gpu0 send proxy: call retired; completed 21"), std::string::npos) << r.run.report;
+  for (size_t at = r.run.report.find("send proxy at step "); at != std::string::npos; at = r.run.report.find("send proxy at step ", at + 1)) {
+    const uint64_t step = std::strtoull(r.run.report.c_str() + at + 19, nullptr, 10);
+    EXPECT_GT(step, 270u);  // 2048 steps over 7 connections, unevenly
+    EXPECT_LT(step, 320u);
+  }
+  c.proxy_counter_bits = 32;
+  EXPECT_EQ(run_ce(c, opts(1)).failure, "");
+  c.bytes = 1024 * c.step_bytes;
+  r = run_ce(c, opts(1));
+  ASSERT_EQ(r.run.outcome, gpu_sim::Outcome::kHang) << r.failure;
+  EXPECT_NE(r.run.report.find("gpu0 send proxy: call not retired; completed 7516192768 of 7516192768 B, its uint32_t counter reads 3221225472"),
+            std::string::npos)
+      << r.run.report;
+  c.proxy_counter_bits = 0;  // the fix: 64 bits
   EXPECT_EQ(run_ce(c, opts(1)).failure, "");
 }
 

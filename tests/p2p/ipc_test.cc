@@ -2,7 +2,8 @@
 // random interleavings, late CUDA initialisation (NOT-READY answers) and lost messages never
 // uses IPC between GPUs that cannot peer, never tries more than 5 times, and agrees once the
 // messages get through; the cache never delivers into a freed buffer when the owner frees
-// and re-allocates at the same address. Each property finds its planted bugs.
+// and re-allocates at the same address (the owner is the CUDA model's allocator,
+// gpu_sim::DeviceMemory, tested here too). Each property finds its planted bugs.
 #include "core/p2p/ipc_setup.h"
 #include "core/p2p/ipc_cache.h"
 
@@ -10,9 +11,14 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
-#include <map>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "hw/gpu_sim/cuda_model.h"
+#include "hw/gpu_sim/device_memory.h"
+#include "hw/gpu_sim/sim_ctx.h"
 
 namespace doorbell::p2p {
 
@@ -183,42 +189,39 @@ TEST(IpcSetup, GivesUpAfterFiveTries) {
 
 // ---- the handle cache ----
 
-// The owner's memory: four address slots of 4 KiB, each re-allocated with a new buffer id.
+// The owner's memory is the CUDA model's allocator (gpu_sim::DeviceMemory): four slots of
+// 4 KiB that it mallocs and frees; a freed address is handed to the next malloc of that size,
+// with a new buffer id, while a freed allocation some mapping still holds stays alive.
 struct Owner {
   static constexpr uint64_t kSlot = 4096;
-  struct Buffer {
-    std::vector<uint8_t> bytes = std::vector<uint8_t>(kSlot);
-    bool live = true;
-    uint32_t writes_after_free = 0;
-  };
-  std::map<uint64_t, Buffer> buffers;  // by buffer id
-  uint64_t at[4] = {};                 // live buffer id at each slot (0: free)
-  uint64_t next_id = 1;
+  gpu_sim::DeviceMemory mem{1};
+  uint64_t at[4] = {};  // each slot's live allocation (0: free)
 };
 
 std::string run_cache(const std::vector<CacheOp>& ops, bool plant) {
   Owner own;
-  auto open = [&own](const IpcHandle& h) { return own.buffers.at(h.buffer_id).bytes.data(); };
-  auto close = [](uint8_t*) {};
+  auto open = [&own](const IpcHandle& h) { return own.mem.ipc_open(h); };
+  auto close = [&own](uint8_t* p) { own.mem.ipc_close(p); };
   IpcCache<decltype(open), decltype(close)> cache(open, close, plant);
   for (size_t i = 0; i < ops.size(); ++i) {
     const CacheOp& o = ops[i];
-    const uint64_t base = 0x10000 + o.slot % 4 * Owner::kSlot;
-    uint64_t& id = own.at[o.slot % 4];
-    if (o.kind % 3 == 0 && id == 0) {
-      id = own.next_id++;
-      own.buffers[id];
-    } else if (o.kind % 3 == 1 && id != 0) {
-      own.buffers.at(id).live = false;
-      id = 0;
-    } else if (o.kind % 3 == 2 && id != 0) {
-      const uint64_t off = o.offset % Owner::kSlot;
-      uint8_t* p = cache.map({base, Owner::kSlot, id}, base + off);
+    uint64_t& va = own.at[o.slot % 4];
+    if (o.kind % 3 == 0 && va == 0) {
+      va = own.mem.malloc(0, Owner::kSlot);
+    } else if (o.kind % 3 == 1 && va != 0) {
+      own.mem.free(0, va);
+      va = 0;
+    } else if (o.kind % 3 == 2 && va != 0) {
+      const uint64_t remote = va + o.offset % Owner::kSlot;
+      const IpcHandle h = own.mem.ipc_get_handle(0, remote);  // sent with the transfer
+      uint8_t* p = cache.map(h, remote);
       *p = o.value;  // the transfer lands where the mapping points
-      for (auto& [bid, b] : own.buffers)
-        if (!b.live && p >= b.bytes.data() && p < b.bytes.data() + Owner::kSlot)
-          return "op " + std::to_string(i) + ": delivered into freed buffer " + std::to_string(bid) + " instead of " + std::to_string(id);
-      if (own.buffers.at(id).bytes[off] != o.value) return "op " + std::to_string(i) + ": the live buffer did not get the byte";
+      const std::optional<gpu_sim::AllocInfo> got = own.mem.allocation_of(p);
+      if (!got) return "op " + std::to_string(i) + ": delivered outside every allocation";
+      if (!got->live || got->buffer_id != h.buffer_id)
+        return "op " + std::to_string(i) + ": delivered into " + (got->live ? "live" : "freed") + " buffer " +
+               std::to_string(got->buffer_id) + " instead of " + std::to_string(h.buffer_id);
+      if (*own.mem.host_ptr(0, remote) != o.value) return "op " + std::to_string(i) + ": the live buffer did not get the byte";
     }
   }
   return {};
@@ -251,6 +254,87 @@ TEST(IpcCache, ReopensAfterFreeAndReallocationAtTheSameAddress) {
   EXPECT_EQ(opened, 2u);
   EXPECT_EQ(c.hits(), 1u);
   EXPECT_EQ(c.reopens(), 1u);
+}
+
+// ---- the model's device memory ----
+
+TEST(DeviceMemory, FreeThenMallocReusesTheAddressWithANewBufferId) {
+  gpu_sim::Scheduler s;
+  gpu_sim::CudaModel cuda(s, {});
+  gpu_sim::DeviceMemory& mem = cuda.memory();
+  const uint64_t a = mem.malloc(1, 4096), b = mem.malloc(1, 4096);
+  EXPECT_EQ(a, gpu_sim::DeviceMemory::kVaBase + (uint64_t(1) << 40));
+  EXPECT_EQ(b, a + gpu_sim::DeviceMemory::kGranule);
+  const IpcHandle before = mem.ipc_get_handle(1, a + 100);
+  EXPECT_EQ(before.base, a);
+  EXPECT_EQ(before.size, 4096u);
+  mem.free(1, a);
+  EXPECT_EQ(mem.malloc(1, 4096), a);  // same size: the same address
+  const IpcHandle after = mem.ipc_get_handle(1, a);
+  EXPECT_EQ(after.base, a);
+  EXPECT_NE(after.buffer_id, before.buffer_id);  // another allocation
+  EXPECT_NE(after.buffer_id, mem.ipc_get_handle(1, b).buffer_id);
+  mem.free(1, a);
+  mem.free(1, b);
+  EXPECT_EQ(mem.malloc(1, 2 * gpu_sim::DeviceMemory::kGranule), a);  // adjacent freed ranges merge
+  EXPECT_NE(mem.malloc(0, 4096), a);  // each GPU has its own space
+  EXPECT_EQ(mem.host_ptr(0, mem.malloc(0, 1 << 30, /*phantom=*/true)), nullptr);
+}
+
+TEST(DeviceMemory, AMappingKeepsFreedBytesAliveUntilClosed) {
+  gpu_sim::DeviceMemory mem(2);
+  const uint64_t va = mem.malloc(0, 256);
+  mem.host_ptr(0, va)[7] = 42;
+  const IpcHandle h = mem.ipc_get_handle(0, va);
+  uint8_t* m = mem.ipc_open(h);
+  EXPECT_EQ(mem.ipc_opens(), 1u);
+  mem.free(0, va);
+  EXPECT_THROW((void)mem.host_ptr(0, va), std::invalid_argument);  // no longer the owner's
+  ASSERT_TRUE(mem.allocation_of(m + 7).has_value());
+  EXPECT_FALSE(mem.allocation_of(m + 7)->live);
+  EXPECT_EQ(mem.allocation_of(m + 7)->buffer_id, h.buffer_id);
+  EXPECT_EQ(m[7], 42);  // still there
+  uint8_t* again = mem.ipc_open(h);  // mapped elsewhere still: it can be opened again
+  mem.ipc_close(again);
+  EXPECT_EQ(mem.allocations(), 1u);
+  mem.ipc_close(m);  // the last mapping: destroyed
+  EXPECT_EQ(mem.allocations(), 0u);
+  EXPECT_FALSE(mem.allocation_of(m + 7).has_value());
+  EXPECT_THROW((void)mem.ipc_open(h), std::invalid_argument);
+}
+
+TEST(DeviceMemory, FreeingAnUnknownAddressIsAClearError) {
+  gpu_sim::DeviceMemory mem(2);
+  const uint64_t va = mem.malloc(1, 64);
+  try {
+    mem.free(1, va + 8);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("gpu 1 address 0x"), std::string::npos) << e.what();
+  }
+  mem.free(1, va);
+  EXPECT_THROW(mem.free(1, va), std::invalid_argument);  // a double free
+  EXPECT_THROW(mem.free(5, va), std::invalid_argument);  // no such GPU
+  mem.free(0, 0);                                         // cudaFree(nullptr): nothing
+}
+
+TEST(DeviceMemory, ChargedOpenCostsIpcOpenNs) {
+  gpu_sim::SchedOptions o;
+  o.policy = gpu_sim::Policy::kTimed;
+  gpu_sim::Scheduler s(o);
+  gpu_sim::CudaModel cuda(s, {});
+  const IpcHandle h = cuda.memory().ipc_get_handle(0, cuda.memory().malloc(0, 64));
+  double took = -1;
+  s.add_agent(
+      "importer",
+      [&](gpu_sim::AgentCtx& a) {
+        const double t0 = a.now();
+        cuda.memory().ipc_close(cuda.memory().ipc_open(a, h));
+        took = a.now() - t0;
+      },
+      /*daemon=*/false);
+  EXPECT_EQ(s.run().outcome, gpu_sim::Outcome::kCompleted);
+  EXPECT_DOUBLE_EQ(took, o.costs.ipc_open_ns);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "core/p2p/ipc_cache.h"
 #include "hw/gpu_sim/sim_ctx.h"
 
 namespace doorbell::p2p {
@@ -33,20 +34,33 @@ struct ModelHost {
 struct Link {
   uint32_t from, to;
   ConnShm shm;
-  std::vector<uint8_t> send_buf, recv_fifo, src, dst;
+  std::vector<uint8_t> send_buf, src, dst;
+  // What the send proxy writes, on the receiver's GPU: the FIFO, or with registered buffers the
+  // receiver's buffer itself; exported through CUDA IPC, mapped by the proxy before its first copy.
+  IpcHandle remote;
+  uint8_t* received = nullptr;  // the receiver's buffer as the receiver sees it (null: phantom)
   Conn conn;        // the kernel's view
-  Conn proxy_conn;  // the proxy's: the same but for its step (H1) and registered buffers
+  Conn proxy_conn;  // the proxy's: its step (H1), registered buffers, the IPC mapping
   gpu_sim::StreamHandle stream = 0;
   gpu_sim::EventHandle events[kSteps] = {};
   ProxySub sub;
   uint64_t copied = 0;  // bytes the proxy enqueued
 };
 
+// The call's completed bytes as an H3 proxy reads them back, and whether it retires the call.
+bool counter_retires(uint64_t completed, uint64_t total, uint32_t bits) {
+  if (bits == 31) return uint64_t(int64_t(int32_t(uint32_t(completed)))) >= total;  // int vs size_t
+  if (bits == 32) return uint64_t(uint32_t(completed)) >= total;
+  return completed >= total;
+}
+
 }  // namespace
 
 CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
   if (c.kernel_chunk_bytes != 0 && !(c.phantom && c.direct))
     return {{}, "kernel_chunk_bytes (hypothesis H1) needs registered buffers (direct) and phantom memory", 0};
+  if (c.proxy_counter_bits != 0 && c.proxy_counter_bits != 31 && c.proxy_counter_bits != 32)
+    return {{}, "proxy_counter_bits (hypothesis H3) is 31 (int), 32 (uint32_t) or 0 (64 bits)", 0};
   std::vector<std::unique_ptr<Link>> links;
   std::mt19937_64 rng(c.seed);
   for (uint32_t f = 0; f < c.gpus; ++f)
@@ -55,23 +69,19 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
       auto l = std::make_unique<Link>();
       l->from = f, l->to = t;
       if (!c.phantom) {
-        if (!c.direct) {
-          l->send_buf.assign(kSteps * c.step_bytes, 0);
-          l->recv_fifo.assign(kSteps * c.step_bytes, 0);
-        }
+        if (!c.direct) l->send_buf.assign(kSteps * c.step_bytes, 0);
         l->src.resize(c.bytes);
         for (uint8_t& b : l->src) b = uint8_t(rng());
-        l->dst.assign(c.bytes, 0);
+        if (!c.direct) l->dst.assign(c.bytes, 0);
       }
       // The kernel's view of the connection (its chunk) and the proxy's (step_bytes steps).
-      l->conn = {&l->shm, l->send_buf.data(), l->recv_fifo.data(), c.kernel_chunk_bytes != 0 ? c.kernel_chunk_bytes : c.step_bytes};
+      l->conn = {&l->shm, l->send_buf.data(), nullptr, c.kernel_chunk_bytes != 0 ? c.kernel_chunk_bytes : c.step_bytes};
       l->proxy_conn = l->conn;
       l->proxy_conn.step_bytes = c.step_bytes;
       if (c.direct) {
         l->proxy_conn.direct = true;
         l->proxy_conn.direct_bytes = c.bytes;
         l->proxy_conn.src_direct = c.phantom ? nullptr : l->src.data();
-        l->proxy_conn.dst_direct = c.phantom ? nullptr : l->dst.data();
       }
       l->sub.nsteps = steps_for(c.bytes, c.step_bytes);
       links.push_back(std::move(l));
@@ -95,9 +105,26 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
     s.watch(n + "head", &l->shm.head);
   }
   gpu_sim::CudaModel cuda(s, {c.gpus, c.max_connections, c.copy_bytes_per_step});
+  for (const auto& l : links) {
+    const uint64_t va = cuda.memory().malloc(l->to, c.direct ? c.bytes : kSteps * c.step_bytes, c.phantom);
+    l->remote = cuda.memory().ipc_get_handle(l->to, va);
+    l->received = cuda.memory().host_ptr(l->to, va);
+    l->conn.recv_fifo = c.direct ? nullptr : l->received;  // the receiver kernel reads its FIFO
+  }
+  // H3: per GPU, the call's completed bytes and whether its proxy retired the call.
+  std::vector<uint64_t> call_completed(c.gpus, 0), call_total(c.gpus, 0);
+  std::vector<uint8_t> retired(c.gpus, 0);
   // Hang reports: each connection as both ends see it (NCCL's names in parentheses).
-  s.add_reporter([&links] {
+  s.add_reporter([&] {
     std::string out;
+    for (uint32_t g = 0; c.proxy_counter_bits != 0 && g < c.gpus; ++g) {
+      const uint64_t seen = c.proxy_counter_bits == 31 ? uint64_t(int64_t(int32_t(uint32_t(call_completed[g]))))
+                                                       : uint64_t(uint32_t(call_completed[g]));
+      out += "  gpu" + std::to_string(g) + " send proxy: call " + (retired[g] ? "retired" : "not retired") + "; completed " +
+             std::to_string(call_completed[g]) + " of " + std::to_string(call_total[g]) + " B, its " +
+             (c.proxy_counter_bits == 31 ? "int" : "uint32_t") + " counter reads " +
+             (c.proxy_counter_bits == 31 ? std::to_string(int64_t(seen)) : std::to_string(seen)) + "\n";
+    }
     for (const auto& l : links) {
       if (l->sub.finished() && l->shm.head == l->shm.staged) continue;
       out += "  p2p gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) + ": send proxy at step " +
@@ -138,20 +165,39 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
       });
       if (c.next_kernel_queued) cuda.launch(ks, "next op's kernel gpu" + std::to_string(g), {1, 1, 1}, [](gpu_sim::SimCtx&) {});
       a.changed();
-      // The send proxies of this GPU's connections, until they and the kernel are done.
+      // Lazily, before the first copy: each peer's buffer through CUDA IPC (ipc_open_ns each,
+      // in the timed schedule), kept in this thread's handle cache.
+      auto open = [&](const IpcHandle& h) { return cuda.memory().ipc_open(a, h); };
+      auto close = [&](uint8_t* m) { cuda.memory().ipc_close(m); };
+      IpcCache<decltype(open), decltype(close)> cache(open, close);
+      for (Link* l : out) {
+        uint8_t* m = c.phantom ? cuda.memory().ipc_open(a, l->remote) : cache.map(l->remote, l->remote.base);
+        (c.direct ? l->proxy_conn.dst_direct : l->proxy_conn.recv_fifo) = m;
+      }
+      // The send proxies of this GPU's connections, until the call retires (all of them
+      // finished; H3: what the counter says) and the kernel is done.
+      call_total[g] = c.bytes * out.size();
       for (;;) {
         a.point();
-        bool did = false, all = true;
+        bool did = false;
+        uint64_t completed = 0;
         for (Link* l : out) {
-          ModelHost h{a, cuda, l->stream, l->events, &l->copied};
-          did |= send_proxy_progress(h, l->proxy_conn, l->sub, c.plants);
+          if (!retired[g]) {
+            ModelHost h{a, cuda, l->stream, l->events, &l->copied};
+            did |= send_proxy_progress(h, l->proxy_conn, l->sub, c.plants);
+          }
           if (l->sub.bad_size != 0) return;  // reported after the run
-          all &= l->sub.finished();
+          completed += std::min(l->sub.done * c.step_bytes, c.bytes);
         }
-        if (all && cuda.stream_idle(ks)) return;
+        call_completed[g] = completed;
+        if (!retired[g] && counter_retires(completed, call_total[g], c.proxy_counter_bits)) retired[g] = 1, did = true;
+        if (retired[g] && cuda.stream_idle(ks)) break;
         if (did) a.changed();
-        else if (!a.spin("send proxy: nothing to post or complete")) return;
+        else if (!a.spin(retired[g] ? "send proxy: call retired, waiting for the kernel" : "send proxy: nothing to post or complete")) return;
       }
+      cache.close_all();
+      if (c.phantom)
+        for (Link* l : out) cuda.memory().ipc_close(l->remote);
     }, false);
   }
   CeRunResult r;
@@ -180,8 +226,9 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
       break;
     }
     if (c.phantom) continue;
+    const uint8_t* dst = c.direct ? l->received : l->dst.data();
     for (uint64_t b = 0; b < c.bytes; ++b)
-      if (l->dst[b] != l->src[b]) {
+      if (dst[b] != l->src[b]) {
         r.failure = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) + ": byte " + std::to_string(b) +
                     " (step " + std::to_string(b / c.step_bytes) + ") differs";
         break;

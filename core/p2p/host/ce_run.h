@@ -40,6 +40,13 @@ struct CeRunConfig {
   // Streams each GPU creates before its proxy streams (e.g. receiver proxies' streams): with
   // enough of them, proxy streams wrap onto the kernel's hardware queue (hypothesis H2).
   uint32_t extra_streams = 0;
+  // Hypothesis H3 of the 4 GB alltoall stall: each GPU's send proxy keeps the call's completed
+  // bytes, over all its connections, in a 32-bit counter (seed 004 adds `int copied` beside
+  // `size_t totalCopySize` to the proxy args) and retires the call once counter >= total.
+  // 31: a signed int — past 2 GiB it goes negative, which as a size_t compares above any total,
+  // so the call retires mid-way and the proxy posts no more; 32: unsigned — past 4 GiB it wraps
+  // and never reaches the total, so the call never retires. 0: 64 bits (the fix).
+  uint32_t proxy_counter_bits = 0;
 };
 
 struct CeRunResult {
