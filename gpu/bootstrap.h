@@ -9,9 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -25,6 +27,7 @@ class Bootstrap {
 
   void send(int peer, const void* p, uint64_t n) const {
     for (uint64_t done = 0; done < n;) {
+      errno = 0;
       const ssize_t k = ::write(fd_[peer], static_cast<const char*>(p) + done, n - done);
       if (k <= 0) die("write to rank", peer);
       done += uint64_t(k);
@@ -32,6 +35,7 @@ class Bootstrap {
   }
   void recv(int peer, void* p, uint64_t n) const {
     for (uint64_t done = 0; done < n;) {
+      errno = 0;
       const ssize_t k = ::read(fd_[peer], static_cast<char*>(p) + done, n - done);
       if (k <= 0) die("read from rank", peer);  // the peer exited
       done += uint64_t(k);
@@ -98,8 +102,9 @@ class Bootstrap {
 
  private:
   [[noreturn]] static void die(const char* what, int peer) {
-    if (peer >= 0) std::fprintf(stderr, "bootstrap: %s %d failed\n", what, peer);
-    else std::fprintf(stderr, "bootstrap: %s failed\n", what);
+    const char* why = errno != 0 ? std::strerror(errno) : "the peer closed the connection";
+    if (peer >= 0) std::fprintf(stderr, "bootstrap: %s %d failed: %s\n", what, peer, why);
+    else std::fprintf(stderr, "bootstrap: %s failed: %s\n", what, why);
     std::_Exit(1);
   }
   std::vector<int> fd_;

@@ -79,7 +79,9 @@ Export export_buffer(void* p, uint64_t bytes) {
   CHECK(cudaIpcGetMemHandle(&e.handle, p));
   unsigned long long id = 0;
   const CUresult r = cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, reinterpret_cast<CUdeviceptr>(p));
-  DOORBELL_FAIL_IF(r != CUDA_SUCCESS, cuPointerGetAttribute, "no buffer id");
+  const char* why = "?";
+  if (r != CUDA_SUCCESS) (void)cuGetErrorString(r, &why);
+  DOORBELL_FAIL_IF(r != CUDA_SUCCESS, cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_BUFFER_ID), why);
   e.meta = {reinterpret_cast<uint64_t>(p), bytes, id};
   return e;
 }
@@ -98,7 +100,7 @@ struct Opener {
   }
 };
 struct Closer {
-  void operator()(uint8_t* p) const { CHECK(cudaIpcCloseMemHandle(p)); }
+  void operator()(uint8_t* p, const p2p::IpcHandle&) const { CHECK(cudaIpcCloseMemHandle(p)); }
 };
 using Cache = p2p::IpcCache<Opener, Closer>;
 
@@ -326,6 +328,7 @@ int rank_main(gpu::Bootstrap& b) {
     // chunk r of each rank p's send buffer.
     const uint64_t chunk = bytes / kRanks;
     CHECK(cudaMemset(k.recv, 0, bytes));
+    CHECK(cudaDeviceSynchronize());  // cleared before the peer may write
     b.barrier();
     k.ce_alltoall(bytes);
     b.barrier();
@@ -339,6 +342,7 @@ int rank_main(gpu::Bootstrap& b) {
           break;
         }
     }
+    b.barrier();  // checked before the peer's next operation writes here
 #ifdef DOORBELL_WITH_NCCL
     const double tn = timed(b, peer, [&] {
       NCCLCHECK(ncclGroupStart());

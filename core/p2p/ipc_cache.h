@@ -18,25 +18,30 @@ struct IpcHandle {
   uint64_t buffer_id = 0;       // which allocation: differs after free + re-allocation
 };
 
-// Opens a handle (cuIpcOpenMemHandle) and closes a mapping (cuIpcCloseMemHandle).
+// Opens a handle (cuIpcOpenMemHandle: open(handle) -> local bytes, null for sizes-only
+// memory) and closes a mapping (cuIpcCloseMemHandle: close(local, handle)). Every mapping still
+// open is closed when the cache goes.
 template <class Open, class Close>
 class IpcCache {
  public:
   IpcCache(Open open, Close close, bool plant_no_id_check = false)
       : open_(open), close_(close), plant_no_id_check_(plant_no_id_check) {}
+  IpcCache(const IpcCache&) = delete;
+  IpcCache& operator=(const IpcCache&) = delete;
+  ~IpcCache() { close_all(); }
 
   // Where remote address `va` of the allocation `h` is mapped here; opens (or reopens) on a miss.
   uint8_t* map(const IpcHandle& h, uint64_t va) {
     for (Entry& e : entries_)
       if (va - e.h.base < e.h.size && (e.h.buffer_id == h.buffer_id || plant_no_id_check_)) {
         ++hits_;
-        return e.local + (va - e.h.base);
+        return at(e.local, va - e.h.base);
       }
     // A miss: every cached region overlapping the new allocation belongs to a freed one (the
     // owner cannot have two live allocations there): close them all, then open.
     for (std::size_t i = 0; i < entries_.size();)
       if (entries_[i].h.base < h.base + h.size && h.base < entries_[i].h.base + entries_[i].h.size) {
-        close_(entries_[i].local);
+        close_(entries_[i].local, entries_[i].h);
         entries_[i] = entries_.back();
         entries_.pop_back();
         ++reopens_;
@@ -45,12 +50,12 @@ class IpcCache {
       }
     entries_.push_back({h, open_(h)});
     ++opens_;
-    return entries_.back().local + (va - h.base);
+    return at(entries_.back().local, va - h.base);
   }
 
   // Closes every mapping (the endpoint's teardown).
   void close_all() {
-    for (const Entry& e : entries_) close_(e.local);
+    for (const Entry& e : entries_) close_(e.local, e.h);
     entries_.clear();
   }
 
@@ -59,6 +64,7 @@ class IpcCache {
   uint64_t reopens() const { return reopens_; }  // stale entries replaced
 
  private:
+  static uint8_t* at(uint8_t* local, uint64_t off) { return local == nullptr ? nullptr : local + off; }
   struct Entry {
     IpcHandle h;
     uint8_t* local;

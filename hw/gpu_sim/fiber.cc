@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <cstdlib>
 
 #if defined(__has_feature)
@@ -122,6 +123,9 @@ void Fiber::entry(Fiber* self) {
 #endif
   try {
     self->body_();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "doorbell: uncaught exception escaped a fiber body: %s\n", e.what());
+    std::abort();
   } catch (...) {
     std::fprintf(stderr, "doorbell: uncaught exception escaped a fiber body\n");
     std::abort();

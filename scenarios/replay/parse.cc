@@ -144,8 +144,9 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (p["streams_before_proxies"]) sc.p2p.streams_before_proxies = uint32_t(uint_of(p["streams_before_proxies"], "streams_before_proxies", 0, 64));
     if (p["proxy_counter_bits"]) {
       sc.p2p.proxy_counter_bits = uint32_t(uint_of(p["proxy_counter_bits"], "proxy_counter_bits", 0, 64));
-      if (sc.p2p.proxy_counter_bits != 31 && sc.p2p.proxy_counter_bits != 32 && sc.p2p.proxy_counter_bits != 64)
-        fail(p["proxy_counter_bits"], "proxy_counter_bits is 31 (int), 32 (uint32_t) or 64");
+      if (sc.p2p.proxy_counter_bits != 0 && sc.p2p.proxy_counter_bits != 31 && sc.p2p.proxy_counter_bits != 32 &&
+          sc.p2p.proxy_counter_bits != 64)
+        fail(p["proxy_counter_bits"], "proxy_counter_bits is 31 (int), 32 (uint32_t) or 64 (or 0: 64 bits)");
       if (sc.p2p.proxy_counter_bits == 64) sc.p2p.proxy_counter_bits = 0;
     }
     if (sc.pes < 2) fail(p, "p2p needs at least 2 GPUs (topology.pes)");

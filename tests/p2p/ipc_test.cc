@@ -201,7 +201,7 @@ struct Owner {
 std::string run_cache(const std::vector<CacheOp>& ops, bool plant) {
   Owner own;
   auto open = [&own](const IpcHandle& h) { return own.mem.ipc_open(h); };
-  auto close = [&own](uint8_t* p) { own.mem.ipc_close(p); };
+  auto close = [&own](uint8_t* p, const IpcHandle&) { own.mem.ipc_close(p); };
   IpcCache<decltype(open), decltype(close)> cache(open, close, plant);
   for (size_t i = 0; i < ops.size(); ++i) {
     const CacheOp& o = ops[i];
@@ -246,7 +246,7 @@ TEST(IpcCache, ReopensAfterFreeAndReallocationAtTheSameAddress) {
     ++opened;
     return h.buffer_id == 1 ? a.data() : b.data();
   };
-  auto close = [](uint8_t*) {};
+  auto close = [](uint8_t*, const IpcHandle&) {};
   IpcCache<decltype(open), decltype(close)> c(open, close);
   EXPECT_EQ(c.map({0x1000, 64, 1}, 0x1008), a.data() + 8);
   EXPECT_EQ(c.map({0x1000, 64, 1}, 0x1010), a.data() + 16);  // a hit: no second open

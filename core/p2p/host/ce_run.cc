@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "core/p2p/ipc_cache.h"
@@ -47,11 +48,12 @@ struct Link {
   uint64_t copied = 0;  // bytes the proxy enqueued
 };
 
-// The call's completed bytes as an H3 proxy reads them back, and whether it retires the call.
-bool counter_retires(uint64_t completed, uint64_t total, uint32_t bits) {
-  if (bits == 31) return uint64_t(int64_t(int32_t(uint32_t(completed)))) >= total;  // int vs size_t
-  if (bits == 32) return uint64_t(uint32_t(completed)) >= total;
-  return completed >= total;
+// The call's completed bytes as an H3 proxy's counter holds them: an int sign-extends when
+// compared with a size_t, a uint32_t wraps.
+uint64_t counter_reads(uint64_t completed, uint32_t bits) {
+  if (bits == 31) return uint64_t(int64_t(int32_t(uint32_t(completed))));
+  if (bits == 32) return uint64_t(uint32_t(completed));
+  return completed;
 }
 
 }  // namespace
@@ -106,7 +108,12 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
   }
   gpu_sim::CudaModel cuda(s, {c.gpus, c.max_connections, c.copy_bytes_per_step});
   for (const auto& l : links) {
-    const uint64_t va = cuda.memory().malloc(l->to, c.direct ? c.bytes : kSteps * c.step_bytes, c.phantom);
+    uint64_t va = 0;
+    try {
+      va = cuda.memory().malloc(l->to, c.direct ? c.bytes : kSteps * c.step_bytes, c.phantom);
+    } catch (const std::invalid_argument& e) {  // more than a GPU's address space
+      return {{}, std::string("device memory: ") + e.what(), 0};
+    }
     l->remote = cuda.memory().ipc_get_handle(l->to, va);
     l->received = cuda.memory().host_ptr(l->to, va);
     l->conn.recv_fifo = c.direct ? nullptr : l->received;  // the receiver kernel reads its FIFO
@@ -118,8 +125,7 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
   s.add_reporter([&] {
     std::string out;
     for (uint32_t g = 0; c.proxy_counter_bits != 0 && g < c.gpus; ++g) {
-      const uint64_t seen = c.proxy_counter_bits == 31 ? uint64_t(int64_t(int32_t(uint32_t(call_completed[g]))))
-                                                       : uint64_t(uint32_t(call_completed[g]));
+      const uint64_t seen = counter_reads(call_completed[g], c.proxy_counter_bits);
       out += "  gpu" + std::to_string(g) + " send proxy: call " + (retired[g] ? "retired" : "not retired") + "; completed " +
              std::to_string(call_completed[g]) + " of " + std::to_string(call_total[g]) + " B, its " +
              (c.proxy_counter_bits == 31 ? "int" : "uint32_t") + " counter reads " +
@@ -168,12 +174,9 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
       // Lazily, before the first copy: each peer's buffer through CUDA IPC (ipc_open_ns each,
       // in the timed schedule), kept in this thread's handle cache.
       auto open = [&](const IpcHandle& h) { return cuda.memory().ipc_open(a, h); };
-      auto close = [&](uint8_t* m) { cuda.memory().ipc_close(m); };
-      IpcCache<decltype(open), decltype(close)> cache(open, close);
-      for (Link* l : out) {
-        uint8_t* m = c.phantom ? cuda.memory().ipc_open(a, l->remote) : cache.map(l->remote, l->remote.base);
-        (c.direct ? l->proxy_conn.dst_direct : l->proxy_conn.recv_fifo) = m;
-      }
+      auto close = [&](uint8_t* m, const IpcHandle& h) { m != nullptr ? cuda.memory().ipc_close(m) : cuda.memory().ipc_close(h); };
+      IpcCache<decltype(open), decltype(close)> cache(open, close);  // closes its mappings however the thread ends
+      for (Link* l : out) (c.direct ? l->proxy_conn.dst_direct : l->proxy_conn.recv_fifo) = cache.map(l->remote, l->remote.base);
       // The send proxies of this GPU's connections, until the call retires (all of them
       // finished; H3: what the counter says) and the kernel is done.
       call_total[g] = c.bytes * out.size();
@@ -190,14 +193,11 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
           completed += std::min(l->sub.done * c.step_bytes, c.bytes);
         }
         call_completed[g] = completed;
-        if (!retired[g] && counter_retires(completed, call_total[g], c.proxy_counter_bits)) retired[g] = 1, did = true;
-        if (retired[g] && cuda.stream_idle(ks)) break;
+        if (!retired[g] && counter_reads(completed, c.proxy_counter_bits) >= call_total[g]) retired[g] = 1, did = true;
+        if (retired[g] && cuda.stream_idle(ks)) return;
         if (did) a.changed();
         else if (!a.spin(retired[g] ? "send proxy: call retired, waiting for the kernel" : "send proxy: nothing to post or complete")) return;
       }
-      cache.close_all();
-      if (c.phantom)
-        for (Link* l : out) cuda.memory().ipc_close(l->remote);
     }, false);
   }
   CeRunResult r;
@@ -216,6 +216,8 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
     r.failure = "invariant: " + violation;
   } else if (!bad_slot.empty()) {
     r.failure = bad_slot;
+  } else if (cuda.memory().open_mappings() != 0) {
+    r.failure = std::to_string(cuda.memory().open_mappings()) + " IPC mappings still open after the run";
   }
   for (const auto& l : links) {
     if (!r.failure.empty()) break;

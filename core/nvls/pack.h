@@ -1,0 +1,68 @@
+// What multimem.ld_reduce can reduce, and in how wide a pack (SPEC §7, seed 003): the pack
+// size decides reduceCopy's hunk (Unroll x 32 lanes x pack) and the unaligned tail. The PTX
+// instruction exists for a fixed set of (type, operation) pairs only; anything else is an
+// error the caller must see, never a silently narrower pack.
+#pragma once
+
+#include <cstdint>
+
+#include "core/config.h"
+
+namespace doorbell::nvls {
+
+enum class DType : uint8_t { kF32, kF16, kBf16, kF64, kI32, kI64, kU32, kU64 };
+enum class RedOp : uint8_t { kSum, kMin, kMax };
+
+DOORBELL_HD constexpr uint32_t dtype_bytes(DType t) {
+  switch (t) {
+    case DType::kF16:
+    case DType::kBf16: return 2;
+    case DType::kF32:
+    case DType::kI32:
+    case DType::kU32: return 4;
+    case DType::kF64:
+    case DType::kI64:
+    case DType::kU64: return 8;
+  }
+  return 0;
+}
+
+DOORBELL_HD constexpr bool is_float(DType t) {
+  return t == DType::kF32 || t == DType::kF16 || t == DType::kBf16 || t == DType::kF64;
+}
+
+// Bytes one multimem.ld_reduce / multimem.st moves for (type, op), 0 if PTX has no such
+// instruction: float sum below 8-byte elements in 16 B vectors (.v4.f32, .v8.f16x2-style),
+// double sum 8 B, 16-bit float min / max 16 B, integer sum / min / max one element; float32 and
+// float64 min / max do not exist.
+DOORBELL_HD constexpr uint32_t multimem_pack_bytes(DType t, RedOp op) {
+  if (!is_float(t)) return dtype_bytes(t);
+  if (op == RedOp::kSum) return t == DType::kF64 ? 8 : 16;
+  if (t == DType::kF16 || t == DType::kBf16) return 16;
+  return 0;
+}
+
+inline const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::kF32: return "f32";
+    case DType::kF16: return "f16";
+    case DType::kBf16: return "bf16";
+    case DType::kF64: return "f64";
+    case DType::kI32: return "i32";
+    case DType::kI64: return "i64";
+    case DType::kU32: return "u32";
+    case DType::kU64: return "u64";
+  }
+  return "?";
+}
+
+inline const char* redop_name(RedOp op) {
+  switch (op) {
+    case RedOp::kSum: return "sum";
+    case RedOp::kMin: return "min";
+    case RedOp::kMax: return "max";
+  }
+  return "?";
+}
+
+}  // namespace doorbell::nvls

@@ -1,0 +1,72 @@
+// NVLS set-up: multimem pack sizes, the CTA clamp, the channel search around one NVSwitch, the
+// connection indexes and the memory footprint (core/nvls).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "core/nvls/pack.h"
+#include "core/nvls/setup.h"
+
+namespace doorbell::nvls {
+namespace {
+
+TEST(NvlsPack, SizesFollowThePtxInstructionSet) {
+  EXPECT_EQ(multimem_pack_bytes(DType::kF32, RedOp::kSum), 16u);   // .v4.f32
+  EXPECT_EQ(multimem_pack_bytes(DType::kF16, RedOp::kSum), 16u);
+  EXPECT_EQ(multimem_pack_bytes(DType::kBf16, RedOp::kSum), 16u);
+  EXPECT_EQ(multimem_pack_bytes(DType::kF64, RedOp::kSum), 8u);    // no vector form
+  EXPECT_EQ(multimem_pack_bytes(DType::kF16, RedOp::kMin), 16u);
+  EXPECT_EQ(multimem_pack_bytes(DType::kBf16, RedOp::kMax), 16u);
+  EXPECT_EQ(multimem_pack_bytes(DType::kI32, RedOp::kSum), 4u);    // integers: one element
+  EXPECT_EQ(multimem_pack_bytes(DType::kU64, RedOp::kMax), 8u);
+  EXPECT_EQ(multimem_pack_bytes(DType::kI64, RedOp::kMin), 8u);
+  EXPECT_EQ(multimem_pack_bytes(DType::kF32, RedOp::kMin), 0u);    // no such instruction
+  EXPECT_EQ(multimem_pack_bytes(DType::kF64, RedOp::kMax), 0u);
+}
+
+TEST(NvlsSetup, CtasAreTheClampedRequestNotTheChannelCount) {
+  EXPECT_EQ(nvls_ctas(16, 16, 32), 16u);
+  EXPECT_EQ(nvls_ctas(4, 16, 32), 16u);
+  EXPECT_EQ(nvls_ctas(64, 16, 32), 32u);
+  EXPECT_EQ(nvls_ctas(24, 16, 32), 24u);
+}
+
+TEST(NvlsSetup, UnsupportedSaysWhy) {
+  Topology t{{400}, {400}};
+  EXPECT_EQ(unsupported_reason(t), "NVLS needs at least 2 ranks");
+  t = {{400, 400}, {400, 400}, false};
+  EXPECT_EQ(unsupported_reason(t), "a GPU does not support multicast objects");
+  t = {{400, 0}, {400, 400}};
+  EXPECT_EQ(unsupported_reason(t), "GPU 1 has no NVLink to the switch");
+  EXPECT_EQ(search_channels(t, {40, 20}).bw, 0);
+}
+
+// Each GPU pays bw for every channel and bw more for the one it heads: (n + 1) bw per link.
+TEST(NvlsSetup, ChannelSearchGivesOneChannelPerHeadAndTheHeadTwiceTheBandwidth) {
+  const std::vector<double> speeds = {60, 50, 40, 30, 24, 20, 15, 10};
+  Topology h100{std::vector<double>(8, 360), std::vector<double>(8, 360)};
+  ChannelPlan p = search_channels(h100, speeds);
+  EXPECT_EQ(p.bw, 40);  // 9 x 40 = 360
+  ASSERT_EQ(p.heads.size(), 8u);
+  for (uint32_t h = 0; h < 8; ++h) EXPECT_EQ(p.heads[h], h);
+  // One slow GPU limits every channel; at 2 ranks the head's 2 bw decides: 3 bw <= link.
+  h100.nvs_to_gpu[5] = 200;
+  EXPECT_EQ(search_channels(h100, speeds).bw, 20);
+  Topology two{{89, 89}, {89, 89}};
+  EXPECT_EQ(search_channels(two, speeds).bw, 24);  // 3 x 30 = 90 > 89
+}
+
+TEST(NvlsSetup, ConnectionIndexesAndFootprint) {
+  EXPECT_EQ(up_index(8, 0), 9u);
+  EXPECT_EQ(up_index(8, 7), 16u);
+  EXPECT_EQ(down_index(8, 3), 12u);
+  // 16 channels, NCCL's NVLS buffer of 1 MiB (assumption for the print) and 4 KiB of flags, 8 heads.
+  const Footprint f = footprint(16, 1 << 20, 4096, 8);
+  EXPECT_EQ(f.per_head, 16ull * 2 * ((1 << 20) + 4096));
+  EXPECT_EQ(f.per_rank, f.per_head * 8);
+  std::printf("[doorbell] NVLS footprint, 16 channels x 2 x (1 MiB + 4 KiB) x 8 heads: %.1f MiB per rank\n",
+              double(f.per_rank) / double(1 << 20));
+}
+
+}  // namespace
+}  // namespace doorbell::nvls
