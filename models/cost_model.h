@@ -36,6 +36,13 @@ struct CostModel {
   // Opening a peer's allocation through CUDA IPC (cuIpcOpenMemHandle): the seed's ~90 us per
   // open (SPEC §6, seed 001), hence the receiver's handle cache.
   double ipc_open_ns = 90000;
+  // NVLS through the NVSwitch: each GPU's link to the switch carries nvlink_bytes_per_ns per
+  // direction, of which multimem traffic gets this share — NCCL's own tuning model uses 0.85 for
+  // Hopper (nvlsEfficiency in its tuner).
+  double nvls_efficiency = 0.85;
+  // A GPU copying within its own memory (NVLS scatter / gather of a slot): H100 SXM HBM3 is
+  // 3.35 TB/s, and a copy reads and writes each byte.
+  double hbm_bytes_per_ns = 3350;
 };
 
 }  // namespace doorbell::models

@@ -42,6 +42,13 @@ DOORBELL_HD constexpr uint32_t multimem_pack_bytes(DType t, RedOp op) {
   return 0;
 }
 
+// Whether one multimem access of `pack` bytes exists for (type, op): a power of two from the
+// element up to the widest form (integers and doubles: only the element).
+DOORBELL_HD constexpr bool multimem_pack_valid(DType t, RedOp op, uint32_t pack) {
+  const uint32_t widest = multimem_pack_bytes(t, op);
+  return widest != 0 && pack >= dtype_bytes(t) && pack <= widest && (pack & (pack - 1)) == 0;
+}
+
 inline const char* dtype_name(DType t) {
   switch (t) {
     case DType::kF32: return "f32";

@@ -116,6 +116,10 @@ class SimCtx {
   }
   void mmio_store64(uint64_t* p, uint64_t v) { s_->mmio_store(p, v); }
   bool spin(const char* what, const uint64_t* addr, uint64_t seen) { return s_->spin(what, addr, seen); }
+  // Simulated time (timed schedule; no-ops otherwise), for device models that charge a lane
+  // for the data it moves (the multicast switch): its clock, and waiting until a time.
+  double now() const { return s_->now(); }
+  void wait_until_ns(double t) { s_->wait_until_ns(t); }
 
  private:
   // A scheduling point, then (weak mode) the stores the atomic must follow land and the model

@@ -122,7 +122,23 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   }
   const YAML::Node w = root["workload"];
   if (!w) fail(root, "missing 'workload'");
-  only_keys(w, "workload", {"ctas", "warps", "lanes", "ops", "alltoall", "dispatch", "p2p"});
+  only_keys(w, "workload", {"ctas", "warps", "lanes", "ops", "alltoall", "dispatch", "p2p", "nvls"});
+  if (const YAML::Node v = w["nvls"]) {
+    only_keys(v, "nvls", {"collective", "count", "dtype", "op", "channels", "slot_bytes"});
+    sc.nvls.on = true;
+    if (!v["count"]) fail(v, "nvls needs 'count' (elements per rank)");
+    sc.nvls.count = uint_of(v["count"], "count", 1, 1ull << 36);
+    if (v["collective"]) sc.nvls.allreduce = choice_of(v["collective"], "collective", {"allreduce", "reducescatter"}) == "allreduce";
+    if (v["dtype"]) sc.nvls.dtype = choice_of(v["dtype"], "dtype", {"f32", "f16", "bf16", "f64", "i32", "i64", "u32", "u64"});
+    if (v["op"]) sc.nvls.op = choice_of(v["op"], "op", {"sum", "min", "max"});
+    if (v["channels"]) sc.nvls.channels = uint32_t(uint_of(v["channels"], "channels", 1, 32));
+    if (v["slot_bytes"]) {
+      sc.nvls.slot_bytes = uint_of(v["slot_bytes"], "slot_bytes", 16, 64ull << 20);
+      if (sc.nvls.slot_bytes % 16 != 0) fail(v["slot_bytes"], "slot_bytes is a multiple of 16");
+    }
+    if (sc.pes < 2 || sc.pes > 8) fail(v, "nvls needs 2 to 8 GPUs (topology.pes) on one switch");
+    if (!sc.phantom && sc.nvls.count > (16ull << 20)) fail(v["count"], "more than 16 Mi elements per rank needs 'memory: phantom'");
+  }
   if (const YAML::Node p = w["p2p"]) {
     only_keys(p, "p2p", {"pattern", "bytes", "step_bytes", "kernel_stream", "proxy_stream", "max_connections", "next_kernel_queued",
                          "registered_buffers", "kernel_chunk_bytes", "streams_before_proxies", "proxy_counter_bits"});
@@ -178,7 +194,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
       fail(a["bytes_per_pe"], "more than 256 MiB per PE needs 'memory: phantom'");
   }
   const YAML::Node ops = w["ops"];
-  const bool need_ops = ops || (sc.alltoall_bytes_per_pe == 0 && sc.dispatch_experts == 0 && !sc.p2p.on);  // generators may stand alone
+  const bool need_ops = ops || (sc.alltoall_bytes_per_pe == 0 && sc.dispatch_experts == 0 && !sc.p2p.on && !sc.nvls.on);  // generators may stand alone
   if (need_ops && (!ops || !ops.IsSequence() || ops.size() == 0))
     fail(ops ? ops : w, "'workload.ops' must be a non-empty list of ops");
   for (const YAML::Node& o : need_ops ? ops : YAML::Node(YAML::NodeType::Sequence)) {

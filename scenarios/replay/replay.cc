@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "scenarios/replay/generators.h"
+#include "scenarios/replay/replay_nvls.h"
 #include "scenarios/replay/replay_p2p.h"
 
 #include <cstdio>
@@ -83,6 +84,7 @@ namespace {
 
 ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   if (sc.p2p.on) return replay_p2p(sc, opt);
+  if (sc.nvls.on) return replay_nvls(sc, opt);
   ReplayResult out;
   const uint64_t seed = opt.seed.value_or(sc.seed);
   const std::string schedule = opt.schedule.value_or(sc.schedule);

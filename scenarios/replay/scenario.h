@@ -46,6 +46,18 @@ struct P2pWorkload {
   uint32_t proxy_counter_bits = 0;
 };
 
+// An NVLS collective (core/nvls) on `pes` GPUs of one model NVSwitch: `count` elements per
+// rank (AllReduce) or out per rank (ReduceScatter), `channels` regions per head, FIFO slots of
+// `slot_bytes`. With `memory: phantom` and the timed schedule: sizes only, simulated busbw.
+struct NvlsWorkload {
+  bool on = false;
+  bool allreduce = true;
+  uint64_t count = 0;
+  std::string dtype = "f32", op = "sum";
+  uint32_t channels = 2;
+  uint64_t slot_bytes = 1 << 20;
+};
+
 struct Scenario {
   std::string file, name, description;
   // topology
@@ -66,6 +78,7 @@ struct Scenario {
   bool combine = false;                  // the dispatch's reverse: experts send tokens back
   bool phantom = false;                  // memory: phantom (sizes only, no bytes)
   P2pWorkload p2p;
+  NvlsWorkload nvls;
   std::vector<Fault> faults;
   // run
   bool compare_cpu_proxy = false;  // also replay with a CPU proxy and report both rates

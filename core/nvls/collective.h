@@ -1,0 +1,212 @@
+// NVLS ReduceScatter and AllReduce (SPEC §7, seed 003), one source for the CPU model and CUDA.
+// Every rank heads one slice of the data (nHeads = nRanks); each (head, channel) owns a
+// multicast region bound on every rank, holding a reduce FIFO, a broadcast FIFO and four step
+// flags, each member with its own copy:
+//   scatter   (every rank, per head h): copy my part for h into my copy of h's reduce FIFO,
+//             post red_tail (my copy);
+//   reduce    (head h only): wait until the MIN of red_tail over all members covers the step
+//             (multimem.ld_reduce.acquire.min), multimem.ld_reduce the slot from every member,
+//             then ReduceScatter writes my output, AllReduce multimem.st's the result into
+//             every member's broadcast FIFO; post red_head (and bc_tail) with multimem.st;
+//   gather    (AllReduce, every rank, per head h): wait for my copy of h's bc_tail, copy the
+//             slot into my output, post bc_head (my copy), which the head min-polls.
+// Flow control as NCCL's primitives: a sender waits while head + NCCL_STEPS < step + 1, a
+// receiver while tail < step + 1. A producer fences (acq_rel, system) and then stores its step
+// relaxed; consumers poll with acquire. A CTA takes one (role, head, channel); its thread 0
+// waits and posts, all its threads move data between CTA barriers. A wait that gives up (a GPU
+// timeout) leaves the CTA running through its steps without waiting, so no barrier is left
+// unmatched; the call then returns false.
+//
+// The multicast view M of a region (the model's switch, CUDA's emulation over peer pointers, or
+// the real multimem instructions) offers: uc(off) — this member's own copy; ld_reduce(ctx, off,
+// t, op, pack, out); st(ctx, off, src, bytes) — to every member; ld_min(ctx, off) — min over
+// members of an 8-byte flag, acquire; st_flag(ctx, off, v) — a relaxed store to every member;
+// charge_reduce / charge_local(ctx, bytes) — the simulated time a step's data takes (the
+// model's timed schedule; nothing on a GPU). Null input and output: sizes only (phantom).
+#pragma once
+
+#include <cstdint>
+
+#include "core/exec/context.h"
+#include "core/nvls/pack.h"
+#include "core/nvls/reduce.h"
+
+namespace doorbell::nvls {
+
+inline constexpr uint32_t kSteps = 8;  // NCCL_STEPS
+
+// Planted bugs, for tests only.
+struct Plants {
+  bool sender_ignores_head = false;  // scatter without waiting for a free reduce slot
+  bool own_flag_not_min = false;     // the head polls its own copy of a flag, not the min
+  bool wrong_pack = false;           // 16-byte packs whatever the type and op
+};
+
+// A region's layout: the four flags, each on its own 128-byte line, then two FIFOs of kSteps
+// slots (a sizes-only run maps the flags alone).
+struct Region {
+  static constexpr uint64_t kFlagBytes = 4 * 128;
+  uint64_t slot_bytes = 0;
+  DOORBELL_HD uint64_t flag(uint32_t i) const { return 128ull * i; }
+  DOORBELL_HD uint64_t red(uint64_t step) const { return kFlagBytes + (step % kSteps) * slot_bytes; }
+  DOORBELL_HD uint64_t bc(uint64_t step) const { return kFlagBytes + (kSteps + step % kSteps) * slot_bytes; }
+  DOORBELL_HD uint64_t bytes() const { return kFlagBytes + 2 * kSteps * slot_bytes; }
+};
+enum Flag : uint32_t { kRedTail = 0, kRedHead = 1, kBcTail = 2, kBcHead = 3 };
+
+struct Args {
+  uint32_t nranks = 2, rank = 0, channels = 1;
+  DType dtype = DType::kF32;
+  RedOp op = RedOp::kSum;
+  bool allreduce = true;
+  // Calls of this size so far on these regions: flags and FIFO slots run on from call to call
+  // (step s of call k is step k * steps + s), so back-to-back calls need no reset between them.
+  // A call of another size starts from cleared regions.
+  uint64_t call = 0;
+  // AllReduce: elements per rank in and out. ReduceScatter: elements out per rank (in: nranks x).
+  uint64_t count = 0;
+  Region region;
+  const uint8_t* input = nullptr;  // this rank's (null: phantom, sizes only)
+  uint8_t* output = nullptr;
+  Plants plants;
+};
+
+// The CTAs a rank launches: per channel, a scatter CTA per head, the reduce CTA of its own
+// head and (AllReduce) a gather CTA per head.
+DOORBELL_HD uint32_t ctas_per_rank(const Args& a) { return a.channels * (a.nranks * (a.allreduce ? 2 : 1) + 1); }
+
+// Elements [lo, hi) of head h, channel c, in the slice's own numbering.
+struct Part {
+  uint64_t lo = 0, hi = 0;
+};
+DOORBELL_HD Part part_of(const Args& a, uint32_t h, uint32_t c) {
+  const uint64_t head_lo = a.allreduce ? a.count * h / a.nranks : 0;
+  const uint64_t head_hi = a.allreduce ? a.count * (h + 1) / a.nranks : a.count;
+  const uint64_t n = head_hi - head_lo;
+  return {head_lo + n * c / a.channels, head_lo + n * (c + 1) / a.channels};
+}
+// Where head h's part starts in this rank's input (ReduceScatter: block h of nranks).
+DOORBELL_HD uint64_t input_base(const Args& a, uint32_t h) { return a.allreduce ? 0 : a.count * h; }
+
+DOORBELL_HD uint64_t steps_of(const Args& a, const Part& p) {
+  const uint64_t per = a.region.slot_bytes / dtype_bytes(a.dtype);
+  return (p.hi - p.lo + per - 1) / per;
+}
+
+// Poll until pred(value) — the MIN over members (min = true) or this member's copy — holds.
+template <class C, class M, class Pred>
+DOORBELL_HD bool wait_flag(C& ctx, M& mc, uint64_t off, bool min, const char* what, Pred pred) {
+  using namespace exec;
+  for (;;) {
+    const uint64_t v = min ? mc.ld_min(ctx, off)
+                           : ctx.load(system_scope, acquire, reinterpret_cast<const uint64_t*>(mc.uc(off)));
+    if (pred(v)) return true;
+    if (!ctx.spin(what, reinterpret_cast<const uint64_t*>(mc.uc(off)), v)) return false;
+  }
+}
+
+// The reduce step's data: bytes [0, n) of slot `src` reduced over all members, into `dst` (this
+// rank's output, or the broadcast slot through multimem.st). Hunks of 4 packs per thread, then
+// single packs, then the unaligned tail element by element.
+template <class C, class M>
+DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t* out, bool bcast, uint64_t bc_off, uint64_t n,
+                             uint32_t tid, uint32_t nthreads) {
+  constexpr uint32_t kUnroll = 4;
+  const uint32_t es = dtype_bytes(a.dtype);
+  const uint32_t pack = a.plants.wrong_pack ? 16 : multimem_pack_bytes(a.dtype, a.op);
+  alignas(16) uint8_t acc[16];
+  auto one = [&](uint64_t off, uint32_t bytes) {
+    mc.ld_reduce(ctx, src + off, a.dtype, a.op, bytes, acc);
+    if (bcast) mc.st(ctx, bc_off + off, acc, bytes);
+    else if (out != nullptr) ctx.write_bytes(out + off, acc, bytes);
+  };
+  const uint64_t hunk = uint64_t(kUnroll) * nthreads * pack;
+  const uint64_t hunks_end = pack == 0 ? 0 : n / hunk * hunk;
+  for (uint64_t base = 0; base < hunks_end; base += hunk)
+    for (uint32_t u = 0; u < kUnroll; ++u) one(base + (uint64_t(u) * nthreads + tid) * pack, pack);
+  const uint64_t packs_end = pack == 0 ? 0 : n / pack * pack;
+  for (uint64_t off = hunks_end + uint64_t(tid) * pack; off < packs_end; off += uint64_t(nthreads) * pack) one(off, pack);
+  for (uint64_t off = packs_end + uint64_t(tid) * es; off < n; off += uint64_t(nthreads) * es) one(off, es);
+}
+
+// One CTA of rank a.rank. `mcs.at(h, c)` is the multicast view of (head h, channel c).
+template <class C, class Mcs>
+DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_t tid, uint32_t nthreads) {
+  using namespace exec;
+  const uint32_t per_channel = a.nranks * (a.allreduce ? 2 : 1) + 1;
+  const uint32_t c = cta / per_channel, r = cta % per_channel;
+  const uint32_t es = dtype_bytes(a.dtype);
+  const uint64_t slot = a.region.slot_bytes;
+  bool ok = true;
+  if (r < a.nranks) {  // scatter my part for head h
+    const uint32_t h = r;
+    auto& mc = mcs.at(h, c);
+    const Part p = part_of(a, h, c);
+    const uint64_t steps = steps_of(a, p), b = a.call * steps;
+    for (uint64_t s = 0; s < steps; ++s) {
+      if (tid == 0 && ok && !a.plants.sender_ignores_head)
+        ok = wait_flag(ctx, mc, a.region.flag(kRedHead), false, "nvls scatter: reduce slot free (step < red_head + NCCL_STEPS)",
+                       [t = b + s](uint64_t head) { return t + 1 <= head + kSteps; });
+      ctx.sync_cta();
+      const uint64_t lo = p.lo + s * (slot / es), n = ((p.hi - lo) < slot / es ? p.hi - lo : slot / es) * es;
+      if (a.input != nullptr)
+        for (uint64_t off = uint64_t(tid) * 16; off < n; off += uint64_t(nthreads) * 16)
+          ctx.write_bytes(mc.uc(a.region.red(b + s) + off), a.input + (input_base(a, h) + lo) * es + off, n - off < 16 ? n - off : 16);
+      ctx.sync_cta();
+      if (tid == 0) {
+        mc.charge_local(ctx, n);
+        ctx.fence(system_scope);
+        ctx.store(system_scope, relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(kRedTail))), b + s + 1);
+      }
+    }
+  } else if (r == a.nranks) {  // reduce my own head's part
+    auto& mc = mcs.at(a.rank, c);
+    const Part p = part_of(a, a.rank, c);
+    const uint64_t steps = steps_of(a, p), b = a.call * steps;
+    const bool min = !a.plants.own_flag_not_min;
+    for (uint64_t s = 0; s < steps; ++s) {
+      if (tid == 0 && ok) {
+        ok = wait_flag(ctx, mc, a.region.flag(kRedTail), min, "nvls reduce: every member staged (min red_tail > step)",
+                       [t = b + s](uint64_t tail) { return tail >= t + 1; });
+        if (ok && a.allreduce)
+          ok = wait_flag(ctx, mc, a.region.flag(kBcHead), min, "nvls reduce: broadcast slot free (step < min bc_head + NCCL_STEPS)",
+                         [t = b + s](uint64_t head) { return t + 1 <= head + kSteps; });
+      }
+      ctx.sync_cta();
+      const uint64_t lo = p.lo + s * (slot / es), n = ((p.hi - lo) < slot / es ? p.hi - lo : slot / es) * es;
+      uint8_t* out = a.output == nullptr || a.allreduce ? nullptr : a.output + lo * es;  // ReduceScatter: my block
+      if (a.input != nullptr) reduce_copy(ctx, mc, a, a.region.red(b + s), out, a.allreduce, a.region.bc(b + s), n, tid, nthreads);
+      ctx.sync_cta();
+      if (tid == 0) {
+        mc.charge_reduce(ctx, n, a.allreduce);
+        ctx.fence(system_scope);
+        mc.st_flag(ctx, a.region.flag(kRedHead), b + s + 1);
+        if (a.allreduce) mc.st_flag(ctx, a.region.flag(kBcTail), b + s + 1);
+      }
+    }
+  } else {  // gather head h's reduced part into my output
+    const uint32_t h = r - a.nranks - 1;
+    auto& mc = mcs.at(h, c);
+    const Part p = part_of(a, h, c);
+    const uint64_t steps = steps_of(a, p), b = a.call * steps;
+    for (uint64_t s = 0; s < steps; ++s) {
+      if (tid == 0 && ok)
+        ok = wait_flag(ctx, mc, a.region.flag(kBcTail), false, "nvls gather: broadcast landed (bc_tail > step)",
+                       [t = b + s](uint64_t tail) { return tail >= t + 1; });
+      ctx.sync_cta();
+      const uint64_t lo = p.lo + s * (slot / es), n = ((p.hi - lo) < slot / es ? p.hi - lo : slot / es) * es;
+      if (a.output != nullptr)
+        for (uint64_t off = uint64_t(tid) * 16; off < n; off += uint64_t(nthreads) * 16)
+          ctx.read_bytes(a.output + lo * es + off, mc.uc(a.region.bc(b + s) + off), n - off < 16 ? n - off : 16);
+      ctx.sync_cta();
+      if (tid == 0) {
+        mc.charge_local(ctx, n);
+        ctx.fence(system_scope);
+        ctx.store(system_scope, relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(kBcHead))), b + s + 1);
+      }
+    }
+  }
+  return ok;
+}
+
+}  // namespace doorbell::nvls

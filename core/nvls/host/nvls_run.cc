@@ -1,0 +1,152 @@
+#include "core/nvls/host/nvls_run.h"
+
+#include <cstring>
+#include <memory>
+#include <random>
+
+#include "hw/gpu_sim/multicast.h"
+#include "hw/gpu_sim/sim_ctx.h"
+
+namespace doorbell::nvls {
+
+namespace {
+
+// A small integer as an element of type t (exact in every type, sums of 8 included).
+void put_small(DType t, uint8_t* p, int v) {
+  switch (t) {
+    case DType::kF32: { const float f = float(v); std::memcpy(p, &f, 4); break; }
+    case DType::kF64: { const double d = v; std::memcpy(p, &d, 8); break; }
+    case DType::kF16: { const uint16_t h = float_to_f16(float(v)); std::memcpy(p, &h, 2); break; }
+    case DType::kBf16: { const uint16_t h = float_to_bf16(float(v)); std::memcpy(p, &h, 2); break; }
+    case DType::kI32: { const int32_t i = v; std::memcpy(p, &i, 4); break; }
+    case DType::kU32: { const uint32_t i = uint32_t(v + 64); std::memcpy(p, &i, 4); break; }
+    case DType::kI64: { const int64_t i = v; std::memcpy(p, &i, 8); break; }
+    case DType::kU64: { const uint64_t i = uint64_t(v + 64); std::memcpy(p, &i, 8); break; }
+  }
+}
+
+// One (head, channel) region of the rank's multicast object, as core/nvls sees a multicast view.
+struct McRegion {
+  gpu_sim::McView* v;
+  uint64_t base;
+  uint8_t* uc(uint64_t off) const { return v->uc(base + off); }
+  void ld_reduce(gpu_sim::SimCtx& ctx, uint64_t off, DType t, RedOp op, uint32_t pack, uint8_t* out) {
+    v->ld_reduce(ctx, base + off, t, op, pack, out);
+  }
+  void st(gpu_sim::SimCtx& ctx, uint64_t off, const uint8_t* src, uint32_t bytes) { v->st(ctx, base + off, src, bytes); }
+  uint64_t ld_min(gpu_sim::SimCtx& ctx, uint64_t off) { return v->ld_min(ctx, base + off); }
+  void st_flag(gpu_sim::SimCtx& ctx, uint64_t off, uint64_t x) { v->st_flag(ctx, base + off, x); }
+  void charge_reduce(gpu_sim::SimCtx& ctx, uint64_t bytes, bool bcast) { v->charge_reduce(ctx, bytes, bcast); }
+  void charge_local(gpu_sim::SimCtx& ctx, uint64_t bytes) { v->charge_local(ctx, bytes); }
+};
+
+// The views of one rank, by (head, channel).
+struct RankMcs {
+  std::vector<McRegion> v;
+  uint32_t channels;
+  McRegion& at(uint32_t h, uint32_t c) { return v[h * channels + c]; }
+};
+
+}  // namespace
+
+NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
+  NvlsRunResult r;
+  const uint32_t n = c.ranks, es = dtype_bytes(c.dtype);
+  if (n < 2 || c.channels == 0 || c.slot_bytes % 16 != 0 || c.slot_bytes == 0) {
+    r.failure = "nvls: needs 2+ ranks, 1+ channels and a slot of a multiple of 16 bytes";
+    return r;
+  }
+  if (multimem_pack_bytes(c.dtype, c.op) == 0) {
+    r.failure = std::string("nvls: multimem.ld_reduce has no such form: ") + redop_name(c.op) + " of " + dtype_name(c.dtype) +
+                " (NCCL runs another algorithm)";
+    return r;
+  }
+  const uint64_t in_elems = c.allreduce ? c.count : c.count * n;
+  std::mt19937_64 rng(c.seed);
+  std::vector<std::vector<uint8_t>> in(n, std::vector<uint8_t>(c.phantom ? 0 : in_elems * es));
+  for (auto& v : in)
+    if (!c.phantom)
+    for (uint64_t e = 0; e < in_elems; ++e) {
+      if (c.random_floats && c.dtype == DType::kF32) {
+        const float f = std::uniform_real_distribution<float>(-1, 1)(rng);
+        std::memcpy(v.data() + e * es, &f, 4);
+      } else {
+        put_small(c.dtype, v.data() + e * es, int(rng() % 17) - 8);
+      }
+    }
+  // The reference: every rank's element combined in rank order.
+  std::vector<uint8_t> ref(in[0]);
+  for (uint32_t g = 1; g < n && !c.phantom; ++g) reduce_into(c.dtype, c.op, ref.data(), in[g].data(), uint32_t(ref.size()));
+
+  gpu_sim::Scheduler s(so);
+  gpu_sim::Multicast mc(c.multicast_slots, so.seed, so.costs);  // reduction orders: the run's seed
+  Region region{c.slot_bytes};
+  // One multicast object (as NCCL: rank 0 creates it, every rank adds its GPU, binds its
+  // physical memory and maps it) holding a region per (head, channel).
+  const uint64_t regions = uint64_t(n) * c.channels;
+  const uint64_t stride = c.phantom ? Region::kFlagBytes : region.bytes();  // sizes only: the flags alone
+  std::vector<std::vector<uint8_t>> phys(n);
+  for (auto& p : phys) p.assign(regions * stride, 0);
+  std::vector<RankMcs> mcs(n, RankMcs{{}, c.channels});
+  try {
+    for (uint32_t k = 0; k < c.extra_objects; ++k) (void)mc.create(4096, n);  // slots other communicators hold
+    const uint32_t obj = mc.create(regions * stride, n);
+    for (uint32_t g = 0; g < n; ++g) mc.add_device(obj, g);
+    for (uint32_t g = 0; g < n; ++g) mc.bind(obj, g, phys[g].data());
+    for (uint32_t g = 0; g < n; ++g)
+      for (uint64_t i = 0; i < regions; ++i) mcs[g].v.push_back({&mc.map(obj, g), i * stride});
+  } catch (const std::invalid_argument& e) {
+    r.failure = e.what();
+    return r;
+  }
+  r.outputs.assign(n, std::vector<uint8_t>(c.phantom ? 0 : c.count * es, 0));
+  std::vector<Args> args(n);
+  for (uint32_t g = 0; g < n; ++g) {
+    Args& a = args[g];
+    a.nranks = n, a.rank = g, a.channels = c.channels;
+    a.dtype = c.dtype, a.op = c.op, a.allreduce = c.allreduce, a.count = c.count;
+    a.region = region;
+    a.input = c.phantom ? nullptr : in[g].data();
+    a.output = c.phantom ? nullptr : r.outputs[g].data();
+    a.plants = c.plants;
+    const std::string flag = "rank" + std::to_string(g) + ".";
+    for (uint32_t i = 0; i < n * c.channels; ++i) {
+      const std::string name = flag + "head" + std::to_string(i / c.channels) + ".ch" + std::to_string(i % c.channels) + ".";
+      s.watch(name + "red_tail", reinterpret_cast<const uint64_t*>(mcs[g].v[i].uc(region.flag(kRedTail))));
+      s.watch(name + "red_head", reinterpret_cast<const uint64_t*>(mcs[g].v[i].uc(region.flag(kRedHead))));
+      if (c.allreduce) {
+        s.watch(name + "bc_tail", reinterpret_cast<const uint64_t*>(mcs[g].v[i].uc(region.flag(kBcTail))));
+        s.watch(name + "bc_head", reinterpret_cast<const uint64_t*>(mcs[g].v[i].uc(region.flag(kBcHead))));
+      }
+    }
+    s.launch("nvls " + std::string(c.allreduce ? "allreduce" : "reducescatter") + " rank" + std::to_string(g),
+             {ctas_per_rank(a), c.warps_per_cta, c.lanes}, [&a, &mcs, g, &c](gpu_sim::SimCtx& ctx) {
+               const uint32_t tid = ctx.warp() * ctx.warp_size() + ctx.lane();
+               (void)nvls_cta(ctx, mcs[g], a, ctx.cta(), tid, c.warps_per_cta * c.lanes);
+             });
+  }
+  r.run = s.run();
+  if (!mc.error().empty()) {
+    r.failure = mc.error();
+  } else if (r.run.outcome != gpu_sim::Outcome::kCompleted) {
+    r.failure = std::string(gpu_sim::outcome_name(r.run.outcome)) + ":\n" + r.run.report;
+  } else if (!c.phantom) {
+    for (uint32_t g = 0; g < n && r.failure.empty(); ++g) {
+      const uint8_t* want = c.allreduce ? ref.data() : ref.data() + uint64_t(g) * c.count * es;
+      for (uint64_t e = 0; e < c.count; ++e)
+        if (std::memcmp(r.outputs[g].data() + e * es, want + e * es, es) != 0 && !c.random_floats) {
+          r.failure = "rank " + std::to_string(g) + ": element " + std::to_string(e) + " of " + std::to_string(c.count) +
+                      " differs from the reference (" + dtype_name(c.dtype) + " " + redop_name(c.op) + ")";
+          break;
+        }
+    }
+  }
+  if (!r.failure.empty()) r.failure += s.memory_report();
+  if (r.failure.empty() && r.run.sim_time_ns > 0) {
+    r.algbw_gbps = double(in_elems * es) / r.run.sim_time_ns;  // bytes per ns = GB/s
+    r.busbw_gbps = r.algbw_gbps * (c.allreduce ? 2.0 * (n - 1) / n : double(n - 1) / n);
+  }
+  return r;
+}
+
+}  // namespace doorbell::nvls

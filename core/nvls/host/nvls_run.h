@@ -1,0 +1,43 @@
+// NVLS on the CPU model: `ranks` GPUs on one model NVSwitch, a multicast region per (head,
+// channel) bound on every rank, one kernel per rank running core/nvls's CTAs; the outputs are
+// compared with a reference reduction. Inputs are small integers in every type, so sums are
+// exact in any order and the comparison can be exact; `random_floats` draws any floats instead
+// (then only order-independent checks hold).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/nvls/collective.h"
+#include "hw/gpu_sim/scheduler.h"
+
+namespace doorbell::nvls {
+
+struct NvlsRunConfig {
+  uint32_t ranks = 2, channels = 1;
+  DType dtype = DType::kF32;
+  RedOp op = RedOp::kSum;
+  bool allreduce = true;
+  uint64_t count = 1024;       // elements per rank (AllReduce) / out per rank (ReduceScatter)
+  uint64_t slot_bytes = 4096;  // FIFO slot
+  uint32_t warps_per_cta = 1, lanes = 4;
+  uint32_t multicast_slots = 64;  // the switch's multicast objects
+  uint32_t extra_objects = 0;     // held by others before this run creates its one
+  Plants plants;
+  uint64_t seed = 1;
+  bool random_floats = false;
+  bool phantom = false;  // sizes only: no data, no reference (large timed runs)
+};
+
+struct NvlsRunResult {
+  gpu_sim::RunResult run;
+  std::string failure;  // empty: completed and equal to the reference
+  std::vector<std::vector<uint8_t>> outputs;
+  // nccl-tests' figures from the simulated time (timed schedule): size = bytes in per rank.
+  double algbw_gbps = 0, busbw_gbps = 0;
+};
+
+NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so);
+
+}  // namespace doorbell::nvls

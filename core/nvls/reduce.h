@@ -1,0 +1,133 @@
+// Element-wise reduction of packs, host and device alike: what the switch does for
+// multimem.ld_reduce (and the references tests compare with). 16-bit floats are widened to
+// float, combined, and rounded back to nearest-even after every step, so the result depends on
+// the order the members are combined in — as it does on the switch (NCCL #1497).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/config.h"
+#include "core/nvls/pack.h"
+
+namespace doorbell::nvls {
+
+DOORBELL_HD float bits_to_float(uint32_t b) {
+  float f;
+  memcpy(&f, &b, 4);
+  return f;
+}
+DOORBELL_HD uint32_t float_to_bits(float f) {
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  return b;
+}
+
+// bfloat16: the top half of a float; rounding to nearest-even, NaN kept quiet.
+DOORBELL_HD float bf16_to_float(uint16_t h) { return bits_to_float(uint32_t(h) << 16); }
+DOORBELL_HD uint16_t float_to_bf16(float f) {
+  const uint32_t b = float_to_bits(f);
+  if ((b & 0x7f800000u) == 0x7f800000u && (b & 0x7fffffu) != 0) return uint16_t((b >> 16) | 0x40);
+  return uint16_t((b + 0x7fffu + ((b >> 16) & 1)) >> 16);
+}
+
+// IEEE half: 1 sign, 5 exponent, 10 mantissa bits.
+DOORBELL_HD float f16_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  if (exp == 0x1f) return bits_to_float(sign | 0x7f800000u | (man << 13));          // inf / NaN
+  if (exp != 0) return bits_to_float(sign | ((exp + 112) << 23) | (man << 13));     // normal
+  if (man == 0) return bits_to_float(sign);                                          // zero
+  const float v = float(man) * (1.0f / 16777216.0f);                                 // subnormal: man * 2^-24
+  return sign != 0 ? -v : v;
+}
+DOORBELL_HD uint16_t float_to_f16(float f) {
+  const uint32_t b = float_to_bits(f), sign = (b >> 16) & 0x8000;
+  const uint32_t absb = b & 0x7fffffffu;
+  if (absb >= 0x7f800000u) return uint16_t(sign | 0x7c00 | (absb > 0x7f800000u ? 0x200 : 0));  // inf / NaN
+  if (absb >= 0x477ff000u) return uint16_t(sign | 0x7c00);  // rounds beyond 65504: inf
+  if (absb < 0x38800000u) {                                  // below 2^-14: subnormal or zero
+    const float a = bits_to_float(absb) * 16777216.0f;       // in units of 2^-24
+    uint32_t m = uint32_t(a);
+    const float rest = a - float(m);
+    if (rest > 0.5f || (rest == 0.5f && (m & 1))) ++m;
+    return uint16_t(sign | m);
+  }
+  const uint32_t exp = (absb >> 23) - 112, man = absb & 0x7fffff;
+  uint32_t h = (exp << 10) | (man >> 13);
+  const uint32_t rest = man & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;  // may carry into the exponent: right
+  return uint16_t(sign | h);
+}
+
+template <class T>
+DOORBELL_HD T combine(RedOp op, T a, T b) {
+  switch (op) {
+    case RedOp::kSum: return T(a + b);
+    case RedOp::kMin: return b < a ? b : a;
+    case RedOp::kMax: return a < b ? b : a;
+  }
+  return a;
+}
+
+// acc[i] = acc[i] op in[i] over `bytes` of elements of type t (bytes a multiple of its size).
+DOORBELL_HD void reduce_into(DType t, RedOp op, uint8_t* acc, const uint8_t* in, uint32_t bytes) {
+  const uint32_t es = dtype_bytes(t);
+  for (uint32_t o = 0; o < bytes; o += es) {
+    switch (t) {
+      case DType::kF32: {
+        float a, b;
+        memcpy(&a, acc + o, 4), memcpy(&b, in + o, 4);
+        a = combine(op, a, b);
+        memcpy(acc + o, &a, 4);
+        break;
+      }
+      case DType::kF64: {
+        double a, b;
+        memcpy(&a, acc + o, 8), memcpy(&b, in + o, 8);
+        a = combine(op, a, b);
+        memcpy(acc + o, &a, 8);
+        break;
+      }
+      case DType::kF16:
+      case DType::kBf16: {
+        uint16_t a, b;
+        memcpy(&a, acc + o, 2), memcpy(&b, in + o, 2);
+        const bool bf = t == DType::kBf16;
+        const float r = combine(op, bf ? bf16_to_float(a) : f16_to_float(a), bf ? bf16_to_float(b) : f16_to_float(b));
+        a = bf ? float_to_bf16(r) : float_to_f16(r);
+        memcpy(acc + o, &a, 2);
+        break;
+      }
+      case DType::kI32: {
+        int32_t a, b;
+        memcpy(&a, acc + o, 4), memcpy(&b, in + o, 4);
+        a = int32_t(op == RedOp::kSum ? int32_t(uint32_t(a) + uint32_t(b)) : combine(op, a, b));  // sum wraps
+        memcpy(acc + o, &a, 4);
+        break;
+      }
+      case DType::kU32: {
+        uint32_t a, b;
+        memcpy(&a, acc + o, 4), memcpy(&b, in + o, 4);
+        a = combine(op, a, b);
+        memcpy(acc + o, &a, 4);
+        break;
+      }
+      case DType::kI64: {
+        int64_t a, b;
+        memcpy(&a, acc + o, 8), memcpy(&b, in + o, 8);
+        a = int64_t(op == RedOp::kSum ? int64_t(uint64_t(a) + uint64_t(b)) : combine(op, a, b));
+        memcpy(acc + o, &a, 8);
+        break;
+      }
+      case DType::kU64: {
+        uint64_t a, b;
+        memcpy(&a, acc + o, 8), memcpy(&b, in + o, 8);
+        a = combine(op, a, b);
+        memcpy(acc + o, &a, 8);
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace doorbell::nvls

@@ -1,0 +1,229 @@
+// GPU benchmark of core/nvls's AllReduce over emulated multicast (run through the device tool,
+// never in CI; multicast objects are never created: hw/cuda/nvls_emu.cuh reaches every member
+// through peer access). Two GPUs of one host, one process: first every (type, op) multimem has,
+// checked against a host reference on an odd count; then f32 sum busbw beside NCCL's allreduce
+// (built with -DDOORBELL_WITH_NCCL; NVLS off) in the same run, as nccl-tests rows.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/nvls/collective.h"
+#include "gpu/cuda_check.h"
+#include "hw/cuda/cuda_ctx.cuh"
+#include "hw/cuda/nvls_emu.cuh"
+
+using doorbell::cuda_exec::CudaCtx;
+using doorbell::cuda_exec::EmuMc;
+using doorbell::cuda_exec::EmuMcs;
+using namespace doorbell;
+
+namespace {
+
+constexpr int kRanks = 2;
+uint32_t g_channels = 16, g_threads = 512;
+uint64_t g_slot = 256 << 10;
+
+__global__ void nvls_kernel(EmuMcs mcs, nvls::Args a, unsigned* bad) {
+  CudaCtx ctx;
+  if (!nvls::nvls_cta(ctx, mcs, a, blockIdx.x, threadIdx.x, blockDim.x) && threadIdx.x == 0) atomicAdd(bad, 1u);
+}
+
+struct Rank {
+  std::vector<uint8_t*> regions;  // by head * channels + channel, on this GPU
+  EmuMc* views = nullptr;         // device array, same order
+  uint8_t *in = nullptr, *out = nullptr;
+  unsigned* bad = nullptr;
+  cudaStream_t stream;
+  uint64_t calls = 0;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+void sync_all(std::vector<Rank>& rk);
+
+// Back-to-back calls of one size run on from each other's steps; a new size or type starts from
+// cleared regions, once both GPUs are idle.
+void allreduce(std::vector<Rank>& rk, nvls::DType t, nvls::RedOp op, uint64_t count) {
+  static uint64_t last = 0;
+  if (count * nvls::dtype_bytes(t) != last) {
+    sync_all(rk);
+    for (int r = 0; r < kRanks; ++r) {
+      CHECK(cudaSetDevice(r));
+      for (uint8_t* p : rk[r].regions) CHECK(cudaMemset(p, 0, nvls::Region{g_slot}.bytes()));
+      CHECK(cudaDeviceSynchronize());
+      rk[r].calls = 0;
+    }
+    last = count * nvls::dtype_bytes(t);
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    nvls::Args a;
+    a.nranks = kRanks, a.rank = r, a.channels = g_channels;
+    a.dtype = t, a.op = op, a.allreduce = true, a.count = count;
+    a.call = rk[r].calls++;
+    a.region.slot_bytes = g_slot;
+    a.input = rk[r].in, a.output = rk[r].out;
+    CHECK(cudaSetDevice(r));
+    nvls_kernel<<<nvls::ctas_per_rank(a), g_threads, 0, rk[r].stream>>>(EmuMcs{rk[r].views, g_channels}, a, rk[r].bad);
+    CHECK(cudaGetLastError());
+  }
+}
+void sync_all(std::vector<Rank>& rk) {
+  for (int r = 0; r < kRanks; ++r) {
+    CHECK(cudaSetDevice(r));
+    CHECK(cudaStreamSynchronize(rk[r].stream));
+  }
+}
+
+// Small integers as elements of t: sums exact in any order.
+void put_small(nvls::DType t, uint8_t* p, int v) {
+  using nvls::DType;
+  switch (t) {
+    case DType::kF32: { const float f = float(v); std::memcpy(p, &f, 4); break; }
+    case DType::kF64: { const double d = v; std::memcpy(p, &d, 8); break; }
+    case DType::kF16: { const uint16_t h = nvls::float_to_f16(float(v)); std::memcpy(p, &h, 2); break; }
+    case DType::kBf16: { const uint16_t h = nvls::float_to_bf16(float(v)); std::memcpy(p, &h, 2); break; }
+    case DType::kI32: case DType::kU32: { const int32_t i = v + 64; std::memcpy(p, &i, 4); break; }
+    case DType::kI64: case DType::kU64: { const int64_t i = v + 64; std::memcpy(p, &i, 8); break; }
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1) g_channels = uint32_t(std::strtoul(argv[1], nullptr, 10));
+  if (argc > 2) g_threads = uint32_t(std::strtoul(argv[2], nullptr, 10));
+  if (argc > 3) g_slot = std::strtoull(argv[3], nullptr, 10);
+  int ngpu = 0;
+  CHECK(cudaGetDeviceCount(&ngpu));
+  if (ngpu < kRanks) {
+    std::printf("nvls_bench: needs %d GPUs, found %d\n", kRanks, ngpu);
+    return 1;
+  }
+  const uint64_t max_bytes = 1ull << 30;
+  nvls::Region region{g_slot};
+  std::vector<Rank> rk(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    CHECK(cudaSetDevice(r));
+    CHECK(cudaDeviceEnablePeerAccess(1 - r, 0));
+    for (uint32_t i = 0; i < kRanks * g_channels; ++i) {
+      uint8_t* p = nullptr;
+      CHECK(cudaMalloc(&p, region.bytes()));
+      CHECK(cudaMemset(p, 0, region.bytes()));
+      rk[r].regions.push_back(p);
+    }
+    CHECK(cudaMalloc(&rk[r].in, max_bytes));
+    CHECK(cudaMalloc(&rk[r].out, max_bytes));
+    CHECK(cudaMalloc(&rk[r].bad, sizeof(unsigned)));
+    CHECK(cudaMemset(rk[r].bad, 0, sizeof(unsigned)));
+    CHECK(cudaStreamCreateWithFlags(&rk[r].stream, cudaStreamNonBlocking));
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    std::vector<EmuMc> v(kRanks * g_channels);
+    for (uint32_t i = 0; i < v.size(); ++i) {
+      v[i].n = kRanks, v[i].me = r;
+      for (int m = 0; m < kRanks; ++m) v[i].members[m] = rk[m].regions[i];
+    }
+    CHECK(cudaSetDevice(r));
+    CHECK(cudaMalloc(&rk[r].views, v.size() * sizeof(EmuMc)));
+    CHECK(cudaMemcpy(rk[r].views, v.data(), v.size() * sizeof(EmuMc), cudaMemcpyHostToDevice));
+  }
+  CHECK(cudaDeviceSynchronize());
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("nvls_bench: %d x %s, core/nvls AllReduce over emulated multicast (peer access), %u channels x %u CTAs per rank, "
+              "%u threads, %llu KiB slots\n", kRanks, prop.name, g_channels, nvls::ctas_per_rank({kRanks, 0, g_channels}), g_threads,
+              (unsigned long long)(g_slot >> 10));
+
+  // Every (type, op) multimem has, on an odd count: equal to the host reference.
+  int status = 0;
+  const uint64_t count = (1 << 20) + 13;
+  for (int ti = 0; ti < 8; ++ti)
+    for (int oi = 0; oi < 3; ++oi) {
+      const auto t = nvls::DType(ti);
+      const auto op = nvls::RedOp(oi);
+      if (nvls::multimem_pack_bytes(t, op) == 0) continue;
+      const uint32_t es = nvls::dtype_bytes(t);
+      std::vector<std::vector<uint8_t>> host(kRanks, std::vector<uint8_t>(count * es));
+      uint64_t x = 88172645463325252ull + uint64_t(ti * 3 + oi);
+      for (int r = 0; r < kRanks; ++r) {
+        for (uint64_t e = 0; e < count; ++e) {
+          x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+          put_small(t, host[r].data() + e * es, int(x % 17) - 8);
+        }
+        CHECK(cudaSetDevice(r));
+        CHECK(cudaMemcpy(rk[r].in, host[r].data(), count * es, cudaMemcpyHostToDevice));
+        CHECK(cudaMemset(rk[r].out, 0, count * es));
+      }
+      std::vector<uint8_t> ref = host[0];
+      for (int r = 1; r < kRanks; ++r) nvls::reduce_into(t, op, ref.data(), host[r].data(), uint32_t(ref.size()));
+      allreduce(rk, t, op, count);
+      sync_all(rk);
+      bool same = true;
+      for (int r = 0; r < kRanks && same; ++r) {
+        std::vector<uint8_t> got(count * es);
+        CHECK(cudaSetDevice(r));
+        CHECK(cudaMemcpy(got.data(), rk[r].out, count * es, cudaMemcpyDeviceToHost));
+        same = got == ref;
+      }
+      std::printf("  allreduce %-4s %-3s, %llu elements: %s\n", nvls::dtype_name(t), nvls::redop_name(op), (unsigned long long)count,
+                  same ? "equal to the reference" : "WRONG");
+      if (!same) status = 1;
+    }
+
+#ifdef DOORBELL_WITH_NCCL
+  ncclComm_t comms[kRanks];
+  int devs[kRanks] = {0, 1};
+  NCCLCHECK(ncclCommInitAll(comms, kRanks, devs));
+  std::printf("NCCL %d, NCCL_NVLS_ENABLE=%s\n", NCCL_VERSION_CODE, std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "(unset)");
+#endif
+  std::printf("\n%-28s %12s %12s %10s %8s %8s\n", "allreduce f32 sum", "size(B)", "count", "time(us)", "algbw", "busbw");
+  for (uint64_t bytes = 64ull << 20; bytes <= max_bytes; bytes *= 4) {
+    const uint64_t n = bytes / 4;
+    auto rounds = [&](auto op) {
+      for (int i = 0; i < 3; ++i) op();
+      sync_all(rk);
+      std::vector<double> t;
+      for (int round = 0; round < 5; ++round) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < 20; ++i) op();
+        sync_all(rk);
+        t.push_back(seconds_since(t0) / 20);
+      }
+      return median(t);
+    };
+    auto row = [&](const char* who, double s) {
+      const double algbw = double(bytes) / s / 1e9;
+      std::printf("%-28s %12llu %12llu %10.1f %8.2f %8.2f\n", who, (unsigned long long)bytes, (unsigned long long)n, s * 1e6, algbw,
+                  algbw * 2 * (kRanks - 1) / kRanks);
+    };
+    row("doorbell NVLS (emulated)", rounds([&] { allreduce(rk, nvls::DType::kF32, nvls::RedOp::kSum, n); }));
+#ifdef DOORBELL_WITH_NCCL
+    row("NCCL", rounds([&] {
+      NCCLCHECK(ncclGroupStart());
+      for (int r = 0; r < kRanks; ++r) NCCLCHECK(ncclAllReduce(rk[r].in, rk[r].out, n, ncclFloat, ncclSum, comms[r], rk[r].stream));
+      NCCLCHECK(ncclGroupEnd());
+    }));
+#endif
+    std::fflush(stdout);
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    unsigned bad = 0;
+    CHECK(cudaSetDevice(r));
+    CHECK(cudaMemcpy(&bad, rk[r].bad, sizeof bad, cudaMemcpyDeviceToHost));
+    if (bad != 0) std::printf("  rank %d: %u CTAs timed out\n", r, bad), status = 1;
+  }
+  std::printf("nvls_bench: %s\n", status == 0 ? "OK" : "FAILED");
+  return status;
+}

@@ -1,0 +1,84 @@
+// NVLS multicast emulated over peer pointers, for GPUs where multicast objects must not be
+// created (the lent machines): the region's copy on every member GPU is reachable through peer
+// access; multimem.ld_reduce = a load of every member's copy, combined in member order;
+// multimem.st = a store to every member; the min-poll = the min of acquire loads of every
+// member's flag. Data loads bypass L1 (ld.cv): another GPU rewrites the slots.
+#pragma once
+
+#include <cuda/atomic>
+#include <cstdint>
+
+#include "core/nvls/pack.h"
+#include "core/nvls/reduce.h"
+
+namespace doorbell::cuda_exec {
+
+struct EmuMc {
+  static constexpr uint32_t kMaxMembers = 8;
+  uint8_t* members[kMaxMembers];
+  uint32_t n = 0, me = 0;
+
+  __device__ uint8_t* uc(uint64_t off) const { return members[me] + off; }
+
+  template <class C>
+  __device__ void ld_reduce(C&, uint64_t off, nvls::DType t, nvls::RedOp op, uint32_t pack, uint8_t* out) const {
+    load(members[0] + off, out, pack);
+    for (uint32_t m = 1; m < n; ++m) {
+      alignas(16) uint8_t v[16];
+      load(members[m] + off, v, pack);
+      nvls::reduce_into(t, op, out, v, pack);
+    }
+  }
+  template <class C>
+  __device__ void st(C&, uint64_t off, const uint8_t* src, uint32_t bytes) const {
+    for (uint32_t m = 0; m < n; ++m) {
+      uint8_t* d = members[m] + off;
+      if (bytes == 16) *reinterpret_cast<uint4*>(d) = *reinterpret_cast<const uint4*>(src);
+      else for (uint32_t i = 0; i < bytes; ++i) d[i] = src[i];
+    }
+  }
+  template <class C>
+  __device__ uint64_t ld_min(C&, uint64_t off) const {
+    uint64_t lo = ~0ull;
+    for (uint32_t m = 0; m < n; ++m) {
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> f(*reinterpret_cast<unsigned long long*>(members[m] + off));
+      const uint64_t v = f.load(cuda::memory_order_acquire);
+      lo = v < lo ? v : lo;
+    }
+    return lo;
+  }
+  // Time is real here: nothing to charge.
+  template <class C>
+  __device__ void charge_reduce(C&, uint64_t, bool) const {}
+  template <class C>
+  __device__ void charge_local(C&, uint64_t) const {}
+  template <class C>
+  __device__ void st_flag(C&, uint64_t off, uint64_t v) const {
+    for (uint32_t m = 0; m < n; ++m) {
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> f(*reinterpret_cast<unsigned long long*>(members[m] + off));
+      f.store(v, cuda::memory_order_relaxed);
+    }
+  }
+
+ private:
+  __device__ static void load(const uint8_t* p, uint8_t* out, uint32_t bytes) {
+    if (bytes == 16) {
+      *reinterpret_cast<uint4*>(out) = __ldcv(reinterpret_cast<const uint4*>(p));
+    } else if (bytes == 8) {
+      *reinterpret_cast<unsigned long long*>(out) = __ldcv(reinterpret_cast<const unsigned long long*>(p));
+    } else if (bytes == 4) {
+      *reinterpret_cast<unsigned*>(out) = __ldcv(reinterpret_cast<const unsigned*>(p));
+    } else {
+      for (uint32_t i = 0; i < bytes; ++i) out[i] = *reinterpret_cast<const volatile uint8_t*>(p + i);
+    }
+  }
+};
+
+// A rank's views by (head, channel), in device memory.
+struct EmuMcs {
+  EmuMc* v;
+  uint32_t channels;
+  __device__ EmuMc& at(uint32_t h, uint32_t c) const { return v[h * channels + c]; }
+};
+
+}  // namespace doorbell::cuda_exec

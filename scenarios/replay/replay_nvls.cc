@@ -1,0 +1,75 @@
+#include "scenarios/replay/replay_nvls.h"
+
+#include <cstdio>
+
+#include "core/nvls/host/nvls_run.h"
+
+namespace doorbell::scenario {
+
+namespace {
+nvls::DType dtype_of(const std::string& s) {
+  for (int t = 0; t < 8; ++t)
+    if (s == nvls::dtype_name(nvls::DType(t))) return nvls::DType(t);
+  return nvls::DType::kF32;
+}
+nvls::RedOp op_of(const std::string& s) { return s == "min" ? nvls::RedOp::kMin : s == "max" ? nvls::RedOp::kMax : nvls::RedOp::kSum; }
+}  // namespace
+
+ReplayResult replay_nvls(const Scenario& sc, const ReplayOptions& opt) {
+  ReplayResult out;
+  const uint64_t seed = opt.seed.value_or(sc.seed);
+  const std::string schedule = opt.schedule.value_or(sc.schedule);
+  const std::string memory_model = opt.memory_model.value_or(sc.memory_model);
+  nvls::NvlsRunConfig c;
+  c.ranks = sc.pes;
+  c.channels = sc.nvls.channels;
+  c.dtype = dtype_of(sc.nvls.dtype);
+  c.op = op_of(sc.nvls.op);
+  c.allreduce = sc.nvls.allreduce;
+  c.count = sc.nvls.count;
+  c.slot_bytes = sc.nvls.slot_bytes;
+  c.phantom = sc.phantom;
+  c.seed = seed;
+  c.warps_per_cta = 1;
+  c.lanes = sc.phantom ? 1 : 4;  // sizes only: thread 0 is all a step needs
+  gpu_sim::SchedOptions so;
+  so.seed = seed;
+  so.policy = schedule == "pct" ? gpu_sim::Policy::kPct : schedule == "timed" ? gpu_sim::Policy::kTimed : gpu_sim::Policy::kRandom;
+  // Timed: a waiting CTA polls every poll_ns while another moves a slot for microseconds.
+  so.hang_spins = so.policy == gpu_sim::Policy::kTimed ? 1u << 20 : 512;
+  so.memory = memory_model == "weak" ? gpu_sim::MemoryModel::kWeak : gpu_sim::MemoryModel::kSc;
+  const nvls::NvlsRunResult r = nvls::run_nvls(c, so);
+  out.outcome = r.run.outcome == gpu_sim::Outcome::kHang        ? "hang"
+                : r.run.outcome == gpu_sim::Outcome::kStepLimit ? "step-limit"
+                : r.failure.empty()                             ? "completed"
+                : r.failure.rfind("nvls:", 0) == 0 || r.failure.rfind("multimem", 0) == 0 ? "error"
+                                                                : "wrong-data";
+  out.detail = r.failure;
+  switch (sc.expect) {
+    case Expect::kCompletes: out.met = out.outcome == "completed"; break;
+    case Expect::kHangs: out.met = out.outcome == "hang" && out.detail.find(sc.expect_waits_on) != std::string::npos; break;
+    case Expect::kErrors: out.met = out.outcome == "error" && out.detail.find(sc.expect_syndrome) != std::string::npos; break;
+  }
+  const uint64_t bytes = c.count * nvls::dtype_bytes(c.dtype) * (c.allreduce ? 1 : c.ranks);
+  nlohmann::ordered_json& j = out.report;
+  report_head(j, sc, seed, schedule, memory_model, out, r.run.steps, r.run.trace_hash);
+  j["collective"] = c.allreduce ? "allreduce" : "reducescatter";
+  j["dtype"] = nvls::dtype_name(c.dtype);
+  j["op"] = nvls::redop_name(c.op);
+  j["bytes_per_rank"] = bytes;
+  if (r.busbw_gbps > 0) {
+    j["sim_time_ns"] = int64_t(r.run.sim_time_ns);
+    j["algbw_gbps"] = double(int64_t(r.algbw_gbps * 100)) / 100.0;
+    j["busbw_gbps"] = double(int64_t(r.busbw_gbps * 100)) / 100.0;
+  }
+  if (!out.detail.empty()) j["detail"] = out.detail;
+  char line[240];
+  std::snprintf(line, sizeof line, "%s: %s (expected %s) — %s\n  NVLS %s %s %s, %u GPUs x %llu B%s\n", sc.name.c_str(), out.outcome.c_str(),
+                j["expected"].get<std::string>().c_str(), out.met ? "OK" : "EXPECTATION NOT MET", j["collective"].get<std::string>().c_str(),
+                nvls::dtype_name(c.dtype), nvls::redop_name(c.op), c.ranks, (unsigned long long)bytes,
+                r.busbw_gbps > 0 ? (", busbw " + std::to_string(int(r.busbw_gbps + 0.5)) + " GB/s (simulated)").c_str() : "");
+  out.summary = line;
+  return out;
+}
+
+}  // namespace doorbell::scenario
