@@ -26,6 +26,9 @@ namespace {
 
 constexpr int kRanks = 2;
 uint32_t g_channels = 16, g_threads = 512;
+// The GPU each rank runs on: 0 and 1, or both on GPU 0 (a one-GPU machine: a check of the
+// kernels, not a bandwidth figure).
+int g_dev[kRanks] = {0, 1};
 uint64_t g_slot = 256 << 10;
 
 __global__ void nvls_kernel(EmuMcs mcs, nvls::Args a, unsigned* bad) {
@@ -55,7 +58,7 @@ void allreduce(std::vector<Rank>& rk, nvls::DType t, nvls::RedOp op, uint64_t co
   if (count * nvls::dtype_bytes(t) != last) {
     sync_all(rk);
     for (int r = 0; r < kRanks; ++r) {
-      CHECK(cudaSetDevice(r));
+      CHECK(cudaSetDevice(g_dev[r]));
       for (uint8_t* p : rk[r].regions) CHECK(cudaMemset(p, 0, nvls::Region{g_slot}.bytes()));
       CHECK(cudaDeviceSynchronize());
       rk[r].calls = 0;
@@ -69,14 +72,14 @@ void allreduce(std::vector<Rank>& rk, nvls::DType t, nvls::RedOp op, uint64_t co
     a.call = rk[r].calls++;
     a.region.slot_bytes = g_slot;
     a.input = rk[r].in, a.output = rk[r].out;
-    CHECK(cudaSetDevice(r));
+    CHECK(cudaSetDevice(g_dev[r]));
     nvls_kernel<<<nvls::ctas_per_rank(a), g_threads, 0, rk[r].stream>>>(EmuMcs{rk[r].views, g_channels}, a, rk[r].bad);
     CHECK(cudaGetLastError());
   }
 }
 void sync_all(std::vector<Rank>& rk) {
   for (int r = 0; r < kRanks; ++r) {
-    CHECK(cudaSetDevice(r));
+    CHECK(cudaSetDevice(g_dev[r]));
     CHECK(cudaStreamSynchronize(rk[r].stream));
   }
 }
@@ -107,16 +110,18 @@ int main(int argc, char** argv) {
   if (argc > 3) g_slot = std::strtoull(argv[3], nullptr, 10);
   int ngpu = 0;
   CHECK(cudaGetDeviceCount(&ngpu));
-  if (ngpu < kRanks) {
-    std::printf("nvls_bench: needs %d GPUs, found %d\n", kRanks, ngpu);
+  if (ngpu < 1) {
+    std::printf("nvls_bench: no GPU\n");
     return 1;
   }
+  const bool one_gpu = ngpu < kRanks;
+  if (one_gpu) g_dev[1] = 0;
   const uint64_t max_bytes = 1ull << 30;
   nvls::Region region{g_slot};
   std::vector<Rank> rk(kRanks);
   for (int r = 0; r < kRanks; ++r) {
-    CHECK(cudaSetDevice(r));
-    CHECK(cudaDeviceEnablePeerAccess(1 - r, 0));
+    CHECK(cudaSetDevice(g_dev[r]));
+    if (!one_gpu) CHECK(cudaDeviceEnablePeerAccess(1 - r, 0));
     for (uint32_t i = 0; i < kRanks * g_channels; ++i) {
       uint8_t* p = nullptr;
       CHECK(cudaMalloc(&p, region.bytes()));
@@ -135,13 +140,14 @@ int main(int argc, char** argv) {
       v[i].n = kRanks, v[i].me = r;
       for (int m = 0; m < kRanks; ++m) v[i].members[m] = rk[m].regions[i];
     }
-    CHECK(cudaSetDevice(r));
+    CHECK(cudaSetDevice(g_dev[r]));
     CHECK(cudaMalloc(&rk[r].views, v.size() * sizeof(EmuMc)));
     CHECK(cudaMemcpy(rk[r].views, v.data(), v.size() * sizeof(EmuMc), cudaMemcpyHostToDevice));
   }
   CHECK(cudaDeviceSynchronize());
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
+  if (one_gpu) std::printf("nvls_bench: ONE GPU: both ranks on GPU 0 (kernel check; no bandwidth comparison)\n");
   std::printf("nvls_bench: %d x %s, core/nvls AllReduce over emulated multicast (peer access), %u channels x %u CTAs per rank, "
               "%u threads, %llu KiB slots\n", kRanks, prop.name, g_channels, nvls::ctas_per_rank({kRanks, 0, g_channels}), g_threads,
               (unsigned long long)(g_slot >> 10));
@@ -162,7 +168,7 @@ int main(int argc, char** argv) {
           x ^= x << 13, x ^= x >> 7, x ^= x << 17;
           put_small(t, host[r].data() + e * es, int(x % 17) - 8);
         }
-        CHECK(cudaSetDevice(r));
+        CHECK(cudaSetDevice(g_dev[r]));
         CHECK(cudaMemcpy(rk[r].in, host[r].data(), count * es, cudaMemcpyHostToDevice));
         CHECK(cudaMemset(rk[r].out, 0, count * es));
       }
@@ -173,7 +179,7 @@ int main(int argc, char** argv) {
       bool same = true;
       for (int r = 0; r < kRanks && same; ++r) {
         std::vector<uint8_t> got(count * es);
-        CHECK(cudaSetDevice(r));
+        CHECK(cudaSetDevice(g_dev[r]));
         CHECK(cudaMemcpy(got.data(), rk[r].out, count * es, cudaMemcpyDeviceToHost));
         same = got == ref;
       }
@@ -182,6 +188,10 @@ int main(int argc, char** argv) {
       if (!same) status = 1;
     }
 
+  if (one_gpu) {
+    std::printf("nvls_bench: %s\n", status == 0 ? "OK" : "FAILED");
+    return status;
+  }
 #ifdef DOORBELL_WITH_NCCL
   ncclComm_t comms[kRanks];
   int devs[kRanks] = {0, 1};
@@ -220,7 +230,7 @@ int main(int argc, char** argv) {
   }
   for (int r = 0; r < kRanks; ++r) {
     unsigned bad = 0;
-    CHECK(cudaSetDevice(r));
+    CHECK(cudaSetDevice(g_dev[r]));
     CHECK(cudaMemcpy(&bad, rk[r].bad, sizeof bad, cudaMemcpyDeviceToHost));
     if (bad != 0) std::printf("  rank %d: %u CTAs timed out\n", r, bad), status = 1;
   }

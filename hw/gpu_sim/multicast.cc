@@ -62,8 +62,8 @@ void McView::charge_local(SimCtx& ctx, uint64_t bytes) {
   ctx.wait_until_ns(ctx.now() + 2.0 * double(bytes) / switch_->costs().hbm_bytes_per_ns);
 }
 
-double Multicast::reserve(double now, const std::vector<uint32_t>& up, const std::vector<uint32_t>& down, uint64_t bytes) {
-  const double ns = double(bytes) / (costs_.nvlink_bytes_per_ns * costs_.nvls_efficiency);
+double Multicast::reserve(double now, const std::vector<uint32_t>& up, const std::vector<uint32_t>& down, uint64_t bytes, bool nvls) {
+  const double ns = double(bytes) / (costs_.nvlink_bytes_per_ns * (nvls ? costs_.nvls_efficiency : 1.0));
   double end = now;
   for (int dir = 0; dir < 2; ++dir)
     for (uint32_t g : dir == 0 ? up : down) {

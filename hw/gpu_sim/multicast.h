@@ -66,7 +66,8 @@ class Multicast {
   const std::string& error() const { return error_; }
   // Reserves `bytes` on the GPUs' links to (up) and from (down) the switch, each link busy
   // first come first served, from `now`; returns when the last of them is done.
-  double reserve(double now, const std::vector<uint32_t>& up, const std::vector<uint32_t>& down, uint64_t bytes);
+  // `nvls`: multimem traffic, at the NVLS efficiency; else a plain peer write through the switch.
+  double reserve(double now, const std::vector<uint32_t>& up, const std::vector<uint32_t>& down, uint64_t bytes, bool nvls = true);
   const models::CostModel& costs() const { return costs_; }
 
  private:

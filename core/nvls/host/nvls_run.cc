@@ -40,6 +40,21 @@ struct McRegion {
   void charge_local(gpu_sim::SimCtx& ctx, uint64_t bytes) { v->charge_local(ctx, bytes); }
 };
 
+// A ring send's time: my link up to the switch and the next rank's link down.
+struct RingLink {
+  gpu_sim::Multicast* sw;
+  uint32_t me, next;
+  void send_time(gpu_sim::SimCtx& ctx, uint64_t bytes) { ctx.wait_until_ns(sw->reserve(ctx.now(), {me}, {next}, bytes, false)); }
+};
+
+// The ring's memory: per rank and channel a receive FIFO and two flag words on their own lines.
+struct RingMemory {
+  std::vector<std::vector<uint8_t>> fifo;  // [rank * channels + channel]
+  std::vector<uint64_t> flags;             // tail at 32 * i, head at 32 * i + 16
+  uint64_t* tail(uint64_t i) { return &flags[32 * i]; }
+  uint64_t* head(uint64_t i) { return &flags[32 * i + 16]; }
+};
+
 // The views of one rank, by (head, channel).
 struct RankMcs {
   std::vector<McRegion> v;
@@ -56,7 +71,11 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     r.failure = "nvls: needs 2+ ranks, 1+ channels and a slot of a multiple of 16 bytes";
     return r;
   }
-  if (multimem_pack_bytes(c.dtype, c.op) == 0) {
+  if (c.ring && !c.allreduce) {
+    r.failure = "nvls: the ring comparison is an AllReduce";
+    return r;
+  }
+  if (!c.ring && multimem_pack_bytes(c.dtype, c.op) == 0) {
     r.failure = std::string("nvls: multimem.ld_reduce has no such form: ") + redop_name(c.op) + " of " + dtype_name(c.dtype) +
                 " (NCCL runs another algorithm)";
     return r;
@@ -109,6 +128,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     a.input = c.phantom ? nullptr : in[g].data();
     a.output = c.phantom ? nullptr : r.outputs[g].data();
     a.plants = c.plants;
+    if (c.ring) continue;
     const std::string flag = "rank" + std::to_string(g) + ".";
     for (uint32_t i = 0; i < n * c.channels; ++i) {
       const std::string name = flag + "head" + std::to_string(i / c.channels) + ".ch" + std::to_string(i % c.channels) + ".";
@@ -124,6 +144,32 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
                const uint32_t tid = ctx.warp() * ctx.warp_size() + ctx.lane();
                (void)nvls_cta(ctx, mcs[g], a, ctx.cta(), tid, c.warps_per_cta * c.lanes);
              });
+  }
+  RingMemory ring;
+  std::vector<RingLink> links;
+  std::vector<RingConn> conns;
+  if (c.ring) {
+    const uint64_t m = uint64_t(n) * c.channels;
+    ring.fifo.assign(m, std::vector<uint8_t>(c.phantom ? 0 : kSteps * c.slot_bytes, 0));
+    ring.flags.assign(32 * m, 0);
+    for (uint32_t g = 0; g < n; ++g) links.push_back({&mc, g, (g + 1) % n});
+    for (uint32_t g = 0; g < n; ++g)
+      for (uint32_t ch = 0; ch < c.channels; ++ch) {
+        const uint64_t me = uint64_t(g) * c.channels + ch, next = uint64_t((g + 1) % n) * c.channels + ch,
+                       prev = uint64_t((g + n - 1) % n) * c.channels + ch;
+        conns.push_back({c.phantom ? nullptr : ring.fifo[next].data(), ring.tail(next), ring.head(me),
+                         c.phantom ? nullptr : ring.fifo[me].data(), ring.tail(me), ring.head(prev)});
+        const std::string name = "rank" + std::to_string(g) + ".ch" + std::to_string(ch) + ".";
+        s.watch(name + "tail", ring.tail(me));
+        s.watch(name + "head", ring.head(me));
+      }
+    for (uint32_t g = 0; g < n; ++g)
+      s.launch("ring allreduce rank" + std::to_string(g), {c.channels, c.warps_per_cta, c.lanes},
+               [&args, &links, &conns, g, &c](gpu_sim::SimCtx& ctx) {
+                 const uint32_t tid = ctx.warp() * ctx.warp_size() + ctx.lane();
+                 (void)ring_allreduce_cta(ctx, links[g], args[g], conns[uint64_t(g) * c.channels + ctx.cta()], ctx.cta(), tid,
+                                          c.warps_per_cta * c.lanes);
+               });
   }
   r.run = s.run();
   if (!mc.error().empty()) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/nvls/collective.h"
+#include "core/nvls/ring.h"
 #include "hw/gpu_sim/scheduler.h"
 
 namespace doorbell::nvls {
@@ -28,6 +29,7 @@ struct NvlsRunConfig {
   uint64_t seed = 1;
   bool random_floats = false;
   bool phantom = false;  // sizes only: no data, no reference (large timed runs)
+  bool ring = false;     // NCCL's ring AllReduce over the same switch instead (the comparison)
 };
 
 struct NvlsRunResult {
