@@ -114,16 +114,23 @@ DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t
   constexpr uint32_t kUnroll = 4;
   const uint32_t es = dtype_bytes(a.dtype);
   const uint32_t pack = a.plants.wrong_pack ? 16 : multimem_pack_bytes(a.dtype, a.op);
-  alignas(16) uint8_t acc[16];
-  auto one = [&](uint64_t off, uint32_t bytes) {
-    mc.ld_reduce(ctx, src + off, a.dtype, a.op, bytes, acc);
-    if (bcast) mc.st(ctx, bc_off + off, acc, bytes);
-    else if (out != nullptr) ctx.write_bytes(out + off, acc, bytes);
+  alignas(16) uint8_t acc[kUnroll][16];
+  auto put = [&](uint64_t off, uint32_t bytes, const uint8_t* v) {
+    if (bcast) mc.st(ctx, bc_off + off, v, bytes);
+    else if (out != nullptr) ctx.write_bytes(out + off, v, bytes);
   };
+  auto one = [&](uint64_t off, uint32_t bytes) {
+    mc.ld_reduce(ctx, src + off, a.dtype, a.op, bytes, acc[0]);
+    put(off, bytes, acc[0]);
+  };
+  // A hunk: every load of the thread's kUnroll packs before any store, so they are in flight
+  // together (remote loads are long).
   const uint64_t hunk = uint64_t(kUnroll) * nthreads * pack;
   const uint64_t hunks_end = pack == 0 ? 0 : n / hunk * hunk;
-  for (uint64_t base = 0; base < hunks_end; base += hunk)
-    for (uint32_t u = 0; u < kUnroll; ++u) one(base + (uint64_t(u) * nthreads + tid) * pack, pack);
+  for (uint64_t base = 0; base < hunks_end; base += hunk) {
+    for (uint32_t u = 0; u < kUnroll; ++u) mc.ld_reduce(ctx, src + base + (uint64_t(u) * nthreads + tid) * pack, a.dtype, a.op, pack, acc[u]);
+    for (uint32_t u = 0; u < kUnroll; ++u) put(base + (uint64_t(u) * nthreads + tid) * pack, pack, acc[u]);
+  }
   const uint64_t packs_end = pack == 0 ? 0 : n / pack * pack;
   for (uint64_t off = hunks_end + uint64_t(tid) * pack; off < packs_end; off += uint64_t(nthreads) * pack) one(off, pack);
   for (uint64_t off = packs_end + uint64_t(tid) * es; off < n; off += uint64_t(nthreads) * es) one(off, es);
