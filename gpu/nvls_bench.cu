@@ -42,34 +42,18 @@ struct Rank {
   uint8_t *in = nullptr, *out = nullptr;
   unsigned* bad = nullptr;
   cudaStream_t stream;
-  uint64_t calls = 0;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-void sync_all(std::vector<Rank>& rk);
-
-// Back-to-back calls of one size run on from each other's steps; a new size or type starts from
-// cleared regions, once both GPUs are idle.
+// Calls of any size and type follow each other on the same regions: the steps run on.
 void allreduce(std::vector<Rank>& rk, nvls::DType t, nvls::RedOp op, uint64_t count) {
-  static uint64_t last = 0;
-  if (count * nvls::dtype_bytes(t) != last) {
-    sync_all(rk);
-    for (int r = 0; r < kRanks; ++r) {
-      CHECK(cudaSetDevice(g_dev[r]));
-      for (uint8_t* p : rk[r].regions) CHECK(cudaMemset(p, 0, nvls::Region{g_slot}.bytes()));
-      CHECK(cudaDeviceSynchronize());
-      rk[r].calls = 0;
-    }
-    last = count * nvls::dtype_bytes(t);
-  }
   for (int r = 0; r < kRanks; ++r) {
     nvls::Args a;
     a.nranks = kRanks, a.rank = r, a.channels = g_channels;
     a.dtype = t, a.op = op, a.allreduce = true, a.count = count;
-    a.call = rk[r].calls++;
     a.region.slot_bytes = g_slot;
     a.input = rk[r].in, a.output = rk[r].out;
     CHECK(cudaSetDevice(g_dev[r]));
@@ -108,6 +92,10 @@ int main(int argc, char** argv) {
   if (argc > 1) g_channels = uint32_t(std::strtoul(argv[1], nullptr, 10));
   if (argc > 2) g_threads = uint32_t(std::strtoul(argv[2], nullptr, 10));
   if (argc > 3) g_slot = std::strtoull(argv[3], nullptr, 10);
+  if (g_slot == 0 || g_slot % 16 != 0) {
+    std::printf("nvls_bench: the slot size must be a positive multiple of 16 bytes\n");
+    return 1;
+  }
   int ngpu = 0;
   CHECK(cudaGetDeviceCount(&ngpu));
   if (ngpu < 1) {
@@ -147,6 +135,19 @@ int main(int argc, char** argv) {
   CHECK(cudaDeviceSynchronize());
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
+  // Every CTA of both ranks spins on others: all must be resident at once.
+  {
+    nvls::Args probe;
+    probe.nranks = kRanks, probe.channels = g_channels;
+    int per_sm = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, nvls_kernel, int(g_threads), 0));
+    const uint64_t need = uint64_t(nvls::ctas_per_rank(probe)) * (one_gpu ? kRanks : 1), have = uint64_t(per_sm) * prop.multiProcessorCount;
+    if (need > have) {
+      std::printf("nvls_bench: %llu CTAs of %u threads per GPU cannot all be resident (%llu fit): fewer channels or threads\n",
+                  (unsigned long long)need, g_threads, (unsigned long long)have);
+      return 1;
+    }
+  }
   if (one_gpu) std::printf("nvls_bench: ONE GPU: both ranks on GPU 0 (kernel check; no bandwidth comparison)\n");
   std::printf("nvls_bench: %d x %s, core/nvls AllReduce over emulated multicast (peer access), %u channels x %u CTAs per rank, "
               "%u threads, %llu KiB slots\n", kRanks, prop.name, g_channels, nvls::ctas_per_rank({kRanks, 0, g_channels}), g_threads,
@@ -171,6 +172,7 @@ int main(int argc, char** argv) {
         CHECK(cudaSetDevice(g_dev[r]));
         CHECK(cudaMemcpy(rk[r].in, host[r].data(), count * es, cudaMemcpyHostToDevice));
         CHECK(cudaMemset(rk[r].out, 0, count * es));
+        CHECK(cudaDeviceSynchronize());  // the kernels run on non-blocking streams
       }
       std::vector<uint8_t> ref = host[0];
       for (int r = 1; r < kRanks; ++r) nvls::reduce_into(t, op, ref.data(), host[r].data(), uint32_t(ref.size()));
@@ -183,9 +185,16 @@ int main(int argc, char** argv) {
         CHECK(cudaMemcpy(got.data(), rk[r].out, count * es, cudaMemcpyDeviceToHost));
         same = got == ref;
       }
-      std::printf("  allreduce %-4s %-3s, %llu elements: %s\n", nvls::dtype_name(t), nvls::redop_name(op), (unsigned long long)count,
-                  same ? "equal to the reference" : "WRONG");
-      if (!same) status = 1;
+      unsigned bad = 0;
+      for (int r = 0; r < kRanks; ++r) {
+        unsigned b = 0;
+        CHECK(cudaSetDevice(g_dev[r]));
+        CHECK(cudaMemcpy(&b, rk[r].bad, sizeof b, cudaMemcpyDeviceToHost));
+        bad += b;
+      }
+      std::printf("  allreduce %-4s %-3s, %llu elements: %s%s\n", nvls::dtype_name(t), nvls::redop_name(op), (unsigned long long)count,
+                  same ? "equal to the reference" : "WRONG", bad != 0 ? " (CTAs timed out)" : "");
+      if (!same || bad != 0) status = 1;
     }
 
   if (one_gpu) {

@@ -12,7 +12,9 @@
 //             slot into my output, post bc_head (my copy), which the head min-polls.
 // Flow control as NCCL's primitives: a sender waits while head + NCCL_STEPS < step + 1, a
 // receiver while tail < step + 1. A producer fences (acq_rel, system) and then stores its step
-// relaxed; consumers poll with acquire. A CTA takes one (role, head, channel); its thread 0
+// relaxed; consumers poll with acquire. Steps run on from call to call — each role keeps where
+// its next call starts in its own region copy — so calls of any size and kind follow each other
+// without clearing anything. A CTA takes one (role, head, channel); its thread 0
 // waits and posts, all its threads move data between CTA barriers. A wait that gives up (a GPU
 // timeout) leaves the CTA running through its steps without waiting, so no barrier is left
 // unmatched; the call then returns false.
@@ -42,27 +44,29 @@ struct Plants {
   bool wrong_pack = false;           // 16-byte packs whatever the type and op
 };
 
-// A region's layout: the four flags, each on its own 128-byte line, then two FIFOs of kSteps
-// slots (a sizes-only run maps the flags alone).
+// A region's layout: the four flags and this member's four step bases (where each role's next
+// call starts), each on its own 128-byte line, then two FIFOs of kSteps slots (a
+// sizes-only run maps the flags alone).
 struct Region {
-  static constexpr uint64_t kFlagBytes = 4 * 128;
+  static constexpr uint64_t kFlagBytes = 8 * 128;
   uint64_t slot_bytes = 0;
   DOORBELL_HD uint64_t flag(uint32_t i) const { return 128ull * i; }
   DOORBELL_HD uint64_t red(uint64_t step) const { return kFlagBytes + (step % kSteps) * slot_bytes; }
   DOORBELL_HD uint64_t bc(uint64_t step) const { return kFlagBytes + (kSteps + step % kSteps) * slot_bytes; }
   DOORBELL_HD uint64_t bytes() const { return kFlagBytes + 2 * kSteps * slot_bytes; }
 };
-enum Flag : uint32_t { kRedTail = 0, kRedHead = 1, kBcTail = 2, kBcHead = 3 };
+// Flags, then the step bases: the reduce FIFO's (scatter, reduce) and the broadcast FIFO's
+// (reduce, gather) — a ReduceScatter call moves only the first pair.
+enum Flag : uint32_t {
+  kRedTail = 0, kRedHead = 1, kBcTail = 2, kBcHead = 3,
+  kScatterBase = 4, kReduceBase = 5, kBroadcastBase = 6, kGatherBase = 7
+};
 
 struct Args {
   uint32_t nranks = 2, rank = 0, channels = 1;
   DType dtype = DType::kF32;
   RedOp op = RedOp::kSum;
   bool allreduce = true;
-  // Calls of this size so far on these regions: flags and FIFO slots run on from call to call
-  // (step s of call k is step k * steps + s), so back-to-back calls need no reset between them.
-  // A call of another size starts from cleared regions.
-  uint64_t call = 0;
   // AllReduce: elements per rank in and out. ReduceScatter: elements out per rank (in: nranks x).
   uint64_t count = 0;
   Region region;
@@ -79,14 +83,30 @@ DOORBELL_HD uint32_t ctas_per_rank(const Args& a) { return a.channels * (a.nrank
 struct Part {
   uint64_t lo = 0, hi = 0;
 };
+// Boundaries fall on 16-byte multiples (so copies and packs stay aligned); the last part takes
+// the remainder.
 DOORBELL_HD Part part_of(const Args& a, uint32_t h, uint32_t c) {
-  const uint64_t head_lo = a.allreduce ? a.count * h / a.nranks : 0;
-  const uint64_t head_hi = a.allreduce ? a.count * (h + 1) / a.nranks : a.count;
+  const uint64_t al = 16 / dtype_bytes(a.dtype);
+  auto cut = [al](uint64_t total, uint64_t i, uint64_t parts) { return i == parts ? total : total * i / parts / al * al; };
+  const uint64_t head_lo = a.allreduce ? cut(a.count, h, a.nranks) : 0;
+  const uint64_t head_hi = a.allreduce ? cut(a.count, h + 1, a.nranks) : a.count;
   const uint64_t n = head_hi - head_lo;
-  return {head_lo + n * c / a.channels, head_lo + n * (c + 1) / a.channels};
+  return {head_lo + cut(n, c, a.channels), head_lo + cut(n, c + 1, a.channels)};
 }
 // Where head h's part starts in this rank's input (ReduceScatter: block h of nranks).
 DOORBELL_HD uint64_t input_base(const Args& a, uint32_t h) { return a.allreduce ? 0 : a.count * h; }
+
+// Where this role's steps start: every thread reads its own region copy's word (written at the
+// end of the previous call by thread 0, after a barrier).
+template <class C, class M>
+DOORBELL_HD uint64_t role_base(C& ctx, M& mc, const Args& a, Flag which) {
+  return ctx.load(exec::gpu_scope, exec::relaxed, reinterpret_cast<const uint64_t*>(mc.uc(a.region.flag(which))));
+}
+template <class C, class M>
+DOORBELL_HD void end_role(C& ctx, M& mc, const Args& a, Flag which, uint64_t next, uint32_t tid) {
+  ctx.sync_cta();  // every thread has read the base
+  if (tid == 0) ctx.store(exec::gpu_scope, exec::relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(which))), next);
+}
 
 DOORBELL_HD uint64_t steps_of(const Args& a, const Part& p) {
   const uint64_t per = a.region.slot_bytes / dtype_bytes(a.dtype);
@@ -149,7 +169,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
     const uint32_t h = r;
     auto& mc = mcs.at(h, c);
     const Part p = part_of(a, h, c);
-    const uint64_t steps = steps_of(a, p), b = a.call * steps;
+    const uint64_t steps = steps_of(a, p), b = role_base(ctx, mc, a, kScatterBase);
     for (uint64_t s = 0; s < steps; ++s) {
       if (tid == 0 && ok && !a.plants.sender_ignores_head)
         ok = wait_flag(ctx, mc, a.region.flag(kRedHead), false, "nvls scatter: reduce slot free (step < red_head + NCCL_STEPS)",
@@ -166,10 +186,12 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
         ctx.store(system_scope, relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(kRedTail))), b + s + 1);
       }
     }
+    end_role(ctx, mc, a, kScatterBase, b + steps, tid);
   } else if (r == a.nranks) {  // reduce my own head's part
     auto& mc = mcs.at(a.rank, c);
     const Part p = part_of(a, a.rank, c);
-    const uint64_t steps = steps_of(a, p), b = a.call * steps;
+    const uint64_t steps = steps_of(a, p), b = role_base(ctx, mc, a, kReduceBase);
+    const uint64_t bb = a.allreduce ? role_base(ctx, mc, a, kBroadcastBase) : 0;
     const bool min = !a.plants.own_flag_not_min;
     for (uint64_t s = 0; s < steps; ++s) {
       if (tid == 0 && ok) {
@@ -177,25 +199,27 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
                        [t = b + s](uint64_t tail) { return tail >= t + 1; });
         if (ok && a.allreduce)
           ok = wait_flag(ctx, mc, a.region.flag(kBcHead), min, "nvls reduce: broadcast slot free (step < min bc_head + NCCL_STEPS)",
-                         [t = b + s](uint64_t head) { return t + 1 <= head + kSteps; });
+                         [t = bb + s](uint64_t head) { return t + 1 <= head + kSteps; });
       }
       ctx.sync_cta();
       const uint64_t lo = p.lo + s * (slot / es), n = ((p.hi - lo) < slot / es ? p.hi - lo : slot / es) * es;
       uint8_t* out = a.output == nullptr || a.allreduce ? nullptr : a.output + lo * es;  // ReduceScatter: my block
-      if (a.input != nullptr) reduce_copy(ctx, mc, a, a.region.red(b + s), out, a.allreduce, a.region.bc(b + s), n, tid, nthreads);
+      if (a.input != nullptr) reduce_copy(ctx, mc, a, a.region.red(b + s), out, a.allreduce, a.region.bc(bb + s), n, tid, nthreads);
       ctx.sync_cta();
       if (tid == 0) {
         mc.charge_reduce(ctx, n, a.allreduce);
         ctx.fence(system_scope);
         mc.st_flag(ctx, a.region.flag(kRedHead), b + s + 1);
-        if (a.allreduce) mc.st_flag(ctx, a.region.flag(kBcTail), b + s + 1);
+        if (a.allreduce) mc.st_flag(ctx, a.region.flag(kBcTail), bb + s + 1);
       }
     }
+    end_role(ctx, mc, a, kReduceBase, b + steps, tid);
+    if (a.allreduce) end_role(ctx, mc, a, kBroadcastBase, bb + steps, tid);
   } else {  // gather head h's reduced part into my output
     const uint32_t h = r - a.nranks - 1;
     auto& mc = mcs.at(h, c);
     const Part p = part_of(a, h, c);
-    const uint64_t steps = steps_of(a, p), b = a.call * steps;
+    const uint64_t steps = steps_of(a, p), b = role_base(ctx, mc, a, kGatherBase);
     for (uint64_t s = 0; s < steps; ++s) {
       if (tid == 0 && ok)
         ok = wait_flag(ctx, mc, a.region.flag(kBcTail), false, "nvls gather: broadcast landed (bc_tail > step)",
@@ -212,6 +236,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
         ctx.store(system_scope, relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(kBcHead))), b + s + 1);
       }
     }
+    end_role(ctx, mc, a, kGatherBase, b + steps, tid);
   }
   return ok;
 }

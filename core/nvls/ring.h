@@ -22,6 +22,7 @@ struct RingConn {
   const uint8_t* recv_fifo = nullptr;    // my receive FIFO
   const uint64_t* recv_tail = nullptr;   // my tail word, which the previous rank writes
   uint64_t* recv_head = nullptr;         // the previous rank's head word
+  uint64_t* counts = nullptr;            // mine: steps sent [0] and received [1] by earlier calls
 };
 
 // One channel (CTA) of rank a.rank's ring AllReduce. L (the link) charges the simulated time of
@@ -36,7 +37,8 @@ DOORBELL_HD bool ring_allreduce_cta(C& ctx, L& link, const Args& a, const RingCo
     b = lo + len * i / n;
     e = lo + len * (i + 1) / n;
   };
-  uint64_t sent = 0, got = 0;
+  // Steps run on from call to call; every thread reads where this call starts.
+  uint64_t sent = ctx.load(gpu_scope, relaxed, k.counts), got = ctx.load(gpu_scope, relaxed, k.counts + 1);
   bool ok = true;
   // Piece p (a slot's worth) of `src` (elements [b, e) of a chunk; null: sizes only).
   auto send = [&](const uint8_t* src, uint64_t b, uint64_t e, uint64_t p) {
@@ -107,6 +109,11 @@ DOORBELL_HD bool ring_allreduce_cta(C& ctx, L& link, const Args& a, const RingCo
   const uint32_t r = a.rank;
   for (uint32_t i = 0; i + 1 < n; ++i) step((r + n - i) % n, i == 0, (r + 2 * n - i - 1) % n, true);  // reduce-scatter
   for (uint32_t i = 0; i + 1 < n; ++i) step((r + 1 + n - i) % n, false, (r + n - i) % n, false);      // all-gather
+  ctx.sync_cta();  // every thread has read the counts
+  if (tid == 0) {
+    ctx.store(gpu_scope, relaxed, k.counts, sent);
+    ctx.store(gpu_scope, relaxed, k.counts + 1, got);
+  }
   return ok;
 }
 

@@ -119,11 +119,12 @@ class CudaCtx {
     asm volatile("st.mmio.relaxed.sys.global.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
   }
 
-  // One failed poll. Consecutive polls of the same wait share a deadline.
+  // One failed poll. Consecutive polls of the same wait share a deadline while the polled
+  // value stays the same; a new value is progress (the next step's wait on the same flag).
   __device__ bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
     const uint64_t now = global_timer_ns();
-    if (what != last_what_ || addr != last_addr_) {
-      last_what_ = what, last_addr_ = addr, since_ = now;
+    if (what != last_what_ || addr != last_addr_ || seen != last_seen_) {
+      last_what_ = what, last_addr_ = addr, last_seen_ = seen, since_ = now;
       return true;
     }
     if (now - since_ < timeout_ns_) return true;
@@ -150,6 +151,7 @@ class CudaCtx {
   uint64_t timeout_ns_;
   const char* last_what_ = nullptr;
   const uint64_t* last_addr_ = nullptr;
+  uint64_t last_seen_ = 0;
   uint64_t since_ = 0;
 };
 

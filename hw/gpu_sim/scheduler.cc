@@ -46,6 +46,7 @@ const char* outcome_name(Outcome o) {
 struct LaunchDone {
   uint64_t left = 0;
   std::function<void()> fn;
+  std::vector<uint32_t> threads;  // the kernel's threads in the weak memory model
 };
 
 struct Scheduler::Lane {
@@ -152,7 +153,10 @@ void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::fu
         auto l = std::make_unique<Lane>();
         l->index = i;
         l->launch = done;
-        if (weak_) l->mem_thread = weak_->add_thread(global_cta, a->name + " lane " + std::to_string(i));
+        if (weak_) {
+          l->mem_thread = weak_->add_thread(global_cta, a->name + " lane " + std::to_string(i));
+          done->threads.push_back(l->mem_thread);
+        }
         Lane* lp = l.get();
         l->fiber = std::make_unique<Fiber>(
             [this, ap, lp, shared_body, w, cta, c] {
@@ -357,7 +361,12 @@ void Scheduler::complete_collective(Agent& a) {
 void Scheduler::finish_lane(Agent& a, Lane& l) {
   l.state = Lane::State::kDone;
   if (l.launch && --l.launch->left == 0 && l.launch->fn) {
-    l.launch->fn();  // the kernel completed: stream work behind it may start
+    // The kernel completed: its stores are visible to the stream work behind it, which may
+    // start now. (Without a successor its buffers drain as the run goes on: a concurrent
+    // observer such as the host may still see them land out of order.)
+    if (weak_)
+      for (uint32_t t : l.launch->threads) weak_->drain_thread(t);
+    l.launch->fn();
     ++version_;
   }
   --a.live;

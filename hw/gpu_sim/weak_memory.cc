@@ -45,6 +45,7 @@ uint32_t WeakMemory::rand(uint32_t n) { return uint32_t(mix(rng_) >> 33) % n; }
 
 uint32_t WeakMemory::add_thread(uint32_t cta, std::string name) {
   threads_.push_back(Thread{cta, std::move(name)});
+  catch_up(threads_.back());  // a thread starts with a view of everything visible at its launch
   if (cta_level_.size() <= cta) cta_level_.resize(cta + 1);
   return uint32_t(threads_.size() - 1);
 }

@@ -33,7 +33,7 @@ struct Case {
 void showValue(const Case& k, std::ostream& os) {
   os << (k.c.allreduce ? "allreduce" : "reducescatter") << " ranks=" << k.c.ranks << " channels=" << k.c.channels
      << " dtype=" << dtype_name(k.c.dtype) << " op=" << redop_name(k.c.op) << " count=" << k.c.count << " slot=" << k.c.slot_bytes
-     << " warps=" << k.c.warps_per_cta << " seed=" << k.c.seed << " pct=" << k.pct << " weak=" << k.weak;
+     << " warps=" << k.c.warps_per_cta << " calls=" << k.c.calls << " seed=" << k.c.seed << " pct=" << k.pct << " weak=" << k.weak;
 }
 
 // Only (type, op) pairs multimem has: for the others NCCL picks another algorithm.
@@ -51,6 +51,7 @@ rc::Gen<Case> gen_case() {
     k.c.count = *rc::gen::inRange<uint64_t>(1, 600);
     k.c.warps_per_cta = *rc::gen::inRange(1u, 3u);
     k.c.lanes = *rc::gen::element(2u, 4u);
+    k.c.calls = *rc::gen::inRange(1u, 4u);  // back to back: the steps run on
     k.c.seed = *rc::gen::arbitrary<uint64_t>();
     k.pct = *rc::gen::arbitrary<bool>();
     k.weak = *rc::gen::arbitrary<bool>();
@@ -193,6 +194,7 @@ TEST(NvlsRing, AllReduceEqualsTheReference) {
     c.count = 37 * seed + 5;
     c.slot_bytes = 16 * (1 + seed % 4);
     c.lanes = 1 + seed % 3;
+    c.calls = 1 + seed % 3;
     c.seed = seed;
     const NvlsRunResult r = run_nvls(c, opts(seed, seed % 2 ? Policy::kPct : Policy::kRandom, seed % 3 ? MemoryModel::kSc : MemoryModel::kWeak));
     ASSERT_EQ(r.failure, "") << "seed " << seed << ": ranks " << c.ranks << " " << dtype_name(c.dtype) << " " << redop_name(c.op);

@@ -1,6 +1,7 @@
 #include "core/nvls/host/nvls_run.h"
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 
@@ -47,13 +48,23 @@ struct RingLink {
   void send_time(gpu_sim::SimCtx& ctx, uint64_t bytes) { ctx.wait_until_ns(sw->reserve(ctx.now(), {me}, {next}, bytes, false)); }
 };
 
-// The ring's memory: per rank and channel a receive FIFO and two flag words on their own lines.
+// The ring's memory: per rank and channel a receive FIFO, two flag words on their own lines and
+// the rank's own step counts.
 struct RingMemory {
   std::vector<std::vector<uint8_t>> fifo;  // [rank * channels + channel]
-  std::vector<uint64_t> flags;             // tail at 32 * i, head at 32 * i + 16
-  uint64_t* tail(uint64_t i) { return &flags[32 * i]; }
-  uint64_t* head(uint64_t i) { return &flags[32 * i + 16]; }
+  std::vector<uint64_t> flags;             // tail at 48 * i, head at 48 * i + 16, counts at + 32
+  uint64_t* tail(uint64_t i) { return &flags[48 * i]; }
+  uint64_t* head(uint64_t i) { return &flags[48 * i + 16]; }
+  uint64_t* counts(uint64_t i) { return &flags[48 * i + 32]; }
 };
+
+// Launches call k of `calls` of a rank's kernel; the next starts when it finished (one stream).
+void launch_calls(gpu_sim::Scheduler& s, const std::string& name, const gpu_sim::LaunchConfig& cfg,
+                  const std::function<void(gpu_sim::SimCtx&)>& body, uint32_t k, uint32_t calls) {
+  s.launch(name + (calls > 1 ? " call " + std::to_string(k) : std::string()), cfg, body, [&s, name, cfg, body, k, calls] {
+    if (k + 1 < calls) launch_calls(s, name, cfg, body, k + 1, calls);
+  });
+}
 
 // The views of one rank, by (head, channel).
 struct RankMcs {
@@ -139,11 +150,13 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
         s.watch(name + "bc_head", reinterpret_cast<const uint64_t*>(mcs[g].v[i].uc(region.flag(kBcHead))));
       }
     }
-    s.launch("nvls " + std::string(c.allreduce ? "allreduce" : "reducescatter") + " rank" + std::to_string(g),
-             {ctas_per_rank(a), c.warps_per_cta, c.lanes}, [&a, &mcs, g, &c](gpu_sim::SimCtx& ctx) {
-               const uint32_t tid = ctx.warp() * ctx.warp_size() + ctx.lane();
-               (void)nvls_cta(ctx, mcs[g], a, ctx.cta(), tid, c.warps_per_cta * c.lanes);
-             });
+    launch_calls(s, "nvls " + std::string(c.allreduce ? "allreduce" : "reducescatter") + " rank" + std::to_string(g),
+                 {ctas_per_rank(a), c.warps_per_cta, c.lanes},
+                 [&a, &mcs, g, &c](gpu_sim::SimCtx& ctx) {
+                   const uint32_t tid = ctx.warp() * ctx.warp_size() + ctx.lane();
+                   (void)nvls_cta(ctx, mcs[g], a, ctx.cta(), tid, c.warps_per_cta * c.lanes);
+                 },
+                 0, c.calls);
   }
   RingMemory ring;
   std::vector<RingLink> links;
@@ -151,25 +164,26 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
   if (c.ring) {
     const uint64_t m = uint64_t(n) * c.channels;
     ring.fifo.assign(m, std::vector<uint8_t>(c.phantom ? 0 : kSteps * c.slot_bytes, 0));
-    ring.flags.assign(32 * m, 0);
+    ring.flags.assign(48 * m, 0);
     for (uint32_t g = 0; g < n; ++g) links.push_back({&mc, g, (g + 1) % n});
     for (uint32_t g = 0; g < n; ++g)
       for (uint32_t ch = 0; ch < c.channels; ++ch) {
         const uint64_t me = uint64_t(g) * c.channels + ch, next = uint64_t((g + 1) % n) * c.channels + ch,
                        prev = uint64_t((g + n - 1) % n) * c.channels + ch;
         conns.push_back({c.phantom ? nullptr : ring.fifo[next].data(), ring.tail(next), ring.head(me),
-                         c.phantom ? nullptr : ring.fifo[me].data(), ring.tail(me), ring.head(prev)});
+                         c.phantom ? nullptr : ring.fifo[me].data(), ring.tail(me), ring.head(prev), ring.counts(me)});
         const std::string name = "rank" + std::to_string(g) + ".ch" + std::to_string(ch) + ".";
         s.watch(name + "tail", ring.tail(me));
         s.watch(name + "head", ring.head(me));
       }
     for (uint32_t g = 0; g < n; ++g)
-      s.launch("ring allreduce rank" + std::to_string(g), {c.channels, c.warps_per_cta, c.lanes},
-               [&args, &links, &conns, g, &c](gpu_sim::SimCtx& ctx) {
-                 const uint32_t tid = ctx.warp() * ctx.warp_size() + ctx.lane();
-                 (void)ring_allreduce_cta(ctx, links[g], args[g], conns[uint64_t(g) * c.channels + ctx.cta()], ctx.cta(), tid,
-                                          c.warps_per_cta * c.lanes);
-               });
+      launch_calls(s, "ring allreduce rank" + std::to_string(g), {c.channels, c.warps_per_cta, c.lanes},
+                   [&args, &links, &conns, g, &c](gpu_sim::SimCtx& ctx) {
+                     const uint32_t tid = ctx.warp() * ctx.warp_size() + ctx.lane();
+                     (void)ring_allreduce_cta(ctx, links[g], args[g], conns[uint64_t(g) * c.channels + ctx.cta()], ctx.cta(), tid,
+                                              c.warps_per_cta * c.lanes);
+                   },
+                   0, c.calls);
   }
   r.run = s.run();
   if (!mc.error().empty()) {

@@ -30,6 +30,7 @@ struct NvlsRunConfig {
   bool random_floats = false;
   bool phantom = false;  // sizes only: no data, no reference (large timed runs)
   bool ring = false;     // NCCL's ring AllReduce over the same switch instead (the comparison)
+  uint32_t calls = 1;    // back-to-back calls on the same memory (each rank's next waits for its last)
 };
 
 struct NvlsRunResult {
