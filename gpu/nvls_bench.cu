@@ -68,18 +68,6 @@ void sync_all(std::vector<Rank>& rk) {
   }
 }
 
-// Small integers as elements of t: sums exact in any order.
-void put_small(nvls::DType t, uint8_t* p, int v) {
-  using nvls::DType;
-  switch (t) {
-    case DType::kF32: { const float f = float(v); std::memcpy(p, &f, 4); break; }
-    case DType::kF64: { const double d = v; std::memcpy(p, &d, 8); break; }
-    case DType::kF16: { const uint16_t h = nvls::float_to_f16(float(v)); std::memcpy(p, &h, 2); break; }
-    case DType::kBf16: { const uint16_t h = nvls::float_to_bf16(float(v)); std::memcpy(p, &h, 2); break; }
-    case DType::kI32: case DType::kU32: { const int32_t i = v + 64; std::memcpy(p, &i, 4); break; }
-    case DType::kI64: case DType::kU64: { const int64_t i = v + 64; std::memcpy(p, &i, 8); break; }
-  }
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -167,7 +155,7 @@ int main(int argc, char** argv) {
       for (int r = 0; r < kRanks; ++r) {
         for (uint64_t e = 0; e < count; ++e) {
           x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-          put_small(t, host[r].data() + e * es, int(x % 17) - 8);
+          nvls::put_small(t, host[r].data() + e * es, int(x % 17) - 8);
         }
         CHECK(cudaSetDevice(g_dev[r]));
         CHECK(cudaMemcpy(rk[r].in, host[r].data(), count * es, cudaMemcpyHostToDevice));

@@ -130,4 +130,19 @@ DOORBELL_HD void reduce_into(DType t, RedOp op, uint8_t* acc, const uint8_t* in,
   }
 }
 
+// A small integer v as an element of type t (unsigned types offset by 64): exact in every type,
+// and so are sums of a few — what tests and benchmarks compare against a reference.
+inline void put_small(DType t, uint8_t* p, int v) {
+  switch (t) {
+    case DType::kF32: { const float f = float(v); memcpy(p, &f, 4); break; }
+    case DType::kF64: { const double d = v; memcpy(p, &d, 8); break; }
+    case DType::kF16: { const uint16_t h = float_to_f16(float(v)); memcpy(p, &h, 2); break; }
+    case DType::kBf16: { const uint16_t h = float_to_bf16(float(v)); memcpy(p, &h, 2); break; }
+    case DType::kI32: { const int32_t i = v; memcpy(p, &i, 4); break; }
+    case DType::kU32: { const uint32_t i = uint32_t(v + 64); memcpy(p, &i, 4); break; }
+    case DType::kI64: { const int64_t i = v; memcpy(p, &i, 8); break; }
+    case DType::kU64: { const uint64_t i = uint64_t(v + 64); memcpy(p, &i, 8); break; }
+  }
+}
+
 }  // namespace doorbell::nvls

@@ -42,7 +42,8 @@ ReplayResult replay_nvls(const Scenario& sc, const ReplayOptions& opt) {
   out.outcome = r.run.outcome == gpu_sim::Outcome::kHang        ? "hang"
                 : r.run.outcome == gpu_sim::Outcome::kStepLimit ? "step-limit"
                 : r.failure.empty()                             ? "completed"
-                : r.failure.rfind("nvls:", 0) == 0 || r.failure.rfind("multimem", 0) == 0 ? "error"
+                : r.failure.rfind("nvls:", 0) == 0 || r.failure.rfind("multimem", 0) == 0 || r.failure.rfind("multicast:", 0) == 0
+                    ? "error"
                                                                 : "wrong-data";
   out.detail = r.failure;
   switch (sc.expect) {

@@ -12,19 +12,6 @@ namespace doorbell::nvls {
 
 namespace {
 
-// A small integer as an element of type t (exact in every type, sums of 8 included).
-void put_small(DType t, uint8_t* p, int v) {
-  switch (t) {
-    case DType::kF32: { const float f = float(v); std::memcpy(p, &f, 4); break; }
-    case DType::kF64: { const double d = v; std::memcpy(p, &d, 8); break; }
-    case DType::kF16: { const uint16_t h = float_to_f16(float(v)); std::memcpy(p, &h, 2); break; }
-    case DType::kBf16: { const uint16_t h = float_to_bf16(float(v)); std::memcpy(p, &h, 2); break; }
-    case DType::kI32: { const int32_t i = v; std::memcpy(p, &i, 4); break; }
-    case DType::kU32: { const uint32_t i = uint32_t(v + 64); std::memcpy(p, &i, 4); break; }
-    case DType::kI64: { const int64_t i = v; std::memcpy(p, &i, 8); break; }
-    case DType::kU64: { const uint64_t i = uint64_t(v + 64); std::memcpy(p, &i, 8); break; }
-  }
-}
 
 // One (head, channel) region of the rank's multicast object, as core/nvls sees a multicast view.
 struct McRegion {
