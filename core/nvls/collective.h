@@ -113,6 +113,24 @@ DOORBELL_HD uint64_t steps_of(const Args& a, const Part& p) {
   return (p.hi - p.lo + per - 1) / per;
 }
 
+// Step s of part p: its first element and its bytes (the last step may be short).
+DOORBELL_HD void step_span(const Args& a, const Part& p, uint64_t s, uint64_t& lo, uint64_t& bytes) {
+  const uint64_t per = a.region.slot_bytes / dtype_bytes(a.dtype);
+  lo = p.lo + s * per;
+  bytes = (p.hi - lo < per ? p.hi - lo : per) * dtype_bytes(a.dtype);
+}
+
+// A slot's bytes between private and shared memory, 16 at a time across the CTA's threads
+// (plain accesses through the context: the weak model sees them).
+template <class C>
+DOORBELL_HD void put_slot(C& ctx, uint8_t* shared, const uint8_t* mine, uint64_t n, uint32_t tid, uint32_t nthreads) {
+  for (uint64_t off = uint64_t(tid) * 16; off < n; off += uint64_t(nthreads) * 16) ctx.write_bytes(shared + off, mine + off, n - off < 16 ? n - off : 16);
+}
+template <class C>
+DOORBELL_HD void get_slot(C& ctx, uint8_t* mine, const uint8_t* shared, uint64_t n, uint32_t tid, uint32_t nthreads) {
+  for (uint64_t off = uint64_t(tid) * 16; off < n; off += uint64_t(nthreads) * 16) ctx.read_bytes(mine + off, shared + off, n - off < 16 ? n - off : 16);
+}
+
 // Poll until pred(value) — the MIN over members (min = true) or this member's copy — holds.
 template <class C, class M, class Pred>
 DOORBELL_HD bool wait_flag(C& ctx, M& mc, uint64_t off, bool min, const char* what, Pred pred) {
@@ -156,6 +174,17 @@ DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t
   for (uint64_t off = packs_end + uint64_t(tid) * es; off < n; off += uint64_t(nthreads) * es) one(off, es);
 }
 
+// After a local slot copy of n bytes: thread 0 posts step v in this member's copy of `flag`,
+// fenced first so the slot's bytes are visible before the step.
+template <class C, class M>
+DOORBELL_HD void post_own(C& ctx, M& mc, const Args& a, Flag flag, uint64_t v, uint64_t n, uint32_t tid) {
+  ctx.sync_cta();
+  if (tid != 0) return;
+  mc.charge_local(ctx, n);
+  ctx.fence(exec::system_scope);
+  ctx.store(exec::system_scope, exec::relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(flag))), v);
+}
+
 // One CTA of rank a.rank. `mcs.at(h, c)` is the multicast view of (head h, channel c).
 template <class C, class Mcs>
 DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_t tid, uint32_t nthreads) {
@@ -163,7 +192,6 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
   const uint32_t per_channel = a.nranks * (a.allreduce ? 2 : 1) + 1;
   const uint32_t c = cta / per_channel, r = cta % per_channel;
   const uint32_t es = dtype_bytes(a.dtype);
-  const uint64_t slot = a.region.slot_bytes;
   bool ok = true;
   if (r < a.nranks) {  // scatter my part for head h
     const uint32_t h = r;
@@ -175,16 +203,10 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
         ok = wait_flag(ctx, mc, a.region.flag(kRedHead), false, "nvls scatter: reduce slot free (step < red_head + NCCL_STEPS)",
                        [t = b + s](uint64_t head) { return t + 1 <= head + kSteps; });
       ctx.sync_cta();
-      const uint64_t lo = p.lo + s * (slot / es), n = ((p.hi - lo) < slot / es ? p.hi - lo : slot / es) * es;
-      if (a.input != nullptr)
-        for (uint64_t off = uint64_t(tid) * 16; off < n; off += uint64_t(nthreads) * 16)
-          ctx.write_bytes(mc.uc(a.region.red(b + s) + off), a.input + (input_base(a, h) + lo) * es + off, n - off < 16 ? n - off : 16);
-      ctx.sync_cta();
-      if (tid == 0) {
-        mc.charge_local(ctx, n);
-        ctx.fence(system_scope);
-        ctx.store(system_scope, relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(kRedTail))), b + s + 1);
-      }
+      uint64_t lo, n;
+      step_span(a, p, s, lo, n);
+      if (a.input != nullptr) put_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, nthreads);
+      post_own(ctx, mc, a, kRedTail, b + s + 1, n, tid);
     }
     end_role(ctx, mc, a, kScatterBase, b + steps, tid);
   } else if (r == a.nranks) {  // reduce my own head's part
@@ -202,7 +224,8 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
                          [t = bb + s](uint64_t head) { return t + 1 <= head + kSteps; });
       }
       ctx.sync_cta();
-      const uint64_t lo = p.lo + s * (slot / es), n = ((p.hi - lo) < slot / es ? p.hi - lo : slot / es) * es;
+      uint64_t lo, n;
+      step_span(a, p, s, lo, n);
       uint8_t* out = a.output == nullptr || a.allreduce ? nullptr : a.output + lo * es;  // ReduceScatter: my block
       if (a.input != nullptr) reduce_copy(ctx, mc, a, a.region.red(b + s), out, a.allreduce, a.region.bc(bb + s), n, tid, nthreads);
       ctx.sync_cta();
@@ -225,16 +248,10 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
         ok = wait_flag(ctx, mc, a.region.flag(kBcTail), false, "nvls gather: broadcast landed (bc_tail > step)",
                        [t = b + s](uint64_t tail) { return tail >= t + 1; });
       ctx.sync_cta();
-      const uint64_t lo = p.lo + s * (slot / es), n = ((p.hi - lo) < slot / es ? p.hi - lo : slot / es) * es;
-      if (a.output != nullptr)
-        for (uint64_t off = uint64_t(tid) * 16; off < n; off += uint64_t(nthreads) * 16)
-          ctx.read_bytes(a.output + lo * es + off, mc.uc(a.region.bc(b + s) + off), n - off < 16 ? n - off : 16);
-      ctx.sync_cta();
-      if (tid == 0) {
-        mc.charge_local(ctx, n);
-        ctx.fence(system_scope);
-        ctx.store(system_scope, relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(kBcHead))), b + s + 1);
-      }
+      uint64_t lo, n;
+      step_span(a, p, s, lo, n);
+      if (a.output != nullptr) get_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, nthreads);
+      post_own(ctx, mc, a, kBcHead, b + s + 1, n, tid);
     }
     end_role(ctx, mc, a, kGatherBase, b + steps, tid);
   }

@@ -69,63 +69,38 @@ DOORBELL_HD T combine(RedOp op, T a, T b) {
   return a;
 }
 
+// One element of an arithmetic type T at acc, combined with the one at in. Signed sums wrap
+// (as the switch's integer adds do), computed unsigned.
+template <class T, class U = T>
+DOORBELL_HD void combine_at(RedOp op, uint8_t* acc, const uint8_t* in) {
+  T a, b;
+  memcpy(&a, acc, sizeof a), memcpy(&b, in, sizeof b);
+  a = op == RedOp::kSum ? T(U(a) + U(b)) : combine(op, a, b);
+  memcpy(acc, &a, sizeof a);
+}
+
+// The same for a 16-bit float: widened to float, combined, rounded back.
+DOORBELL_HD void combine_half_at(RedOp op, bool bf, uint8_t* acc, const uint8_t* in) {
+  uint16_t a, b;
+  memcpy(&a, acc, 2), memcpy(&b, in, 2);
+  const float r = combine(op, bf ? bf16_to_float(a) : f16_to_float(a), bf ? bf16_to_float(b) : f16_to_float(b));
+  a = bf ? float_to_bf16(r) : float_to_f16(r);
+  memcpy(acc, &a, 2);
+}
+
 // acc[i] = acc[i] op in[i] over `bytes` of elements of type t (bytes a multiple of its size).
 DOORBELL_HD void reduce_into(DType t, RedOp op, uint8_t* acc, const uint8_t* in, uint32_t bytes) {
   const uint32_t es = dtype_bytes(t);
   for (uint32_t o = 0; o < bytes; o += es) {
     switch (t) {
-      case DType::kF32: {
-        float a, b;
-        memcpy(&a, acc + o, 4), memcpy(&b, in + o, 4);
-        a = combine(op, a, b);
-        memcpy(acc + o, &a, 4);
-        break;
-      }
-      case DType::kF64: {
-        double a, b;
-        memcpy(&a, acc + o, 8), memcpy(&b, in + o, 8);
-        a = combine(op, a, b);
-        memcpy(acc + o, &a, 8);
-        break;
-      }
-      case DType::kF16:
-      case DType::kBf16: {
-        uint16_t a, b;
-        memcpy(&a, acc + o, 2), memcpy(&b, in + o, 2);
-        const bool bf = t == DType::kBf16;
-        const float r = combine(op, bf ? bf16_to_float(a) : f16_to_float(a), bf ? bf16_to_float(b) : f16_to_float(b));
-        a = bf ? float_to_bf16(r) : float_to_f16(r);
-        memcpy(acc + o, &a, 2);
-        break;
-      }
-      case DType::kI32: {
-        int32_t a, b;
-        memcpy(&a, acc + o, 4), memcpy(&b, in + o, 4);
-        a = int32_t(op == RedOp::kSum ? int32_t(uint32_t(a) + uint32_t(b)) : combine(op, a, b));  // sum wraps
-        memcpy(acc + o, &a, 4);
-        break;
-      }
-      case DType::kU32: {
-        uint32_t a, b;
-        memcpy(&a, acc + o, 4), memcpy(&b, in + o, 4);
-        a = combine(op, a, b);
-        memcpy(acc + o, &a, 4);
-        break;
-      }
-      case DType::kI64: {
-        int64_t a, b;
-        memcpy(&a, acc + o, 8), memcpy(&b, in + o, 8);
-        a = int64_t(op == RedOp::kSum ? int64_t(uint64_t(a) + uint64_t(b)) : combine(op, a, b));
-        memcpy(acc + o, &a, 8);
-        break;
-      }
-      case DType::kU64: {
-        uint64_t a, b;
-        memcpy(&a, acc + o, 8), memcpy(&b, in + o, 8);
-        a = combine(op, a, b);
-        memcpy(acc + o, &a, 8);
-        break;
-      }
+      case DType::kF32: combine_at<float>(op, acc + o, in + o); break;
+      case DType::kF64: combine_at<double>(op, acc + o, in + o); break;
+      case DType::kF16: combine_half_at(op, false, acc + o, in + o); break;
+      case DType::kBf16: combine_half_at(op, true, acc + o, in + o); break;
+      case DType::kI32: combine_at<int32_t, uint32_t>(op, acc + o, in + o); break;
+      case DType::kU32: combine_at<uint32_t>(op, acc + o, in + o); break;
+      case DType::kI64: combine_at<int64_t, uint64_t>(op, acc + o, in + o); break;
+      case DType::kU64: combine_at<uint64_t>(op, acc + o, in + o); break;
     }
   }
 }

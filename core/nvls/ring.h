@@ -49,9 +49,7 @@ DOORBELL_HD bool ring_allreduce_cta(C& ctx, L& link, const Args& a, const RingCo
         ok = wait_until(ctx, system_scope, "ring send: slot free (step < head + NCCL_STEPS)", k.send_head,
                         [t = sent](uint64_t head) { return t + 1 <= head + kSteps; }) == WaitResult::kOk;
       ctx.sync_cta();
-      if (src != nullptr && k.send_fifo != nullptr)
-        for (uint64_t off = uint64_t(tid) * 16; off < bytes; off += uint64_t(nthreads) * 16)
-          ctx.write_bytes(k.send_fifo + (sent % kSteps) * slot + off, src + (x - b) * es + off, bytes - off < 16 ? bytes - off : 16);
+      if (src != nullptr && k.send_fifo != nullptr) put_slot(ctx, k.send_fifo + (sent % kSteps) * slot, src + (x - b) * es, bytes, tid, nthreads);
       ctx.sync_cta();
       if (tid == 0) {
         link.send_time(ctx, bytes);

@@ -38,6 +38,31 @@ namespace {
 ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt);
 }  // namespace
 
+RunSpec run_spec(const Scenario& sc, const ReplayOptions& opt, uint32_t hang_spins) {
+  RunSpec r{opt.seed.value_or(sc.seed), opt.schedule.value_or(sc.schedule), opt.memory_model.value_or(sc.memory_model), {}};
+  r.so.seed = r.seed;
+  r.so.policy = r.schedule == "pct"     ? gpu_sim::Policy::kPct
+                : r.schedule == "timed" ? gpu_sim::Policy::kTimed
+                                        : gpu_sim::Policy::kRandom;
+  r.so.hang_spins = hang_spins;
+  r.so.memory = r.memory_model == "weak" ? gpu_sim::MemoryModel::kWeak : gpu_sim::MemoryModel::kSc;
+  return r;
+}
+
+void classify(ReplayResult& out, const Scenario& sc, gpu_sim::Outcome o, const std::string& failure, bool is_error) {
+  out.outcome = o == gpu_sim::Outcome::kHang        ? "hang"
+                : o == gpu_sim::Outcome::kStepLimit ? "step-limit"
+                : failure.empty()                   ? "completed"
+                : is_error                          ? "error"
+                                                    : "wrong-data";
+  out.detail = failure;
+  switch (sc.expect) {
+    case Expect::kCompletes: out.met = out.outcome == "completed"; break;
+    case Expect::kHangs: out.met = out.outcome == "hang" && out.detail.find(sc.expect_waits_on) != std::string::npos; break;
+    case Expect::kErrors: out.met = out.outcome == "error" && out.detail.find(sc.expect_syndrome) != std::string::npos; break;
+  }
+}
+
 void report_head(nlohmann::ordered_json& j, const Scenario& sc, uint64_t seed, const std::string& schedule,
                  const std::string& memory_model, const ReplayResult& out, uint64_t steps, uint64_t trace_hash) {
   char hash[32];

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hw/gpu_sim/scheduler.h"
 #include "scenarios/replay/scenario.h"
 
 namespace doorbell::scenario {
@@ -36,5 +37,18 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt = {});
 // came out against what was expected, the run's length and trace hash.
 void report_head(nlohmann::ordered_json& j, const Scenario& sc, uint64_t seed, const std::string& schedule,
                  const std::string& memory_model, const ReplayResult& out, uint64_t steps, uint64_t trace_hash);
+
+// What a run on the model needs besides the program: the seed, schedule and memory model (the
+// options over the scenario's) and the scheduler options they make.
+struct RunSpec {
+  uint64_t seed;
+  std::string schedule, memory_model;
+  gpu_sim::SchedOptions so;
+};
+RunSpec run_spec(const Scenario& sc, const ReplayOptions& opt, uint32_t hang_spins);
+
+// A device-level run's outcome (P2P, NVLS): hang, step-limit, completed, or — from its failure
+// text — an error (`is_error`) or wrong data; and whether the scenario expected that.
+void classify(ReplayResult& out, const Scenario& sc, gpu_sim::Outcome o, const std::string& failure, bool is_error);
 
 }  // namespace doorbell::scenario

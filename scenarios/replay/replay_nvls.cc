@@ -17,9 +17,9 @@ nvls::RedOp op_of(const std::string& s) { return s == "min" ? nvls::RedOp::kMin 
 
 ReplayResult replay_nvls(const Scenario& sc, const ReplayOptions& opt) {
   ReplayResult out;
-  const uint64_t seed = opt.seed.value_or(sc.seed);
-  const std::string schedule = opt.schedule.value_or(sc.schedule);
-  const std::string memory_model = opt.memory_model.value_or(sc.memory_model);
+  // Timed: a waiting CTA polls every poll_ns while another moves a slot for microseconds.
+  const RunSpec spec = run_spec(sc, opt, opt.schedule.value_or(sc.schedule) == "timed" ? 1u << 20 : 512);
+  const uint64_t seed = spec.seed;
   nvls::NvlsRunConfig c;
   c.ranks = sc.pes;
   c.channels = sc.nvls.channels;
@@ -32,28 +32,12 @@ ReplayResult replay_nvls(const Scenario& sc, const ReplayOptions& opt) {
   c.seed = seed;
   c.warps_per_cta = 1;
   c.lanes = sc.phantom ? 1 : 4;  // sizes only: thread 0 is all a step needs
-  gpu_sim::SchedOptions so;
-  so.seed = seed;
-  so.policy = schedule == "pct" ? gpu_sim::Policy::kPct : schedule == "timed" ? gpu_sim::Policy::kTimed : gpu_sim::Policy::kRandom;
-  // Timed: a waiting CTA polls every poll_ns while another moves a slot for microseconds.
-  so.hang_spins = so.policy == gpu_sim::Policy::kTimed ? 1u << 20 : 512;
-  so.memory = memory_model == "weak" ? gpu_sim::MemoryModel::kWeak : gpu_sim::MemoryModel::kSc;
-  const nvls::NvlsRunResult r = nvls::run_nvls(c, so);
-  out.outcome = r.run.outcome == gpu_sim::Outcome::kHang        ? "hang"
-                : r.run.outcome == gpu_sim::Outcome::kStepLimit ? "step-limit"
-                : r.failure.empty()                             ? "completed"
-                : r.failure.rfind("nvls:", 0) == 0 || r.failure.rfind("multimem", 0) == 0 || r.failure.rfind("multicast:", 0) == 0
-                    ? "error"
-                                                                : "wrong-data";
-  out.detail = r.failure;
-  switch (sc.expect) {
-    case Expect::kCompletes: out.met = out.outcome == "completed"; break;
-    case Expect::kHangs: out.met = out.outcome == "hang" && out.detail.find(sc.expect_waits_on) != std::string::npos; break;
-    case Expect::kErrors: out.met = out.outcome == "error" && out.detail.find(sc.expect_syndrome) != std::string::npos; break;
-  }
+  const nvls::NvlsRunResult r = nvls::run_nvls(c, spec.so);
+  const auto starts = [&r](const char* p) { return r.failure.rfind(p, 0) == 0; };
+  classify(out, sc, r.run.outcome, r.failure, starts("nvls:") || starts("multimem") || starts("multicast:"));
   const uint64_t bytes = c.count * nvls::dtype_bytes(c.dtype) * (c.allreduce ? 1 : c.ranks);
   nlohmann::ordered_json& j = out.report;
-  report_head(j, sc, seed, schedule, memory_model, out, r.run.steps, r.run.trace_hash);
+  report_head(j, sc, seed, spec.schedule, spec.memory_model, out, r.run.steps, r.run.trace_hash);
   j["collective"] = c.allreduce ? "allreduce" : "reducescatter";
   j["dtype"] = nvls::dtype_name(c.dtype);
   j["op"] = nvls::redop_name(c.op);

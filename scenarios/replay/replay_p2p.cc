@@ -17,9 +17,8 @@ gpu_sim::StreamKind stream_kind(const std::string& s) {
 
 ReplayResult replay_p2p(const Scenario& sc, const ReplayOptions& opt) {
   ReplayResult out;
-  const uint64_t seed = opt.seed.value_or(sc.seed);
-  const std::string schedule = opt.schedule.value_or(sc.schedule);
-  const std::string memory_model = opt.memory_model.value_or(sc.memory_model);
+  const RunSpec spec = run_spec(sc, opt, 512);
+  const uint64_t seed = spec.seed;
   p2p::CeRunConfig c;
   c.gpus = sc.pes;
   c.alltoall = sc.p2p.alltoall;
@@ -35,25 +34,12 @@ ReplayResult replay_p2p(const Scenario& sc, const ReplayOptions& opt) {
   c.extra_streams = sc.p2p.streams_before_proxies;
   c.proxy_counter_bits = sc.p2p.proxy_counter_bits;
   c.seed = seed;
-  gpu_sim::SchedOptions so;
-  so.seed = seed;
-  so.policy = schedule == "pct" ? gpu_sim::Policy::kPct : schedule == "timed" ? gpu_sim::Policy::kTimed : gpu_sim::Policy::kRandom;
-  so.hang_spins = 512;
-  so.memory = memory_model == "weak" ? gpu_sim::MemoryModel::kWeak : gpu_sim::MemoryModel::kSc;
+  const gpu_sim::SchedOptions& so = spec.so;
   const p2p::CeRunResult r = p2p::run_ce(c, so);
-  out.outcome = r.run.outcome == gpu_sim::Outcome::kHang        ? "hang"
-                : r.run.outcome == gpu_sim::Outcome::kStepLimit ? "step-limit"
-                : r.failure.empty()                             ? "completed"
-                                                                : "wrong-data";
-  out.detail = r.failure;
-  switch (sc.expect) {
-    case Expect::kCompletes: out.met = out.outcome == "completed"; break;
-    case Expect::kHangs: out.met = out.outcome == "hang" && out.detail.find(sc.expect_waits_on) != std::string::npos; break;
-    case Expect::kErrors: out.met = false; break;  // a P2P run has no error CQEs
-  }
+  classify(out, sc, r.run.outcome, r.failure, r.failure.rfind("device memory:", 0) == 0);
   const uint32_t conns = c.alltoall ? c.gpus * (c.gpus - 1) : 1;
   nlohmann::ordered_json& j = out.report;
-  report_head(j, sc, seed, schedule, memory_model, out, r.run.steps, r.run.trace_hash);
+  report_head(j, sc, seed, spec.schedule, spec.memory_model, out, r.run.steps, r.run.trace_hash);
   j["connections"] = conns;
   j["bytes_per_connection"] = c.bytes;
   j["bytes_copied"] = r.bytes_copied;

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include "tests/sim_opts.h"
+
 namespace doorbell::nvls {
 namespace {
 
@@ -17,12 +19,7 @@ using gpu_sim::MemoryModel;
 using gpu_sim::Policy;
 
 gpu_sim::SchedOptions opts(uint64_t seed, Policy p = Policy::kRandom, MemoryModel m = MemoryModel::kSc) {
-  gpu_sim::SchedOptions o;
-  o.seed = seed;
-  o.policy = p;
-  o.memory = m;
-  o.hang_spins = 256;
-  return o;
+  return testing::sim_opts(seed, p, m);
 }
 
 struct Case {
@@ -136,6 +133,27 @@ TEST(Nvls, MulticastSlotsAreBounded) {
 namespace doorbell::nvls {
 namespace {
 
+// 8 ranks, f32 sum of `bytes` per rank, sizes only, 2 channels of 1 MiB slots, one thread per
+// CTA (all a sizes-only step needs).
+NvlsRunConfig eight_h100(uint64_t bytes, bool ring) {
+  NvlsRunConfig c;
+  c.ring = ring;
+  c.ranks = 8;
+  c.channels = 2;
+  c.count = bytes / 4;
+  c.slot_bytes = 1 << 20;
+  c.warps_per_cta = 1;
+  c.lanes = 1;
+  c.phantom = true;
+  return c;
+}
+// Timed: a waiting CTA polls every poll_ns while another moves a slot for microseconds.
+gpu_sim::SchedOptions timed_opts() {
+  gpu_sim::SchedOptions o = opts(1, Policy::kTimed);
+  o.hang_spins = 1 << 20;
+  return o;
+}
+
 // The timed model of 8 x H100 (links: the model's NVLink bandwidth x NCCL's NVLS efficiency),
 // sizes only, as nccl-tests rows. Simulated time is a function of the protocol and the costs,
 // so the figure is checked: within 10 % of NCCL's published ~480 GB/s busbw at 256 MiB.
@@ -144,17 +162,8 @@ TEST(NvlsTimed, EightH100AllReduceSweep) {
   std::printf("%14s %12s %10s %8s %8s\n", "size(B)", "count", "time(us)", "algbw", "busbw");
   double busbw = 0;
   for (uint64_t bytes = 1ull << 20; bytes <= (256ull << 20); bytes *= 4) {
-    NvlsRunConfig c;
-    c.ranks = 8;
-    c.channels = 2;
-    c.count = bytes / 4;
-    c.slot_bytes = 1 << 20;
-    c.warps_per_cta = 1;
-    c.lanes = 1;
-    c.phantom = true;
-    gpu_sim::SchedOptions o = opts(1, Policy::kTimed);
-    o.hang_spins = 1 << 20;
-    const NvlsRunResult r = run_nvls(c, o);
+    const NvlsRunConfig c = eight_h100(bytes, false);
+    const NvlsRunResult r = run_nvls(c, timed_opts());
     ASSERT_EQ(r.failure, "");
     std::printf("%14llu %12llu %10.1f %8.2f %8.2f\n", (unsigned long long)bytes, (unsigned long long)c.count, r.run.sim_time_ns / 1e3,
                 r.algbw_gbps, r.busbw_gbps);
@@ -166,17 +175,7 @@ TEST(NvlsTimed, EightH100AllReduceSweep) {
 // NCCL's ring on the same model links (no NVLS efficiency): within 10 % of the ~370 GB/s
 // published for 8 x H100.
 TEST(NvlsTimed, EightH100RingAllReduceForComparison) {
-  NvlsRunConfig c;
-  c.ring = true;
-  c.ranks = 8;
-  c.channels = 2;
-  c.count = (256ull << 20) / 4;
-  c.slot_bytes = 1 << 20;
-  c.lanes = 1;
-  c.phantom = true;
-  gpu_sim::SchedOptions o = opts(1, Policy::kTimed);
-  o.hang_spins = 1 << 20;
-  const NvlsRunResult r = run_nvls(c, o);
+  const NvlsRunResult r = run_nvls(eight_h100(256ull << 20, true), timed_opts());
   ASSERT_EQ(r.failure, "");
   std::printf("[doorbell] ring allreduce, 8 ranks, timed model, 256 MiB: %.1f us, algbw %.2f, busbw %.2f GB/s\n",
               r.run.sim_time_ns / 1e3, r.algbw_gbps, r.busbw_gbps);

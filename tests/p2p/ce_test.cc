@@ -13,6 +13,7 @@
 #include <string>
 
 #include "tests/seeds.h"
+#include "tests/sim_opts.h"
 
 namespace doorbell::p2p {
 namespace {
@@ -23,12 +24,7 @@ using gpu_sim::StreamKind;
 using testing::sweep_seeds;
 
 gpu_sim::SchedOptions opts(uint64_t seed, Policy p = Policy::kRandom, MemoryModel m = MemoryModel::kSc) {
-  gpu_sim::SchedOptions o;
-  o.seed = seed;
-  o.policy = p;
-  o.memory = m;
-  o.hang_spins = 256;
-  return o;
+  return testing::sim_opts(seed, p, m);
 }
 
 TEST(CeTransport, SendRecvAndAlltoallDeliverEveryByte) {
