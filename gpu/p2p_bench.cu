@@ -121,7 +121,6 @@ p2p::IpcState ipc_setup(const gpu::Bootstrap& b, int peer, bool peer_access) {
 }
 
 struct Rank {
-  const gpu::Bootstrap* b;
   int r, peer;
   uint8_t *send = nullptr, *recv = nullptr, *peer_recv = nullptr;
   p2p::ConnShm *shm_host = nullptr, *shm_dev = nullptr;  // [kRanks]: connection i -> 1 - i
@@ -252,7 +251,7 @@ int rank_main(gpu::Bootstrap& b) {
   const int r = b.rank, peer = 1 - r;
   CHECK(cudaSetDevice(r));
   Rank k;
-  k.b = &b, k.r = r, k.peer = peer;
+  k.r = r, k.peer = peer;
   // The connection words live in the shared host memory, mapped for this rank's GPU.
   k.shm_host = static_cast<p2p::ConnShm*>(b.shared);
   CHECK(cudaHostRegister(b.shared, b.shared_bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));

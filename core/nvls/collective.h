@@ -42,6 +42,7 @@ struct Plants {
   bool sender_ignores_head = false;  // scatter without waiting for a free reduce slot
   bool own_flag_not_min = false;     // the head polls its own copy of a flag, not the min
   bool wrong_pack = false;           // 16-byte packs whatever the type and op
+  bool receiver_ignores_tail = false;  // ring: read a slot without waiting for it to land
 };
 
 // A region's layout: the four flags and this member's four step bases (where each role's next

@@ -13,9 +13,11 @@ void McView::fail(const std::string& why) {
 
 // A copy: every CTA of the member shares the view, and the loop over members has scheduling
 // points where another CTA draws its own order.
-std::vector<uint32_t> McView::draw_order() {
+McView::Order McView::draw_order() {
   std::shuffle(order_.begin(), order_.end(), rng_);
-  return order_;
+  Order o{{}, uint32_t(order_.size())};
+  std::copy(order_.begin(), order_.end(), o.m);
+  return o;
 }
 
 void McView::ld_reduce(SimCtx& ctx, uint64_t off, nvls::DType t, nvls::RedOp op, uint32_t pack, uint8_t* out) {
@@ -26,10 +28,10 @@ void McView::ld_reduce(SimCtx& ctx, uint64_t off, nvls::DType t, nvls::RedOp op,
          " B at offset " + std::to_string(off) + ": no such instruction form, or misaligned, or outside the object");
     return;
   }
-  const std::vector<uint32_t> order = draw_order();
+  const Order order = draw_order();
   uint8_t v[16];
-  for (size_t i = 0; i < order.size(); ++i) {
-    ctx.read_bytes(i == 0 ? out : v, members_[order[i]] + off, pack);
+  for (uint32_t i = 0; i < order.n; ++i) {
+    ctx.read_bytes(i == 0 ? out : v, members_[order.m[i]] + off, pack);
     if (i != 0) nvls::reduce_into(t, op, out, v, pack);
   }
 }
@@ -83,7 +85,8 @@ Multicast::Object& Multicast::object(uint32_t obj) {
 uint32_t Multicast::create(uint64_t bytes, uint32_t members) {
   if (objects_.size() >= max_objects_)
     throw std::invalid_argument("multicast: all " + std::to_string(max_objects_) + " multicast slots of the switch are in use");
-  if (members < 2) throw std::invalid_argument("multicast: an object needs at least 2 members");
+  if (members < 2 || members > McView::kMaxMembers)
+    throw std::invalid_argument("multicast: an object has 2 to " + std::to_string(McView::kMaxMembers) + " members");
   objects_.push_back({bytes, members, {}, {}, {}});
   return uint32_t(objects_.size() - 1);
 }

@@ -47,7 +47,15 @@ class McView {
   std::vector<uint32_t> order_;
   uint64_t ld_reduces_ = 0;
   void fail(const std::string& why);
-  std::vector<uint32_t> draw_order();
+  // A member order of its own for one access (members <= kMaxMembers).
+  static constexpr uint32_t kMaxMembers = 8;
+  struct Order {
+    uint32_t m[kMaxMembers];
+    uint32_t n;
+    const uint32_t* begin() const { return m; }
+    const uint32_t* end() const { return m + n; }
+  };
+  Order draw_order();
 };
 
 class Multicast {

@@ -12,7 +12,11 @@ nvls::DType dtype_of(const std::string& s) {
     if (s == nvls::dtype_name(nvls::DType(t))) return nvls::DType(t);
   return nvls::DType::kF32;
 }
-nvls::RedOp op_of(const std::string& s) { return s == "min" ? nvls::RedOp::kMin : s == "max" ? nvls::RedOp::kMax : nvls::RedOp::kSum; }
+nvls::RedOp op_of(const std::string& s) {
+  for (int o = 0; o < 3; ++o)
+    if (s == nvls::redop_name(nvls::RedOp(o))) return nvls::RedOp(o);
+  return nvls::RedOp::kSum;
+}
 }  // namespace
 
 ReplayResult replay_nvls(const Scenario& sc, const ReplayOptions& opt) {

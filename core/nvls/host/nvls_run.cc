@@ -12,7 +12,6 @@ namespace doorbell::nvls {
 
 namespace {
 
-
 // One (head, channel) region of the rank's multicast object, as core/nvls sees a multicast view.
 struct McRegion {
   gpu_sim::McView* v;
@@ -81,9 +80,8 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
   const uint64_t in_elems = c.allreduce ? c.count : c.count * n;
   std::mt19937_64 rng(c.seed);
   std::vector<std::vector<uint8_t>> in(n, std::vector<uint8_t>(c.phantom ? 0 : in_elems * es));
-  for (auto& v : in)
-    if (!c.phantom)
-    for (uint64_t e = 0; e < in_elems; ++e) {
+  for (auto& v : in)  // empty when phantom
+    for (uint64_t e = 0; e < v.size() / es; ++e) {
       if (c.random_floats && c.dtype == DType::kF32) {
         const float f = std::uniform_real_distribution<float>(-1, 1)(rng);
         std::memcpy(v.data() + e * es, &f, 4);
