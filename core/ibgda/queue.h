@@ -51,6 +51,21 @@ DOORBELL_HD void publish_wqe(C& ctx, const Options& o, uint8_t* w, WqeStage& s, 
   if (!dropped(o, kOrderCtrlLast)) ctx.store(exec::gpu_scope, exec::relaxed, ctrl, first);
 }
 
+// Keep the first error a poller saw, but let a root cause replace a flush: after an error
+// the NIC flushes every later WQE into the same collapsed slot, so a poller often sees only
+// a WR_FLUSH_ERR while another sees the CQE that caused it.
+template <class C>
+DOORBELL_HD void record_error(C& ctx, const DevState& st, uint64_t word) {
+  if (st.error == nullptr) return;
+  uint64_t seen = ctx.atomic_cas(exec::gpu_scope, st.error, 0, word);
+  const auto flush = uint8_t(mlx5::CqeSyndrome::kWrFlushErr);
+  while (seen != 0 && error_syndrome(seen) == flush && error_syndrome(word) != flush) {
+    const uint64_t was = ctx.atomic_cas(exec::gpu_scope, st.error, seen, word);
+    if (was == seen) break;
+    seen = was;
+  }
+}
+
 // Wait until everything below `idx` has completed; fail on an error CQE (recorded in
 // st.error) rather than spin on it.
 template <class C>
@@ -69,8 +84,7 @@ DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64
     const uint8_t opcode = uint8_t(w >> 60);
     if (opcode == uint8_t(mlx5::CqeOpcode::kReqErr) || opcode == uint8_t(mlx5::CqeOpcode::kRespErr)) {
       const uint64_t head = ctx.load(system_scope, relaxed, tail - 1);  // bytes 48..55: syndrome is byte 55
-      const uint64_t syndrome = head >> 56;
-      if (st.error != nullptr) ctx.atomic_cas(gpu_scope, st.error, 0, (syndrome << 32) | (uint64_t(1) << 31) | wc);
+      record_error(ctx, st, error_word(uint8_t(head >> 56), qp.qpn, wc));
       return OpResult::kCqError;
     }
     // Done once wqe_counter + 1 reaches idx (the -2 makes wqe_counter + 1 == idx wrap out).

@@ -64,7 +64,15 @@ struct DevState {
   Options opt;
   heap::KeyTables keys;
   uint64_t* heap_bases = nullptr;       // per PE
-  uint64_t* error = nullptr;            // first error CQE: (syndrome << 32) | wqe_counter, +1 flag
+  uint64_t* error = nullptr;            // first error CQE seen (error_word); a root cause replaces a flush
 };
+
+// The error word a poller records: syndrome, QPN, a set flag and the CQE's wqe_counter.
+DOORBELL_HD constexpr uint64_t error_word(uint8_t syndrome, uint32_t qpn, uint16_t wqe_counter) {
+  return (uint64_t(syndrome) << 56) | (uint64_t(qpn & 0xffffff) << 32) | (uint64_t(1) << 31) | wqe_counter;
+}
+DOORBELL_HD constexpr uint8_t error_syndrome(uint64_t w) { return uint8_t(w >> 56); }
+DOORBELL_HD constexpr uint32_t error_qpn(uint64_t w) { return uint32_t(w >> 32) & 0xffffff; }
+DOORBELL_HD constexpr uint16_t error_wqe(uint64_t w) { return uint16_t(w); }
 
 }  // namespace doorbell::ibgda

@@ -28,6 +28,7 @@ struct Cqe64 {
   DOORBELL_HD uint8_t opcode() const { return op_own >> 4; }
   DOORBELL_HD uint8_t owner() const { return op_own & 1; }
   DOORBELL_HD uint32_t qpn() const { return sop_drop_qpn.get() & 0xffffff; }
+  DOORBELL_HD uint8_t wqe_opcode() const { return uint8_t(sop_drop_qpn.get() >> 24); }  // requester CQEs
 };
 
 // Error CQEs reuse the same 64 bytes with syndromes at 54/55 and the failing WQE's opcode.

@@ -50,6 +50,7 @@ Buf<create_cq_in> Driver::build_create_cq(const CqSpec& s) {
   void* p = b.data();
   DB_SET(create_cq_in, p, cq_context.cqe_sz, 0);  // 64-byte CQEs
   DB_SET(create_cq_in, p, cq_context.cc, s.collapsed ? 1 : 0);
+  DB_SET(create_cq_in, p, cq_context.oi, s.overrun_ignore ? 1 : 0);
   DB_SET(create_cq_in, p, cq_context.log_cq_size, s.log_size);
   DB_SET(create_cq_in, p, cq_context.uar_page, s.uar_page);
   DB_SET(create_cq_in, p, cq_context.c_eqn, s.eqn);
@@ -100,6 +101,7 @@ Buf<modify_qp_in> Driver::build_rst2init(uint32_t qpn, const InitSpec& s) {
   DB_SET(modify_qp_in, p, qp_context.rwe, s.remote_write);
   DB_SET(modify_qp_in, p, qp_context.rre, s.remote_read);
   DB_SET(modify_qp_in, p, qp_context.rae, s.remote_atomic);
+  DB_SET(modify_qp_in, p, qp_context.atomic_mode, s.atomic_mode);
   return b;
 }
 

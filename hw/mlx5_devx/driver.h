@@ -15,6 +15,9 @@ namespace doorbell::devx {
 struct CqSpec {
   uint32_t log_size = 6;
   bool collapsed = true;  // IBGDA send CQs: every CQE in slot 0
+  // cqc.oi: the device never checks the consumer index. A collapsed CQ whose consumer index
+  // nobody advances needs it, or it overruns after 2^log_size CQEs and its QPs go fatal.
+  bool overrun_ignore = true;
   uint32_t buf_umem = 0;
   uint64_t buf_offset = 0;
   uint32_t dbr_umem = 0;
@@ -40,6 +43,7 @@ struct InitSpec {
   uint8_t port = 1;
   uint16_t pkey_index = 0;
   bool remote_write = true, remote_read = true, remote_atomic = true;
+  uint8_t atomic_mode = 3;  // qpc.atomic_mode: 3 = extended atomics up to 8 bytes (as NVSHMEM sets)
 };
 
 struct RtrSpec {

@@ -15,14 +15,14 @@ uint32_t Cq::drain(uint64_t now) {
   return n;
 }
 
-void Cq::write(const Completion& c) {
-  if (overrun) return;
+bool Cq::write(const Completion& c) {
+  if (overrun) return false;
   const uint32_t n = 1u << log_size;
-  if (!collapsed) {
+  if (!overrun_ignore) {
     uint32_t ci = dbr->set_ci.get() & 0xffffff;
     if (((uint32_t(pi) - ci) & 0xffffff) >= n) {
       overrun = true;  // hardware raises a CQ error event; nothing more is written
-      return;
+      return false;
     }
   }
   mlx5::Cqe64 cqe;
@@ -36,7 +36,9 @@ void Cq::write(const Completion& c) {
   } else {
     cqe.imm_inval_pkey.set(c.imm);
     cqe.byte_cnt.set(c.byte_cnt);
-    cqe.sop_drop_qpn.set(c.qpn & 0xffffff);
+    // Requester CQEs carry the WQE's opcode in the top byte, as hardware writes them.
+    const bool req = c.opcode == mlx5::CqeOpcode::kReq;
+    cqe.sop_drop_qpn.set((req ? uint32_t(c.wqe_opcode) << 24 : 0) | (c.qpn & 0xffffff));
   }
   cqe.wqe_counter.set(c.wqe_counter);
   uint8_t op_own = uint8_t(uint8_t(c.opcode) << 4) | mlx5::cqe_owner_for(pi, log_size);
@@ -49,6 +51,7 @@ void Cq::write(const Completion& c) {
   ++pi;
   ++cqes_written;
   if (err) ++errors_written;
+  return true;
 }
 
 }  // namespace doorbell::mock_nic

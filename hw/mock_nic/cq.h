@@ -1,7 +1,9 @@
 // A completion queue of the NIC model: a ring of 2^log_size 64-byte CQEs in modelled
 // memory with the owner bit, or collapsed (every CQE written to slot 0, as IBGDA's send CQs
 // are created). A normal CQ that would overwrite an unconsumed CQE (per its doorbell
-// record's consumer index) overruns: the CQE is dropped and the CQ marked in error.
+// record's consumer index) overruns unless created with `oi`: the CQE is dropped and the CQ
+// marked in error. That holds for collapsed CQs too: slot 0 is reused, but the consumer
+// index still counts, so a collapsed CQ nobody advances must be created with `oi`.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,7 @@ struct Cq {
   uint32_t cqn = 0;
   uint32_t log_size = 0;
   bool collapsed = false;
+  bool overrun_ignore = false;             // cqc.oi: never check the consumer index
   uint64_t buf_va = 0, dbr_va = 0;
   mlx5::Cqe64* ring = nullptr;             // pinned translation of buf_va
   mlx5::CqDoorbellRecord* dbr = nullptr;   // pinned translation of dbr_va
@@ -48,13 +51,15 @@ struct Cq {
   std::deque<Pending> pending;
 
   // Produce a completion now (or queue it while a delay is set).
-  void post(const Completion& c, uint64_t now) {
+  // False when the CQ overran (now or before): the completion is lost.
+  bool post(const Completion& c, uint64_t now) {
     if (delay == 0 && pending.empty()) return write(c);
     pending.push_back({now + delay, c});
+    return !overrun;
   }
   // Write delayed completions whose time has come; returns how many.
   uint32_t drain(uint64_t now);
-  void write(const Completion& c);
+  bool write(const Completion& c);
 };
 
 }  // namespace doorbell::mock_nic

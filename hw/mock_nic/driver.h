@@ -156,8 +156,9 @@ struct Rig {
     return check(nic(n).reg_mr(pd_override ? pd_override : pd, va, len, access));
   }
 
+  // A collapsed CQ gets `oi` (overrun ignore) unless `oi` says otherwise (0 / 1).
   SendQueue make_sq(int n = 0, uint32_t log_sq = 6, uint32_t log_cq = 6, bool collapsed = false, uint32_t recv_cqn = 0,
-                    uint32_t log_rq = 0) {
+                    uint32_t log_rq = 0, int oi = -1) {
     SendQueue q;
     q.nic = &nic(n);
     q.mem = &mem;
@@ -170,7 +171,7 @@ struct Rig {
     q.sq_va = alloc(uint64_t(kWqebb) << log_sq);
     q.dbr_va = alloc(8);
     q.uar = q.nic->alloc_uar();
-    q.cqn = check(q.nic->create_cq({log_cq, q.cq_va, q.cq_dbr_va, collapsed}));
+    q.cqn = check(q.nic->create_cq({log_cq, q.cq_va, q.cq_dbr_va, collapsed, oi < 0 ? collapsed : oi != 0}));
     QpAttr a;
     a.pd = pd;
     a.send_cqn = q.cqn;

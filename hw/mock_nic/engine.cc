@@ -2,9 +2,18 @@
 // registered memory, land READ/atomic responses in order, retire completions in order.
 // Atomics operate on responder memory in host byte order (mlx5's
 // atomic_req_8B_endianness_mode = host, which the kernel selects when supported); operands
-// in the WQE are big-endian; the fetched value lands in host order.
+// in the WQE are big-endian; an 8-byte fetched value lands in host order, a 4-byte (masked)
+// one big-endian, as a ConnectX returns it.
+//
+// A request the peer does not answer (peer QP not RTR/RTS, link down, node dead) is not an
+// error at once: the requester retransmits until retry_count * ack_timeout has passed, then
+// fails with RETRY_EXC; an RNR NAK waits rnr_retry times the responder's min_rnr_nak (7:
+// forever). A responder that meets an access violation or a bad request moves its own QP to
+// ERR and raises an async event, as hardware does.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "hw/mlx5/wqe.h"
 #include "hw/mock_nic/fabric.h"
@@ -23,6 +32,7 @@ struct Outcome {
   uint8_t vendor = 0;
   bool delayed = false;  // a response is on its way (payload staged in qp.staging)
   uint32_t byte_cnt = 0;
+  double rnr_ns = 0;     // RNR NAK: the responder's min_rnr_nak time
 };
 
 Outcome error(CqeSyndrome s, uint8_t vendor) {
@@ -77,13 +87,20 @@ struct Engine {
   // The responder end of an RC connection, if it would answer (exists, RTR/RTS, connected back).
   static bool peer(Nic& nic, const Qp& qp, Peer* out) {
     Nic* rn = nic.fabric_ != nullptr ? nic.fabric_->by_lid(qp.peer.lid) : (qp.peer.lid == nic.lid() ? &nic : nullptr);
-    if (rn == nullptr) return false;
+    if (rn == nullptr || !nic.link_up() || !rn->link_up()) return false;  // packets lost: no answer
     Qp* rq = rn->find_qp(qp.peer.qpn);
     if (rq == nullptr || (rq->state != QpState::kRtr && rq->state != QpState::kRts) || rq->peer.qpn != qp.qpn ||
         rq->peer.lid != nic.lid())
       return false;
     *out = {rn, rq};
     return true;
+  }
+
+  // The responder rejects a request: its QP goes to ERR (flushing its own work) with an event.
+  static Outcome responder_error(const Peer& r, AsyncEvent::Kind k, CqeSyndrome s, uint8_t vendor) {
+    r.nic->fail_qp(*r.qp);
+    r.nic->raise({k, r.qp->qpn, uint8_t(s)});
+    return error(s, vendor);
   }
 
   static uint64_t response_due(Nic& nic, Qp& qp) {
@@ -147,19 +164,26 @@ struct Engine {
     if (total > 0x80000000ull) return error(CqeSyndrome::kLocalLengthErr, vendor::kLengthTooLarge);
     Peer r;
     if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
-    if (!(r.qp->remote_access & kRemoteWrite)) return error(CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
+    if (!(r.qp->remote_access & kRemoteWrite))
+      return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
     Srq* srq = with_imm && r.qp->attr.srqn != 0 ? &r.nic->srqs_[r.qp->attr.srqn - kFirstSrqn] : nullptr;
     if (with_imm) {
       const bool have = srq != nullptr ? srq->consumed < srq->posted
                                        : r.qp->rq_head != r.qp->rq_head + uint16_t(r.qp->dbr->rcv.get() - uint16_t(r.qp->rq_head));
-      if (r.qp->attr.recv_cqn == 0 || !have) return error(CqeSyndrome::kRnrRetryExcErr, vendor::kRnr);
+      if (r.qp->attr.recv_cqn == 0 || !have) {
+        Outcome o = error(CqeSyndrome::kRnrRetryExcErr, vendor::kRnr);
+        o.rnr_ns = rnr_nak_ns(r.qp->timers.min_rnr_nak);
+        return o;
+      }
     }
     if (total != 0) {  // a zero-length write carries no key to check
       const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
       KeyFault f{};
       bool ph = false;
       std::byte* dst = r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, ra->raddr.get(), total, kRemoteWrite, &f, &ph);
-      if (dst == nullptr) return error(CqeSyndrome::kRemoteAccessErr, uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
+      if (dst == nullptr)
+        return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr,
+                               uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
       phantom |= ph;
       uint64_t dva = ra->raddr.get();
       if (!phantom) wrote(*r.nic, dst, total);
@@ -180,6 +204,7 @@ struct Engine {
       r.nic->find_cq(r.qp->attr.recv_cqn)->post(c, r.nic->now_);
       *rq_index = c.wqe_counter;
     }
+    ++r.qp->rcv_msgs;
     Outcome o;
     o.byte_cnt = uint32_t(total);
     return o;
@@ -217,13 +242,16 @@ struct Engine {
       return e;
     Peer r;
     if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
-    if (!(r.qp->remote_access & kRemoteRead)) return error(CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
+    if (!(r.qp->remote_access & kRemoteRead))
+      return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
     if (total != 0) {
       const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
       KeyFault f{};
       const std::byte* src =
           r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, ra->raddr.get(), total, kRemoteRead, &f, &phantom);
-      if (src == nullptr) return error(CqeSyndrome::kRemoteAccessErr, uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
+      if (src == nullptr)
+        return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr,
+                               uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
       if (phantom) {
         uint64_t off = 0;
         for (const auto& s : resp.scatter) nic.phantom_log_.push_back({s.addr, ra->raddr.get() + off, s.len}), off += s.len;
@@ -233,6 +261,7 @@ struct Engine {
       }
     }
     resp.phantom = phantom;
+    ++r.qp->rcv_msgs;
     o.byte_cnt = uint32_t(total);
     o.delayed = true;
     return o;
@@ -257,14 +286,20 @@ struct Engine {
     if (total != size) return error(CqeSyndrome::kLocalLengthErr, vendor::kAtomicBadLength);
     Peer r;
     if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
-    if (!(r.qp->remote_access & kRemoteAtomic)) return error(CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
+    if (!(r.qp->remote_access & kRemoteAtomic))
+      return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
+    if (masked && r.qp->atomic_mode < 3)  // extended atomics need qpc.atomic_mode >= 3 (8 bytes)
+      return responder_error(r, AsyncEvent::kQpRequestError, CqeSyndrome::kRemoteInvalReqErr, vendor::kExtAtomicMode);
     const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
     const uint64_t raddr = ra->raddr.get();
-    if (raddr % size != 0) return error(CqeSyndrome::kRemoteInvalReqErr, vendor::kAtomicMisaligned);
+    if (raddr % size != 0)
+      return responder_error(r, AsyncEvent::kQpRequestError, CqeSyndrome::kRemoteInvalReqErr, vendor::kAtomicMisaligned);
     KeyFault f{};
     bool phantom = false;
     std::byte* tgt = r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, raddr, size, kRemoteAtomic, &f, &phantom);
-    if (tgt == nullptr) return error(CqeSyndrome::kRemoteAccessErr, uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
+    if (tgt == nullptr)
+      return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr,
+                             uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
     if (phantom) return error(CqeSyndrome::kRemoteOpErr, vendor::kPhantomAtomic);
     wrote(*r.nic, tgt, size);
     const std::byte* args = w + 32;
@@ -303,10 +338,11 @@ struct Engine {
       }
     }
     resp.data.resize(size);
+    ++r.qp->rcv_msgs;
     if (size == 8) {
       std::memcpy(resp.data.data(), &old, 8);
     } else {
-      const uint32_t old32 = uint32_t(old);
+      const uint32_t old32 = mlx5::bswap32(uint32_t(old));  // 4-byte results come back big-endian
       std::memcpy(resp.data.data(), &old32, 4);
     }
     o.byte_cnt = size;
@@ -344,7 +380,20 @@ struct Engine {
       c.syndrome = synd;
       c.vendor_syndrome = vend;
     }
-    nic.find_cq(qp.attr.send_cqn)->post(c, nic.now_);
+    Cq& cq = *nic.find_cq(qp.attr.send_cqn);
+    const bool was = cq.overrun;
+    if (!cq.post(c, nic.now_) && !was) overran(nic, cq);
+  }
+
+  // A CQ without `oi` overran: a CQ error event, and every QP completing to it is fatal.
+  static void overran(Nic& nic, Cq& cq) {
+    nic.raise({AsyncEvent::kCqError, cq.cqn, 0});
+    for (auto& q : nic.qps_)
+      if (q && q->attr.send_cqn == cq.cqn && q->state != QpState::kErr) {
+        nic.errors_.push_back({q->qpn, q->head, 0, uint8_t(CqeSyndrome::kLocalQpOpErr), vendor::kCqOverrun, nic.clock_ns()});
+        nic.raise({AsyncEvent::kQpFatal, q->qpn, 0});
+        nic.fail_qp(*q);
+      }
   }
 
   // Write a response's payload to its scatter list; a key that became invalid since issue
@@ -374,6 +423,7 @@ struct Engine {
     while (!qp.inflight.empty() && qp.inflight.front().landed) {
       Inflight& e = qp.inflight.front();
       if (e.syndrome != 0) {
+        nic.errors_.push_back({qp.qpn, e.wqe_idx, e.wqe_opcode, e.syndrome, e.vendor, nic.clock_ns()});
         post_cqe(nic, qp, e.wqe_idx, e.wqe_opcode, 0, e.syndrome, e.vendor);
         ++qp.stats.errors;
         nic.trace("mock_nic_wqe_error qpn=" + std::to_string(qp.qpn) + " wqe=" + std::to_string(e.wqe_idx) +
@@ -381,7 +431,7 @@ struct Engine {
                   mlx5::syndrome_name(CqeSyndrome(e.syndrome)) + " vendor=" + std::to_string(e.vendor));
         qp.inflight.pop_front();
         qp.error_pending = false;
-        qp.state = QpState::kErr;
+        nic.fail_qp(qp);
         return;  // anything behind it is flushed by the ERR path
       }
       if (e.signaled) post_cqe(nic, qp, e.wqe_idx, e.wqe_opcode, e.byte_cnt, 0, 0);
@@ -477,6 +527,15 @@ struct Engine {
         default: o = error(CqeSyndrome::kLocalQpOpErr, vendor::kBadOpcode); break;  // SEND & co. not modelled
       }
     }
+    if ((o.syndrome == CqeSyndrome::kTransportRetryExcErr && o.vendor == vendor::kRemoteNotReady) ||
+        o.syndrome == CqeSyndrome::kRnrRetryExcErr) {
+      const bool rnr = o.syndrome == CqeSyndrome::kRnrRetryExcErr;
+      if (!retries_left_out(nic, qp, rnr, o.rnr_ns)) return false;  // not answered yet: try again later
+      o.vendor = rnr ? vendor::kRnrTimeout : vendor::kRetryTimeout;
+    } else {
+      qp.retry_deadline_ns = -1;  // answered
+      qp.rnr_wait = false;
+    }
     qp.head += nbb;
     ++qp.stats.wqes;
     qp.stats.wqebbs += nbb;
@@ -530,11 +589,43 @@ struct Engine {
     return true;
   }
 
+  // A request of `qp` went unanswered: start its retry timer if it is not running; true once
+  // the retries are spent (the caller fails the WQE), false while they last.
+  static bool retries_left_out(Nic& nic, Qp& qp, bool rnr, double rnr_ns) {
+    const double now = nic.clock_ns();
+    if (qp.retry_deadline_ns < 0 || qp.rnr_wait != rnr) {
+      qp.rnr_wait = rnr;
+      const QpTimers& t = qp.timers;
+      qp.retry_deadline_ns = rnr ? (t.rnr_retry == 7 ? std::numeric_limits<double>::infinity() : now + t.rnr_retry * rnr_ns)
+                                 : now + std::max<int>(t.retry_count, 1) * ack_timeout_ns(t.ack_timeout);
+      nic.trace("mock_nic_retry_start qpn=" + std::to_string(qp.qpn) + (rnr ? " rnr" : " transport") +
+                " deadline_ns=" + std::to_string(qp.retry_deadline_ns));
+    }
+    if (now < qp.retry_deadline_ns) return false;
+    qp.retry_deadline_ns = -1;
+    qp.rnr_wait = false;
+    return true;
+  }
+
   // Land responses that are due, in order, retiring what they unblock; returns how many.
+  // While the link to the peer is down, responses are lost and retransmitted; when the retry
+  // timer runs out, the oldest unanswered WQE fails with RETRY_EXC.
   static size_t land_due(Nic& nic, Qp& qp) {
     size_t n = 0;
     while (!qp.inflight.empty() && !qp.inflight.front().landed && qp.inflight.front().due <= nic.now_) {
-      land(nic, qp, qp.inflight.front());
+      Inflight& e = qp.inflight.front();
+      Nic* rn = nic.fabric_ != nullptr ? nic.fabric_->by_lid(qp.peer.lid) : &nic;
+      if (!nic.link_up() || rn == nullptr || !rn->link_up()) {
+        if (!retries_left_out(nic, qp, false, 0)) break;
+        e.landed = true;
+        --qp.pending_responses;
+        e.syndrome = uint8_t(CqeSyndrome::kTransportRetryExcErr);
+        e.vendor = vendor::kRetryTimeout;
+        qp.error_pending = true;
+      } else {
+        if (!qp.rnr_wait) qp.retry_deadline_ns = -1;
+        land(nic, qp, e);
+      }
       retire(nic, qp);
       ++n;
     }
@@ -567,6 +658,7 @@ struct Engine {
 
   static bool qp_idle(const Qp& qp) {
     if (qp.state != QpState::kRts && qp.state != QpState::kErr) return true;  // a kick waits for RTS
+    if (qp.retry_deadline_ns >= 0) return false;
     return !qp.kicked && qp.inflight.empty() && (qp.head == qp.prod || !head_whole(qp));
   }
 
@@ -576,7 +668,7 @@ struct Engine {
     for (const Qp* q : nic.active_)
       for (const Inflight& e : q->inflight)
         if (!e.landed) {
-          t = std::min(t, e.due);
+          if (e.due > nic.now_) t = std::min(t, e.due);  // one due already waits for the link (a timer)
           break;
         }
     if (!nic.late_doorbells_.empty()) t = std::min(t, nic.late_doorbells_.front().due);
@@ -587,7 +679,7 @@ struct Engine {
 };
 
 size_t Nic::progress(size_t budget) {
-  if (faults_.stalled) return 0;
+  if (faults_.stalled || faults_.dead) return 0;
   size_t done = 0;
   while (!late_doorbells_.empty() && late_doorbells_.front().due <= now_) {
     const LateDoorbell d = late_doorbells_.front();
@@ -599,16 +691,34 @@ size_t Nic::progress(size_t budget) {
     ++done;
   }
   for (size_t i = 0; i < active_.size() && done < budget; ++i) done += Engine::run_qp(*this, *active_[i], budget - done);
-  for (Cq* cq : delayed_cqs_) done += cq->drain(now_);
+  for (Cq* cq : delayed_cqs_) {
+    const bool was = cq->overrun;
+    done += cq->drain(now_);
+    if (cq->overrun && !was) Engine::overran(*this, *cq);
+  }
   std::erase_if(active_, [](Qp* q) {
     if (!Engine::qp_idle(*q)) return false;
     q->active = false;
     return true;
   });
+  waiting_.clear();
   if (done == 0) {
     const uint64_t t = Engine::next_event(*this);
     if (t != ~uint64_t{0}) {
       now_ = std::max(now_ + 1, t);  // nothing can act before t: jump there
+      return 1;
+    }
+    for (const Qp* q : active_)
+      if (q->retry_deadline_ns >= 0) {
+        waiting_ = "qpn " + std::to_string(q->qpn) +
+                   (q->rnr_wait ? (q->timers.rnr_retry == 7 ? ": RNR NAKed, rnr_retry 7 retries forever"
+                                                            : ": RNR NAKed, retrying")
+                                : ": no answer from the peer, retransmitting until " + std::to_string(q->retry_deadline_ns) + " ns");
+        break;
+      }
+    const double timer = next_timer_ns();
+    if (!clock_ && timer != std::numeric_limits<double>::infinity()) {
+      now_ = std::max(now_ + 1, uint64_t(std::ceil(timer / cfg_.action_ns)));  // the step budget of the timer
       return 1;
     }
   }
@@ -616,6 +726,7 @@ size_t Nic::progress(size_t budget) {
 }
 
 bool Nic::idle() const {
+  if (faults_.dead) return true;
   if (!late_doorbells_.empty()) return false;
   for (const Cq* c : delayed_cqs_)
     if (!c->pending.empty()) return false;

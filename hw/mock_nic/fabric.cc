@@ -26,6 +26,12 @@ Nic* Fabric::by_gid(const uint8_t gid[16]) const {
   return nullptr;
 }
 
+double Fabric::now_ns() const {
+  double t = 0;
+  for (const Nic* n : nics_) t = std::max(t, double(n->now()) * n->config().action_ns);
+  return t;
+}
+
 size_t Fabric::progress(size_t budget_per_nic) {
   size_t n = 0;
   for (Nic* nic : nics_) n += nic->progress(budget_per_nic);

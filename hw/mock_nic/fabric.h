@@ -18,6 +18,8 @@ class Fabric {
   Status attach(Nic& nic);
   Nic* by_lid(uint16_t lid) const;
   Nic* by_gid(const uint8_t gid[16]) const;
+  // The fabric's step clock: the furthest engine time of its NICs, in nanoseconds.
+  double now_ns() const;
   // One progress round over every NIC; returns the actions performed.
   size_t progress(size_t budget_per_nic = ~size_t{0});
   // Progress until no NIC can act; returns false if `max_rounds` was reached first.

@@ -2,7 +2,9 @@
 #include "hw/mock_nic/nic.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "hw/mock_nic/fabric.h"
 
@@ -17,6 +19,29 @@ const char* qp_state_name(QpState s) {
     case QpState::kErr: return "ERR";
   }
   return "?";
+}
+
+const char* async_event_name(AsyncEvent::Kind k) {
+  switch (k) {
+    case AsyncEvent::kQpFatal: return "QP_FATAL";
+    case AsyncEvent::kQpAccessError: return "QP_ACCESS_ERR";
+    case AsyncEvent::kQpRequestError: return "QP_REQ_ERR";
+    case AsyncEvent::kCqError: return "CQ_ERR";
+  }
+  return "?";
+}
+
+double ack_timeout_ns(uint8_t t) {
+  if (t == 0) return std::numeric_limits<double>::infinity();  // IB: 0 disables the timer
+  return 4096.0 * std::ldexp(1.0, std::min<int>(t, 31));
+}
+
+double rnr_nak_ns(uint8_t code) {
+  // IB spec 9.7.5.2.8, in units of 10 us (code 0 is the longest: 655.36 ms).
+  static constexpr double kTenUs[32] = {65536, 1,   2,   3,    4,    6,    8,    12,   16,   24,   32,
+                                        48,    64,  96,  128,  192,  256,  384,  512,  768,  1024, 1536,
+                                        2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+  return kTenUs[code & 31] * 10'000.0;
 }
 
 Nic::Nic(mem::AddressSpace& mem, NicConfig cfg) : mem_(mem), cfg_(cfg), mrs_(mem), rng_(cfg.seed | 1) {}
@@ -60,6 +85,7 @@ Result<uint32_t> Nic::create_cq(const CqAttr& a) {
   (void)mem_.pin(a.dbr_va);
   cq->log_size = a.log_size;
   cq->collapsed = a.collapsed;
+  cq->overrun_ignore = a.overrun_ignore;
   cq->buf_va = a.buf_va;
   cq->dbr_va = a.dbr_va;
   cq->cqn = kFirstCqn + uint32_t(cqs_.size());
@@ -120,7 +146,8 @@ Status Nic::modify_qp(uint32_t qpn, QpState to, const QpPeer* peer) {
   Qp* qp = find_qp(qpn);
   if (qp == nullptr) return Status(Errc::kNotFound, "modify_qp: unknown qpn " + std::to_string(qpn));
   const QpState from = qp->state;
-  bool legal = to == QpState::kErr || to == QpState::kRst || (from == QpState::kRst && to == QpState::kInit) ||
+  // Any state may go to RST; any but RST to ERR (a ConnectX refuses 2ERR on a reset QP).
+  bool legal = (to == QpState::kErr && from != QpState::kRst) || to == QpState::kRst || (from == QpState::kRst && to == QpState::kInit) ||
                (from == QpState::kInit && (to == QpState::kInit || to == QpState::kRtr)) ||
                (from == QpState::kRtr && to == QpState::kRts) || (from == QpState::kRts && to == QpState::kRts);
   if (!legal)
@@ -134,6 +161,9 @@ Status Nic::modify_qp(uint32_t qpn, QpState to, const QpPeer* peer) {
     qp->inflight.clear();
     qp->pending_responses = 0;
     qp->error_pending = qp->kicked = false;
+    qp->retry_deadline_ns = -1;
+    qp->rnr_wait = false;
+    qp->rcv_msgs = 0;
   }
   qp->state = to;
   // Doorbells rung before RTS were remembered; entering RTS acts on them. Entering ERR
@@ -189,6 +219,60 @@ Status Nic::set_qp_access(uint32_t qpn, uint32_t access) {
   if (qp == nullptr) return Status(Errc::kNotFound, "set_qp_access: unknown qpn");
   qp->remote_access = access & (kRemoteWrite | kRemoteRead | kRemoteAtomic);
   return {};
+}
+
+Status Nic::set_qp_atomic_mode(uint32_t qpn, uint8_t mode) {
+  Qp* qp = find_qp(qpn);
+  if (qp == nullptr) return Status(Errc::kNotFound, "set_qp_atomic_mode: unknown qpn");
+  qp->atomic_mode = mode;
+  return {};
+}
+
+Status Nic::set_qp_timers(uint32_t qpn, const QpTimers& t) {
+  Qp* qp = find_qp(qpn);
+  if (qp == nullptr) return Status(Errc::kNotFound, "set_qp_timers: unknown qpn");
+  if (t.retry_count > 7 || t.rnr_retry > 7 || t.ack_timeout > 31 || t.min_rnr_nak > 31)
+    return Status(Errc::kBadParam, "set_qp_timers: retry_count / rnr_retry are 3 bits, ack_timeout / min_rnr_nak 5 bits");
+  qp->timers = t;
+  return {};
+}
+
+void Nic::raise(AsyncEvent e) {
+  events_.push_back(e);
+  trace(std::string("mock_nic_async_event kind=") + async_event_name(e.kind) + " object=" + std::to_string(e.object));
+}
+
+void Nic::fail_qp(Qp& qp) {
+  qp.state = QpState::kErr;
+  qp.retry_deadline_ns = -1;
+  qp.rnr_wait = false;
+  kick(qp);
+}
+
+double Nic::clock_ns() const {
+  if (clock_) return clock_();
+  return fabric_ != nullptr ? fabric_->now_ns() : double(now_) * cfg_.action_ns;
+}
+
+bool Nic::link_up() const {
+  if (faults_.dead) return false;
+  if (faults_.link_down_until_ns <= faults_.link_down_from_ns) return true;  // no outage set
+  const double t = clock_ns();
+  return !(t >= faults_.link_down_from_ns && t < faults_.link_down_until_ns);
+}
+
+double Nic::next_timer_ns() const {
+  double t = std::numeric_limits<double>::infinity();
+  for (const Qp* q : active_) {
+    if (q->retry_deadline_ns < 0) continue;
+    t = std::min(t, q->retry_deadline_ns);
+    // The link coming back (here or at the peer) may let a waiting QP go on before then.
+    const Nic* peer = fabric_ != nullptr ? fabric_->by_lid(q->peer.lid) : this;
+    for (const Nic* n : {static_cast<const Nic*>(this), peer})
+      if (n != nullptr && !n->faults_.dead && n->clock_ns() < n->faults_.link_down_until_ns)
+        t = std::min(t, std::max(n->faults_.link_down_until_ns, clock_ns()));
+  }
+  return t;
 }
 
 Result<uint32_t> Nic::create_srq(uint32_t pd, uint32_t max_wr) {

@@ -36,6 +36,7 @@ struct CqAttr {
   uint64_t buf_va = 0;   // 2^log_size * 64 bytes, initialised by the driver (0xff: invalid)
   uint64_t dbr_va = 0;   // CqDoorbellRecord
   bool collapsed = false;
+  bool overrun_ignore = false;  // cqc.oi
 };
 
 // Fault injection: the hooks scenarios and property tests use to provoke hangs and errors.
@@ -43,6 +44,10 @@ struct Faults {
   bool stalled = false;          // the engine does nothing while set
   uint32_t drop_doorbells = 0;   // the next N doorbells are lost
   uint64_t doorbell_delay = 0;   // doorbells act this many engine actions late
+  // The port is down in [link_down_from_ns, link_down_until_ns) of the NIC's clock: packets
+  // in either direction are lost, so requesters retransmit until their retry timers expire.
+  double link_down_from_ns = 0, link_down_until_ns = 0;
+  bool dead = false;             // the node is gone: nothing answers, nothing runs
 };
 
 class Nic {
@@ -79,6 +84,8 @@ class Nic {
   const Cq* cq(uint32_t cqn) const;
   // Which remote operations peers may perform on this QP (set at RST2INIT).
   Status set_qp_access(uint32_t qpn, uint32_t access);
+  Status set_qp_atomic_mode(uint32_t qpn, uint8_t mode);
+  Status set_qp_timers(uint32_t qpn, const QpTimers& t);
 
   // Shared receive queues: created in a PD, receives posted by count.
   Result<uint32_t> create_srq(uint32_t pd, uint32_t max_wr);
@@ -107,6 +114,20 @@ class Nic {
   Status set_completion_delay(uint32_t cqn, uint64_t actions);
 
   uint64_t now() const { return now_; }
+  // The clock timers run on: simulated nanoseconds when a clock is set (timed schedules),
+  // else engine actions times config().action_ns — on a fabric, the furthest of its NICs'
+  // (one clock for all, so a peer's link comes back while this NIC waits for it).
+  void set_clock(std::function<double()> ns) { clock_ = std::move(ns); }
+  double clock_ns() const;
+  // With a clock set: the earliest time a waiting timer acts (infinity: none). Without one,
+  // progress() jumps the engine there itself.
+  double next_timer_ns() const;
+  bool link_up() const;
+  // What the engine waits on when it cannot act (for hang reports); empty when idle.
+  const std::string& waiting() const { return waiting_; }
+  // Root causes: every WQE that failed other than by a flush, in order; and async events.
+  const std::vector<ErrorRecord>& errors() const { return errors_; }
+  const std::vector<AsyncEvent>& events() const { return events_; }
   // Transfers into or out of phantom memory, in execution order.
   const std::vector<PhantomCopy>& phantom_log() const { return phantom_log_; }
   // Payload bytes moved by executed WQEs so far (for time models).
@@ -129,6 +150,8 @@ class Nic {
 
   Qp* find_qp(uint32_t qpn);
   Cq* find_cq(uint32_t cqn);
+  void raise(AsyncEvent e);
+  void fail_qp(Qp& qp);  // to ERR from the data path (flushes follow)
   void kick(Qp& qp);
   void trace(const std::string& line) {
     if (trace_) trace_(line);
@@ -160,6 +183,10 @@ class Nic {
   mem::Observer* observer_ = nullptr;
   std::string observer_name_;
   std::function<void(const std::string&)> trace_;
+  std::function<double()> clock_;
+  std::string waiting_;
+  std::vector<ErrorRecord> errors_;
+  std::vector<AsyncEvent> events_;
 };
 
 inline constexpr uint32_t kFirstQpn = 0x100;

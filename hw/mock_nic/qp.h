@@ -72,6 +72,8 @@ struct Qp {
   QpState state = QpState::kRst;
   QpPeer peer;
   uint32_t remote_access = kRemoteWrite | kRemoteRead | kRemoteAtomic;  // what peers may do here
+  uint8_t atomic_mode = 3;   // responder: extended (masked) atomics need 3 (8 bytes) or more
+  QpTimers timers;
 
   std::byte* sq = nullptr;                // pinned translation of attr.sq_va
   mlx5::QpDoorbellRecord* dbr = nullptr;  // pinned translation of attr.dbr_va
@@ -87,6 +89,13 @@ struct Qp {
   std::deque<Inflight> inflight;
   Inflight staging;       // response record of the WQE being issued (reused, no allocation)
   uint64_t last_doorbell = 0;
+  // Requester: the head WQE (or an unanswered response) waits for the peer until this time
+  // (negative: not waiting; infinity: RNR with rnr_retry 7).
+  double retry_deadline_ns = -1;
+  bool rnr_wait = false;
+  // Responder: messages from the peer executed since RESET (the model's next_rcv_psn: one
+  // PSN per message). Tells recovery which requests the responder applied.
+  uint64_t rcv_msgs = 0;
 
   QpStats stats;
   alignas(16) std::byte scratch[mlx5::kMaxDs * mlx5::kDsBytes];  // a WQE that wraps the ring

@@ -39,7 +39,48 @@ inline constexpr uint8_t kQpAccess = 0x32;  // the responder QP does not allow t
 inline constexpr uint8_t kPhantomAtomic = 0x33;  // an atomic needs real bytes, not phantom memory
 inline constexpr uint8_t kForcedError = 0x40;
 inline constexpr uint8_t kFlushed = 0x41;
+inline constexpr uint8_t kRetryTimeout = 0x42;   // no answer within retry_count * ack_timeout
+inline constexpr uint8_t kRnrTimeout = 0x43;     // RNR NAKs beyond rnr_retry
+inline constexpr uint8_t kCqOverrun = 0x44;      // the QP's CQ overran: the QP is fatal
+inline constexpr uint8_t kExtAtomicMode = 0x34;  // extended atomic, responder atomic_mode < 3
 }  // namespace vendor
+
+// RC timers of a QP (PRM qpc fields; set at INIT2RTR / RTR2RTS). A requester whose packets
+// get no answer retransmits every 4.096 us * 2^ack_timeout and fails with RETRY_EXC after
+// retry_count tries; a responder without a receive answers RNR NAK, the requester waits the
+// responder's min_rnr_nak time and retries rnr_retry times (7: forever).
+struct QpTimers {
+  uint8_t ack_timeout = 14;  // what the driver sets (about 67 ms)
+  uint8_t retry_count = 7;
+  uint8_t rnr_retry = 7;
+  uint8_t min_rnr_nak = 12;  // responder side: 0.64 ms
+};
+double ack_timeout_ns(uint8_t ack_timeout);  // 4.096 us * 2^t (0: no timeout, taken as 1 step)
+double rnr_nak_ns(uint8_t code);             // the IB spec's RNR NAK timer table
+
+// An asynchronous event, as a ConnectX raises on its event queue.
+struct AsyncEvent {
+  enum Kind : uint8_t {
+    kQpFatal,           // local work queue catastrophic error
+    kQpAccessError,     // the responder met an access violation (remote access error)
+    kQpRequestError,    // the responder met an invalid request
+    kCqError,           // CQ overrun: a CQE was dropped
+  } kind = kQpFatal;
+  uint32_t object = 0;  // qpn or cqn
+  uint8_t syndrome = 0;
+};
+const char* async_event_name(AsyncEvent::Kind k);
+
+// The NIC's own record of a WQE that failed (not a flush): the root cause an overwritten
+// collapsed CQ cannot keep.
+struct ErrorRecord {
+  uint32_t qpn = 0;
+  uint64_t wqe_idx = 0;
+  uint8_t wqe_opcode = 0;
+  uint8_t syndrome = 0;
+  uint8_t vendor = 0;
+  double when_ns = 0;
+};
 
 struct NicConfig {
   uint16_t lid = 1;                 // port LID: how a fabric addresses this NIC
@@ -52,6 +93,9 @@ struct NicConfig {
   // advances made while it is active are picked up without a new doorbell (as hardware
   // keeps fetching while the SQ is scheduled).
   bool reread_dbr_when_drained = true;
+  // Without a clock (set_clock), timers run on engine actions of this many nanoseconds: a
+  // step budget with the same proportions as simulated time.
+  double action_ns = 100;
 };
 
 }  // namespace doorbell::mock_nic

@@ -60,6 +60,7 @@ TEST(PrmGolden, CreateCq) {
          {"cq_context.dbr_umem_valid", kCqc + 0x06, 1, 1},
          {"cq_context.cqe_sz", kCqc + 0x08, 3, 0},
          {"cq_context.cc", kCqc + 0x0b, 1, 1},
+         {"cq_context.oi", kCqc + 0x0e, 1, 1},  // overrun ignore: nobody advances a collapsed CQ's ci
          {"cq_context.dbr_umem_id", kCqc + 0x20, 32, 0x89abcdef},
          {"cq_context.log_cq_size", kCqc + 0x63, 5, 11},
          {"cq_context.uar_page", kCqc + 0x68, 24, 0xabcdef},
@@ -120,6 +121,7 @@ TEST(PrmGolden, Rst2Init) {
          {"qpc.pm_state", kQpc + 0x13, 2, 3},
          {"ads.pkey_index", kAds + 0x10, 16, 0xbeef},
          {"ads.vhca_port_num", kAds + 0x128, 8, 2},
+         {"qpc.atomic_mode", kQpc + 0x48c, 4, 3},  // extended atomics up to 8 bytes, as NVSHMEM sets
          {"qpc.rre", kQpc + 0x490, 1, 0},
          {"qpc.rwe", kQpc + 0x491, 1, 1},
          {"qpc.rae", kQpc + 0x492, 1, 1}},

@@ -3,6 +3,7 @@
 // and no byte outside registered memory (nor inside, for a failed op) changes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -187,7 +188,7 @@ TEST_P(MalformedWqe, ErrorCqeThenFlushAndNoStrayWrite) {
   EXPECT_EQ(err->s_wqe_opcode_qpn.get() & 0xffffff, e.a.qpn);
   EXPECT_EQ(e.rig.nic().qp(e.a.qpn)->state, QpState::kErr);
   ASSERT_FALSE(trace.empty());
-  EXPECT_NE(trace[0].find("mock_nic_wqe_error"), std::string::npos);
+  EXPECT_TRUE(std::any_of(trace.begin(), trace.end(), [](const std::string& l) { return l.find("mock_nic_wqe_error") == 0; }));
 
   for (uint64_t idx : {after1, after2}) {
     const auto* f = reinterpret_cast<const ErrCqe64*>(e.a.poll());

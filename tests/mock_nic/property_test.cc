@@ -124,7 +124,8 @@ void reference(const Op& o, std::byte* L, std::byte* R) {
       std::memcpy(&old, R + o.roff, 4);
       uint32_t v = ((old ^ cmp) & cmask) == 0 ? (old & ~smask) | (swap & smask) : old;
       std::memcpy(R + o.roff, &v, 4);
-      std::memcpy(L + o.loff, &old, 4);
+      const uint32_t old_be = mlx5::bswap32(old);  // a ConnectX returns 4-byte results big-endian
+      std::memcpy(L + o.loff, &old_be, 4);
       break;
     }
     case Kind::kNop: break;

@@ -1,6 +1,8 @@
 #include "core/ibgda/host/model_world.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/ibgda/queue.h"
 #include "hw/gpu_sim/sim_ctx.h"
@@ -74,7 +76,7 @@ Status ModelWorld::build() {
         r.dlid = pes_[peer]->nic->lid();
         if (Status st = drv.rst2init(qp, {}); !st) return st;
         if (Status st = drv.init2rtr(qp, r); !st) return st;
-        if (Status st = drv.rtr2rts(qp, {}); !st) return st;
+        if (Status st = drv.rtr2rts(qp, cfg_.rts); !st) return st;
       }
   }
   for (uint32_t p = 0; p < n; ++p) {
@@ -167,6 +169,10 @@ Status ModelWorld::register_chunk(uint32_t chunk, const std::vector<uint8_t*>& a
 
 void ModelWorld::attach(gpu_sim::Scheduler& s) {
   doorbell_ns_.assign(cfg_.npes, 0);
+  s.add_reporter([this] {
+    const std::string e = nic_errors();
+    return e.empty() ? e : "NIC errors and events:\n" + e;
+  });
   const models::CostModel costs = s.options().costs;
   for (uint32_t p = 0; p < cfg_.npes; ++p) {
     mock_nic::Nic* nic = pes_[p]->nic.get();
@@ -179,7 +185,13 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
       if (doorbell_observer_) doorbell_observer_(p, s.now());
       nic->mmio_write64(addr, v);
     });
-    s.add_agent("nic" + std::to_string(p), [nic, rung_ns, costs](gpu_sim::AgentCtx& a) {
+    // Timers (retries, link outages) run on simulated time in the timed schedule, else on a
+    // step clock every NIC shares: each engine action is action_ns.
+    const bool timed = s.options().policy == gpu_sim::Policy::kTimed;
+    const double action_ns = nic->config().action_ns;
+    if (timed) nic->set_clock([&s] { return s.now(); });
+    else nic->set_clock([this, action_ns] { return double(ticks_) * action_ns; });
+    s.add_agent("nic" + std::to_string(p), [this, nic, rung_ns, costs, timed, action_ns](gpu_sim::AgentCtx& a) {
       nic->set_cqe_hook([&a](const void* cqe) { a.wrote(cqe); });  // GPU pollers wait for this time
       struct Unhook {
         mock_nic::Nic* n;
@@ -192,8 +204,14 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
         if (nic->progress(1) != 0) {
           a.advance(costs.nic_wqe_ns +
                     double(nic->bytes_moved() - bytes) / std::min(costs.wire_bytes_per_ns, costs.pcie_bytes_per_ns));
+          ++ticks_;
           a.changed(nic->now());
-        } else if (!a.spin("nic engine: idle (no doorbell)")) {
+        } else if (const double t = nic->next_timer_ns(); t != std::numeric_limits<double>::infinity()) {
+          // Only a timer can move this NIC on: let time pass to it.
+          if (timed) a.wait_until_ns(t);
+          else ticks_ = std::max(ticks_ + 1, uint64_t(std::ceil(t / action_ns)));
+          a.changed(ticks_);
+        } else if (!a.spin(nic->waiting().empty() ? "nic engine: idle (no doorbell)" : nic->waiting().c_str())) {
           return;
         }
       }
@@ -261,12 +279,41 @@ Result<transport::ReachMap> ModelWorld::reach_map() const {
 }
 
 std::string ModelWorld::first_error() const {
+  std::string out;
+  for (uint32_t p = 0; p < cfg_.npes && out.empty(); ++p)
+    if (const uint64_t w = pes_[p]->error; w != 0)
+      out = "pe " + std::to_string(p) + ": error CQE " + mlx5::syndrome_name(mlx5::CqeSyndrome(error_syndrome(w))) +
+            " on qpn " + std::to_string(error_qpn(w)) + " at wqe " + std::to_string(error_wqe(w));
+  // The root cause: the earliest failed WQE any NIC recorded (flushes are not recorded).
+  const mock_nic::ErrorRecord* first = nullptr;
+  uint32_t first_pe = 0;
   for (uint32_t p = 0; p < cfg_.npes; ++p)
-    if (pes_[p]->error != 0) {
-      const auto s = mlx5::CqeSyndrome(pes_[p]->error >> 32);
-      return "pe " + std::to_string(p) + ": error CQE " + mlx5::syndrome_name(s) + " at wqe " + std::to_string(pes_[p]->error & 0xffff);
-    }
-  return {};
+    for (const mock_nic::ErrorRecord& e : pes_[p]->nic->errors())
+      if (first == nullptr || e.when_ns < first->when_ns) first = &e, first_pe = p;
+  if (first != nullptr) {
+    char v[8];
+    std::snprintf(v, sizeof v, "0x%02x", first->vendor);
+    out += std::string(out.empty() ? "" : "; ") + "root cause: pe " + std::to_string(first_pe) + " qpn " +
+           std::to_string(first->qpn) + " wqe " + std::to_string(first->wqe_idx) + " " +
+           mlx5::opcode_name(mlx5::WqeOpcode(first->wqe_opcode)) + " " +
+           mlx5::syndrome_name(mlx5::CqeSyndrome(first->syndrome)) + " (vendor " + v + ")";
+  }
+  return out;
+}
+
+std::string ModelWorld::nic_errors() const {
+  std::string out;
+  for (uint32_t p = 0; p < cfg_.npes; ++p) {
+    const mock_nic::Nic& n = *pes_[p]->nic;
+    for (const mock_nic::ErrorRecord& e : n.errors())
+      out += "  nic" + std::to_string(p) + ": qpn " + std::to_string(e.qpn) + " wqe " + std::to_string(e.wqe_idx) + " " +
+             mlx5::syndrome_name(mlx5::CqeSyndrome(e.syndrome)) + " vendor " + std::to_string(e.vendor) + "\n";
+    for (const mock_nic::AsyncEvent& e : n.events())
+      out += "  nic" + std::to_string(p) + ": async event " + mock_nic::async_event_name(e.kind) + " on " +
+             std::to_string(e.object) + "\n";
+    if (!n.waiting().empty()) out += "  nic" + std::to_string(p) + ": " + n.waiting() + "\n";
+  }
+  return out;
 }
 
 }  // namespace doorbell::ibgda

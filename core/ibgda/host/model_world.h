@@ -32,6 +32,7 @@ struct WorldConfig {
   heap::HeapConfig heap{0, 64ull << 20, 64ull << 10, 2ull << 30};  // npes filled in
   uint32_t response_delay_max = 0;    // NIC model: late READ / atomic responses
   uint64_t seed = 1;
+  devx::RtsSpec rts;                  // RC timers (ack_timeout, retry_count, rnr_retry) as the driver sets them
 };
 
 class ModelWorld {
@@ -59,8 +60,12 @@ class ModelWorld {
   // Which transport carries RMA / AMO between each pair of PEs (SPEC §2): here the one
   // transport is IBGDA, which reaches a peer when every QP to it is in RTS.
   Result<transport::ReachMap> reach_map() const;
-  // The first error CQE any PE saw, as "pe N: syndrome S at wqe W", or empty.
+  // The first error a PE's poller recorded ("pe N: error CQE S on qpn Q at wqe W") and the
+  // root cause the NICs recorded (the first failed WQE that was not a flush, with QP, WQE
+  // index, opcode, syndrome and vendor code), or empty when nothing failed.
   std::string first_error() const;
+  // The NICs' root-cause records and async events, one line each (hang reports).
+  std::string nic_errors() const;
 
  private:
   struct Pe {
@@ -89,6 +94,7 @@ class ModelWorld {
   mock_nic::Fabric fabric_;
   std::vector<std::unique_ptr<Pe>> pes_;
   std::vector<double> doorbell_ns_;  // timed schedule: latest doorbell time per PE's NIC
+  uint64_t ticks_ = 0;               // untimed schedules: the NICs' shared step clock
   std::function<void(uint32_t, double)> doorbell_observer_;
   std::unique_ptr<heap::SymmetricHeap> heap_;
 };

@@ -219,7 +219,8 @@ Result<devx::Obj> ModelDevx::create_cq(const void* in, void* out) {
   if (!umem_range(uint32_t(DB_GET(create_cq_in, in, cq_context.dbr_umem_id)), DB_GET(create_cq_in, in, cq_context.dbr_addr),
                   sizeof(mlx5::CqDoorbellRecord), 8, &dbr_va, &why))
     return reject(out, why, "CQ doorbell record");
-  Result<uint32_t> cqn = nic_.create_cq({log, buf_va, dbr_va, DB_GET(create_cq_in, in, cq_context.cc) != 0});
+  Result<uint32_t> cqn = nic_.create_cq(
+      {log, buf_va, dbr_va, DB_GET(create_cq_in, in, cq_context.cc) != 0, DB_GET(create_cq_in, in, cq_context.oi) != 0});
   if (!cqn) return reject(out, DevxSyndrome::kModelRefused, cqn.status().message());
   cqs_.insert(*cqn);
   cq_uar_[*cqn] = uar;
@@ -294,6 +295,7 @@ Status ModelDevx::obj_modify(const devx::Obj& o, const void* in, size_t inlen, v
       if (DB_GET(modify_qp_in, in, qp_context.rae)) acc |= kRemoteAtomic;
       st = nic_.modify_qp(o.id, QpState::kInit);
       if (st) st = nic_.set_qp_access(o.id, acc);
+      if (st) st = nic_.set_qp_atomic_mode(o.id, uint8_t(DB_GET(modify_qp_in, in, qp_context.atomic_mode)));
       break;
     }
     case kInit2RtrQp: {
@@ -310,11 +312,22 @@ Status ModelDevx::obj_modify(const devx::Obj& o, const void* in, size_t inlen, v
       } else {
         peer.lid = uint16_t(DB_GET(modify_qp_in, in, qp_context.primary_address_path.rlid));
       }
-      st = nic_.modify_qp(o.id, QpState::kRtr, &peer);
+      QpTimers t = nic_.qp(o.id)->timers;
+      t.min_rnr_nak = uint8_t(DB_GET(modify_qp_in, in, qp_context.min_rnr_nak));
+      st = nic_.set_qp_timers(o.id, t);
+      if (st) st = nic_.modify_qp(o.id, QpState::kRtr, &peer);
       break;
     }
-    case kRtr2RtsQp:
     case kRts2RtsQp: st = nic_.modify_qp(o.id, QpState::kRts); break;
+    case kRtr2RtsQp: {
+      QpTimers t = nic_.qp(o.id)->timers;
+      t.ack_timeout = uint8_t(DB_GET(modify_qp_in, in, qp_context.primary_address_path.ack_timeout));
+      t.retry_count = uint8_t(DB_GET(modify_qp_in, in, qp_context.retry_count));
+      t.rnr_retry = uint8_t(DB_GET(modify_qp_in, in, qp_context.rnr_retry));
+      st = nic_.set_qp_timers(o.id, t);
+      if (st) st = nic_.modify_qp(o.id, QpState::kRts);
+      break;
+    }
     case kQp2Err: st = nic_.modify_qp(o.id, QpState::kErr); break;
     case kQp2Rst: st = nic_.modify_qp(o.id, QpState::kRst); break;
   }
@@ -339,6 +352,7 @@ Status ModelDevx::obj_query(const devx::Obj& o, const void* in, size_t inlen, vo
     DB_SET(query_qp_out, out, qp_context.log_sq_size, q->attr.log_sq_size);
     DB_SET(query_qp_out, out, qp_context.uar_page, q->attr.uar_page);
     DB_SET(query_qp_out, out, qp_context.remote_qpn, q->peer.qpn);
+    DB_SET(query_qp_out, out, qp_context.next_rcv_psn, q->rcv_msgs & 0xffffff);  // the model: one PSN per message
     DB_SET(query_qp_out, out, qp_context.cqn_snd, q->attr.send_cqn);
     DB_SET(query_qp_out, out, qp_context.hw_sq_wqebb_counter, q->head & 0xffff);
     DB_SET(query_qp_out, out, qp_context.sw_sq_wqebb_counter, q->dbr->snd.get() & 0xffff);
