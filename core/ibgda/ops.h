@@ -1,51 +1,29 @@
 // GPU-initiated RMA and atomics on the symmetric heap (SPEC §1, §4): put / get (non-blocking
-// and blocking) split at heap-chunk boundaries, one RDMA WQE per piece, only the last one
-// asking for a CQE; fetch atomics through the ibuf ring (slots reserved and released in
-// order); non-fetch atomics into ibuf slot 0. Addresses are heap offsets, valid on every PE.
+// and blocking), fetch atomics through the ibuf ring, non-fetch atomics into ibuf slot 0
+// (post_on_qp.h), on the QP qp_select.h picks — or, with failover on, the one failover.h
+// picks by health. Addresses are heap offsets, valid on every PE.
 #pragma once
 
 #include <cstdint>
 
-#include "core/ibgda/qp_select.h"
-#include "core/ibgda/queue.h"
+#include "core/ibgda/failover.h"
 
 namespace doorbell::ibgda {
-
-// How many pieces [loff, +bytes) -> [roff, +bytes) on pe splits into at chunk ends.
-DOORBELL_HD uint32_t count_pieces(const DevState& st, uint64_t loff, uint64_t roff, uint64_t bytes, uint32_t pe) {
-  uint32_t n = 0;
-  while (bytes != 0) {
-    const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe);
-    loff += p.bytes, roff += p.bytes, bytes -= p.bytes, ++n;
-  }
-  return n;
-}
-
-// Write the RDMA WRITE / READ WQEs for a transfer at [base, base + pieces), signalling the last.
-template <class C>
-DOORBELL_HD void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t base, uint64_t loff,
-                                uint64_t roff, uint64_t bytes, uint32_t pe) {
-  for (uint64_t idx = base; bytes != 0; ++idx) {
-    const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe);
-    WqeStage s;
-    mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), p.raddr, p.rkey);
-    mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32), uint32_t(p.bytes), p.lkey, p.laddr);
-    loff += p.bytes, roff += p.bytes, bytes -= p.bytes;
-    publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, op, 0, qp.qpn, bytes == 0 ? mlx5::kCtrlCqUpdate : 0, 3);
-  }
-}
 
 template <class C>
 DOORBELL_HD OpResult rma_nbi(C& ctx, const DevState& st, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff, uint64_t bytes,
                              uint32_t pe, QpSelector sel) {
   if (bytes == 0) return OpResult::kOk;
+  if (st.backups != nullptr) {
+    LogEntry e;
+    e.kind = op == mlx5::WqeOpcode::kRdmaWrite ? LogEntry::kPut : LogEntry::kGet;
+    e.slot = select_slot(ctx, st, pe, sel), e.pe = pe, e.a = loff, e.b = roff, e.bytes = bytes;
+    return nbi_failover(ctx, st, e);
+  }
   const DevQp& qp = select_qp(ctx, st, pe, sel);
-  const uint32_t n = count_pieces(st, loff, roff, bytes, pe);
   uint64_t base;
-  if (OpResult r = reserve(ctx, st, qp, n, &base); r != OpResult::kOk) return r;
-  write_rma_wqes(ctx, st, qp, op, base, loff, roff, bytes, pe);
-  if (op == mlx5::WqeOpcode::kRdmaRead) ctx.atomic_max(exec::gpu_scope, &qp.mv->get_head, base + n);
-  return submit(ctx, st, qp, base, n);
+  uint32_t n;
+  return post_rma(ctx, st, qp, op, loff, roff, bytes, pe, &base, &n);
 }
 
 // put: local heap [src, +bytes) -> dest on pe.
@@ -59,24 +37,34 @@ DOORBELL_HD OpResult get_nbi(C& ctx, const DevState& st, uint64_t dest, uint64_t
   return rma_nbi(ctx, st, mlx5::WqeOpcode::kRdmaRead, dest, src, bytes, pe, sel);
 }
 
-// Wait for everything this PE has submitted on every QP.
+// Wait for everything this PE has submitted on every QP (with failover: on every QP that
+// has not failed, then this thread's logged operations, replayed where their QP failed).
 template <class C>
 DOORBELL_HD OpResult quiet_all(C& ctx, const DevState& st) {
-  for (uint32_t i = 0; i < st.npes * st.num_rc_per_pe; ++i)
-    if (OpResult r = quiet(ctx, st, st.qps[i]); r != OpResult::kOk) return r;
-  return OpResult::kOk;
+  const uint32_t nqp = st.npes * st.num_rc_per_pe;
+  for (uint32_t i = 0; i < nqp * (st.backups != nullptr ? 2 : 1); ++i) {
+    const DevQp& qp = i < nqp ? st.qps[i] : st.backups[i - nqp];
+    if (!enter(ctx, qp)) continue;
+    const OpResult r = quiet(ctx, st, qp);
+    note_outcome(ctx, qp, r);
+    leave(ctx, qp);
+    if (r == OpResult::kTimeout || (r != OpResult::kOk && st.backups == nullptr)) return r;
+  }
+  return st.backups != nullptr ? quiet_log(ctx, st) : OpResult::kOk;
 }
 
 template <class C>
 DOORBELL_HD OpResult put(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t pe) {
   QpSelector sel{QpSelector::kByWarp, 0};
   if (OpResult r = put_nbi(ctx, st, dest, src, bytes, pe, sel); r != OpResult::kOk) return r;
+  if (st.backups != nullptr) return quiet_log(ctx, st);
   return quiet(ctx, st, select_qp(ctx, st, pe, sel));
 }
 template <class C>
 DOORBELL_HD OpResult get(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t pe) {
   QpSelector sel{QpSelector::kByWarp, 0};
   if (OpResult r = get_nbi(ctx, st, dest, src, bytes, pe, sel); r != OpResult::kOk) return r;
+  if (st.backups != nullptr) return quiet_log(ctx, st);
   return quiet(ctx, st, select_qp(ctx, st, pe, sel));  // quiet issues the CST when one is needed
 }
 
@@ -84,6 +72,11 @@ DOORBELL_HD OpResult get(C& ctx, const DevState& st, uint64_t dest, uint64_t src
 // i, i+32, ...; one reservation and one submission for the warp.
 template <class C>
 DOORBELL_HD OpResult put_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t pe) {
+  if (st.backups != nullptr) {  // failover: one logged put by lane 0 (the log is per thread)
+    OpResult r = OpResult::kOk;
+    if (ctx.lane() == 0) r = put_nbi(ctx, st, dest, src, bytes, pe, QpSelector{QpSelector::kByWarp, 0});
+    return OpResult(ctx.shfl(uint64_t(r), 0));
+  }
   const DevQp& qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
   const uint32_t n = count_pieces(st, src, dest, bytes, pe);
   uint64_t base = 0;
@@ -123,42 +116,15 @@ DOORBELL_HD OpResult put_nbi_block(C& ctx, const DevState& st, uint64_t dest, ui
 
 // ---- atomics ----
 
-// One atomic WQE (CS or FA) on pe's 8-byte word at `off`, result into local `result_addr`.
-template <class C>
-DOORBELL_HD void write_atomic_wqe(C& ctx, const DevState& st, const DevQp& qp, uint64_t idx, mlx5::WqeOpcode op, uint64_t off,
-                                  uint32_t pe, uint64_t swap_add, uint64_t compare, uint64_t result_addr) {
-  const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe);
-  WqeStage s;
-  mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), st.heap_bases[pe] + off, rk.key);
-  mlx5::set_atomic_seg(s.at<mlx5::WqeAtomicSeg>(32), swap_add, compare);
-  mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(48), 8, qp.ibuf_lkey, result_addr);
-  publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, op, 0, qp.qpn, mlx5::kCtrlCqUpdate, 4);
-}
-
-// Fetching atomic: reserve an ibuf slot, post, wait for the CQE, read, release the slot.
+// Fetching atomic: on the warp's QP, result through its ibuf ring.
 template <class C>
 DOORBELL_HD OpResult fetch_atomic(C& ctx, const DevState& st, mlx5::WqeOpcode op, uint64_t off, uint32_t pe, uint64_t swap_add,
                                   uint64_t compare, uint64_t* result) {
-  using namespace exec;
-  const DevQp& qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
-  const uint64_t slot = ctx.atomic_add(gpu_scope, &qp.mv->ibuf_head, 1);
-  if (wait_until(ctx, "fetch_atomic: ibuf slot free", &qp.mv->ibuf_tail,
-                 [&](uint64_t t) { return slot - t < qp.ibuf_nslots; }) != WaitResult::kOk)
-    return OpResult::kTimeout;
-  const auto* res = reinterpret_cast<uint64_t*>(qp.ibuf + (1 + (slot & (qp.ibuf_nslots - 1))) * kIbufSlotBytes);
-  uint64_t base;
-  OpResult r = reserve(ctx, st, qp, 1, &base);
-  if (r == OpResult::kOk) {
-    write_atomic_wqe(ctx, st, qp, base, op, off, pe, swap_add, compare, reinterpret_cast<uint64_t>(res));
-    r = submit(ctx, st, qp, base, 1);
-  }
-  if (r == OpResult::kOk) r = poll_cq(ctx, st, qp, base + 1);
-  if (r == OpResult::kOk) *result = ctx.load(system_scope, acquire, res);
-  // Release in order: a later slot may not be reused before this one.
-  if (wait_until(ctx, "fetch_atomic: release in order", &qp.mv->ibuf_tail, [slot](uint64_t t) { return t == slot; }) !=
-      WaitResult::kOk)
-    return OpResult::kTimeout;
-  ctx.store(gpu_scope, release, &qp.mv->ibuf_tail, slot + 1);
+  const QpSelector sel{QpSelector::kByWarp, 0};
+  if (st.backups != nullptr) return fetch_failover(ctx, st, select_slot(ctx, st, pe, sel), op, off, pe, swap_add, compare, result);
+  FetchOutcome f;
+  const OpResult r = fetch_atomic_on(ctx, st, select_qp(ctx, st, pe, sel), op, off, pe, swap_add, compare, &f);
+  if (r == OpResult::kOk) *result = f.value;
   return r;
 }
 
@@ -208,11 +174,14 @@ DOORBELL_HD OpResult atomic_fetch_xor(C& ctx, const DevState& st, uint64_t off, 
 // Non-fetching add: the result lands in ibuf slot 0 and nobody waits for it.
 template <class C>
 DOORBELL_HD OpResult atomic_add(C& ctx, const DevState& st, uint64_t off, uint64_t v, uint32_t pe) {
-  const DevQp& qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
-  uint64_t base;
-  if (OpResult r = reserve(ctx, st, qp, 1, &base); r != OpResult::kOk) return r;
-  write_atomic_wqe(ctx, st, qp, base, mlx5::WqeOpcode::kAtomicFa, off, pe, v, 0, reinterpret_cast<uint64_t>(qp.ibuf));
-  return submit(ctx, st, qp, base, 1);
+  const QpSelector sel{QpSelector::kByWarp, 0};
+  if (st.backups != nullptr) {
+    LogEntry e;
+    e.kind = LogEntry::kAdd, e.slot = select_slot(ctx, st, pe, sel), e.pe = pe, e.a = off, e.b = v;
+    return nbi_failover(ctx, st, e);
+  }
+  uint64_t idx;
+  return add_on(ctx, st, select_qp(ctx, st, pe, sel), off, v, pe, &idx);
 }
 
 }  // namespace doorbell::ibgda

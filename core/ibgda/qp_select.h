@@ -24,8 +24,9 @@ DOORBELL_HD uint32_t qp_slot(const DevState& st, uint32_t id, uint32_t pe) {
   return st.layout == QpLayout::kQpMajor ? (id % nrc) * st.npes + pe : pe * nrc + id % nrc;
 }
 
+// The slot (layout index) of the main QP a request to `pe` takes.
 template <class C>
-DOORBELL_HD const DevQp& select_qp(C& ctx, const DevState& st, uint32_t pe, QpSelector sel = {}) {
+DOORBELL_HD uint32_t select_slot(C& ctx, const DevState& st, uint32_t pe, QpSelector sel = {}) {
   uint32_t id = 0;
   switch (sel.kind) {
     case QpSelector::kAny: id = uint32_t(ctx.atomic_add(exec::gpu_scope, st.group_switches, 1)); break;
@@ -33,7 +34,12 @@ DOORBELL_HD const DevQp& select_qp(C& ctx, const DevState& st, uint32_t pe, QpSe
     case QpSelector::kByCta: id = ctx.cta(); break;
     case QpSelector::kIndex: id = sel.index; break;
   }
-  return st.qps[qp_slot(st, id, pe)];
+  return qp_slot(st, id, pe);
+}
+
+template <class C>
+DOORBELL_HD const DevQp& select_qp(C& ctx, const DevState& st, uint32_t pe, QpSelector sel = {}) {
+  return st.qps[select_slot(ctx, st, pe, sel)];
 }
 
 }  // namespace doorbell::ibgda

@@ -13,7 +13,16 @@
 
 namespace doorbell::ibgda {
 
-enum class OpResult : uint8_t { kOk, kTimeout, kCqError };
+// kQpFailed: the QP was marked FAILED while the call waited; what the call reserved was not
+// posted (failover.h retries it on the other path).
+enum class OpResult : uint8_t { kOk, kTimeout, kCqError, kQpFailed };
+
+// True once failover marked the QP FAILED: its waits give up instead of spinning on a ring
+// whose progress may never come (the QP is in ERR, a reservation was abandoned).
+template <class C>
+DOORBELL_HD bool qp_failed(C& ctx, const DevQp& qp) {
+  return qp.hp != nullptr && ctx.load(exec::gpu_scope, exec::acquire, &qp.hp->state) == uint64_t(Health::kFailed);
+}
 
 // The doorbell record's 8 bytes for producer index `pi` as one little-endian word: receive
 // word 0, send word = pi & 0xffff, both big-endian.
@@ -73,8 +82,10 @@ DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64
   using namespace exec;
   if (ctx.load(gpu_scope, acquire, &qp.mv->cons_idx) >= idx) return OpResult::kOk;
   // The 16-bit wqe_counter can only be trusted for posted WQEs.
-  if (wait_until(ctx, "poll_cq: prod_idx >= idx", &qp.mv->prod_idx, [idx](uint64_t p) { return p >= idx; }) != WaitResult::kOk)
-    return OpResult::kTimeout;
+  for (uint64_t p; (p = ctx.load(gpu_scope, acquire, &qp.mv->prod_idx)) < idx;) {
+    if (qp_failed(ctx, qp)) return OpResult::kQpFailed;
+    if (!ctx.spin("poll_cq: prod_idx >= idx", &qp.mv->prod_idx, p)) return OpResult::kTimeout;
+  }
   // Bytes 56..63 of the CQE in one load: qpn (4), wqe_counter (2, big-endian), signature, op_own.
   const auto* tail = reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(qp.cqe) + 56);
   uint16_t wc = 0;
@@ -90,6 +101,7 @@ DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64
     // Done once wqe_counter + 1 reaches idx (the -2 makes wqe_counter + 1 == idx wrap out).
     if (uint16_t(uint16_t(idx) - wc - 2) >= qp.nwqes) break;
     if (ctx.load(gpu_scope, acquire, &qp.mv->cons_idx) >= idx) return OpResult::kOk;  // another thread did it
+    if (qp_failed(ctx, qp)) return OpResult::kQpFailed;  // e.g. its CQ overran: no CQE will come
     if (!ctx.spin("poll_cq: CQE wqe_counter", tail, wc)) return OpResult::kTimeout;
   }
   const uint16_t wc1 = uint16_t(wc + 1);
@@ -114,6 +126,7 @@ DOORBELL_HD OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32
   const uint64_t need = *base + n - qp.nwqes;
   for (;;) {
     if (ctx.load(gpu_scope, acquire, &qp.mv->cons_idx) >= need) return OpResult::kOk;
+    if (qp_failed(ctx, qp)) return OpResult::kQpFailed;  // the reservation is abandoned with the ring
     const uint64_t prod = ctx.load(gpu_scope, acquire, &qp.mv->prod_idx);
     if (prod >= need) return poll_cq(ctx, st, qp, need);
     const uint64_t ready = ctx.load(gpu_scope, acquire, &qp.mv->ready_head);
@@ -154,8 +167,10 @@ DOORBELL_HD OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_
   using namespace exec;
   publish_wqes(ctx, st.opt);
   const uint64_t next = base + n;
-  while (ctx.atomic_cas(gpu_scope, &qp.mv->ready_head, base, next) != base)
+  while (ctx.atomic_cas(gpu_scope, &qp.mv->ready_head, base, next) != base) {
+    if (qp_failed(ctx, qp)) return OpResult::kQpFailed;  // an earlier reservation was abandoned
     if (!ctx.spin("submit: ready_head CAS", &qp.mv->ready_head, base)) return OpResult::kTimeout;
+  }
   const uint64_t batch = st.opt.num_requests_in_batch;
   const bool idle = !st.opt.plant_no_idle_doorbell && ctx.load(gpu_scope, relaxed, &qp.mv->resv_head) == next;
   const uint64_t prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);

@@ -27,6 +27,33 @@ struct Mvars {
 
 inline constexpr uint32_t kIbufSlotBytes = 256;  // one uint64 per lane of a warp
 
+// Health of a QP (seed 002): GOOD, SUSPECTED (stalled; a host watchdog re-rang it) and
+// RECOVERING (back after a reset, on probation) carry traffic; a FAILED one sends its
+// traffic to the backup QP while the host recovers it.
+enum class Health : uint64_t { kGood = 0, kSuspected = 1, kFailed = 2, kRecovering = 3 };
+DOORBELL_HD const char* health_name(Health h) {
+  switch (h) {
+    case Health::kGood: return "GOOD";
+    case Health::kSuspected: return "SUSPECTED";
+    case Health::kFailed: return "FAILED";
+    case Health::kRecovering: return "RECOVERING";
+  }
+  return "?";
+}
+
+inline constexpr uint32_t kVerdicts = 8;  // recoveries a thread may lag behind and still learn the outcome
+
+// Failover words of one QP (device memory), shared by its users and the host's recovery.
+struct QpHealth {
+  uint64_t state = 0;      // Health
+  uint64_t users = 0;      // threads inside the send protocol on this QP: recovery waits for 0
+  uint64_t epoch = 0;      // resets so far: WQE indices of an older epoch are void
+  // The verdict on epoch e, at [e % kVerdicts]: its WQEs below this index reached the
+  // responder (from the peer QP's next_rcv_psn); the rest did not and may be replayed.
+  uint64_t applied[kVerdicts] = {};
+  uint64_t dead = 0;       // the peer is gone: no recovery will come
+};
+
 struct DevQp {
   uint32_t qpn = 0;
   uint32_t pe = 0;                     // the PE this QP reaches
@@ -39,6 +66,7 @@ struct DevQp {
   uint8_t* ibuf = nullptr;             // slot 0: non-fetch AMOs and CST; slots 1..nslots: fetch ring
   uint32_t ibuf_lkey = 0;
   uint32_t ibuf_nslots = 0;            // fetch slots (power of two)
+  QpHealth* hp = nullptr;              // failover words (null: no failover)
 };
 
 enum class QpLayout : uint8_t {
@@ -63,6 +91,11 @@ struct DevState {
   uint64_t* group_switches = nullptr;   // round-robin counter for DEFAULT/ANY selection
   Options opt;
   heap::KeyTables keys;
+  // Failover (null: off): a backup QP per main QP (same layout), and each thread's log of
+  // its non-blocking operations since its last quiet (failover.h), `log_threads` of them.
+  DevQp* backups = nullptr;
+  struct ReplayLog* logs = nullptr;
+  uint32_t log_threads = 0;
   uint64_t* heap_bases = nullptr;       // per PE
   uint64_t* error = nullptr;            // first error CQE seen (error_word); a root cause replaces a flush
 };

@@ -1,0 +1,214 @@
+// QP failover on the device (seed 002, SPEC §5). Each main QP has a backup to the same PE.
+// A thread picks the main QP unless it is FAILED (then the backup), counts itself in as a
+// user while inside the send protocol, and after each operation updates the QP's health
+// from the outcome: an error CQE, or a wait given up because someone else marked the QP
+// FAILED, marks it FAILED; a success on a SUSPECTED / RECOVERING QP marks it GOOD.
+//
+// The host's recovery (core/ibgda/host/recovery.cc) waits until a FAILED QP has no users,
+// drains it, learns from the peer how far the responder executed it (next_rcv_psn), resets
+// both ends and leaves that as the epoch's verdict. Threads then replay what did not
+// complete: RDMA WRITE / READ are idempotent and are simply issued again; an atomic is
+// issued again only if the verdict says it never reached the responder, so none is
+// applied twice. A fetch whose atomic was applied but whose response was lost cannot be
+// recovered: it fails (an unrecoverable error, with the root cause recorded).
+//
+// Non-blocking operations are remembered in the calling thread's replay log until its
+// next quiet, which completes or replays each of them.
+#pragma once
+
+#include <cstdint>
+
+#include "core/ibgda/post_on_qp.h"
+#include "core/ibgda/qp_select.h"
+
+namespace doorbell::ibgda {
+
+inline constexpr uint32_t kFailoverAttempts = 8;  // tries per operation before it fails for good
+
+struct LogEntry {
+  enum Kind : uint8_t { kPut, kGet, kAdd } kind = kPut;
+  bool backup = false;   // which QP of the slot carried it
+  uint32_t slot = 0, pe = 0;
+  uint64_t a = 0, b = 0, bytes = 0;  // put / get: local and remote offsets; add: offset, value
+  uint64_t epoch = 0, begin = 0, end = 0;  // its WQEs [begin, end) in that epoch of that QP
+};
+inline constexpr uint32_t kLogEntries = 16;
+struct ReplayLog {
+  uint32_t n = 0;
+  LogEntry e[kLogEntries];
+};
+
+template <class C>
+DOORBELL_HD ReplayLog& my_log(C& ctx, const DevState& st) {
+  const uint32_t t = (ctx.cta() * ctx.warps_per_cta() + ctx.warp()) * ctx.warp_size() + ctx.lane();
+  return st.logs[t % st.log_threads];  // the host sizes logs for the launch (ModelWorld::failover_threads)
+}
+
+// Count this thread in as a user of `qp` unless it FAILED. The count is made visible before
+// the health is read; recovery writes the health before it reads the count, so one of the
+// two always sees the other.
+template <class C>
+DOORBELL_HD bool enter(C& ctx, const DevQp& qp) {
+  using namespace exec;
+  if (qp.hp == nullptr) return true;
+  ctx.atomic_add(gpu_scope, &qp.hp->users, 1);
+  ctx.fence(system_scope);
+  if (ctx.load(system_scope, acquire, &qp.hp->state) != uint64_t(Health::kFailed)) return true;
+  ctx.atomic_add(gpu_scope, &qp.hp->users, ~uint64_t(0));
+  return false;
+}
+template <class C>
+DOORBELL_HD void leave(C& ctx, const DevQp& qp) {
+  if (qp.hp != nullptr) ctx.atomic_add(exec::gpu_scope, &qp.hp->users, ~uint64_t(0));
+}
+
+// Health from an operation's outcome (called while still a user).
+template <class C>
+DOORBELL_HD void note_outcome(C& ctx, const DevQp& qp, OpResult r) {
+  using namespace exec;
+  if (qp.hp == nullptr || r == OpResult::kTimeout) return;
+  uint64_t* s = &qp.hp->state;
+  uint64_t h = ctx.load(gpu_scope, relaxed, s);
+  if (r == OpResult::kOk) {
+    if (h == uint64_t(Health::kSuspected) || h == uint64_t(Health::kRecovering)) ctx.atomic_cas(gpu_scope, s, h, uint64_t(Health::kGood));
+    return;
+  }
+  while (h != uint64_t(Health::kFailed)) {
+    const uint64_t was = ctx.atomic_cas(gpu_scope, s, h, uint64_t(Health::kFailed));
+    if (was == h) break;
+    h = was;
+  }
+}
+
+struct Path {
+  const DevQp* qp = nullptr;
+  bool backup = false;
+};
+
+// Enter the main QP of `slot`, else its backup; while both are FAILED, wait for a recovery.
+template <class C>
+DOORBELL_HD OpResult enter_path(C& ctx, const DevState& st, uint32_t slot, Path* p) {
+  const DevQp& main = st.qps[slot];
+  const DevQp& backup = st.backups[slot];
+  for (;;) {
+    if (enter(ctx, main)) return *p = {&main, false}, OpResult::kOk;
+    if (enter(ctx, backup)) return *p = {&backup, true}, OpResult::kOk;
+    if (ctx.load(exec::gpu_scope, exec::acquire, &main.hp->dead) != 0) return OpResult::kCqError;  // the peer is gone
+    if (!ctx.spin("failover: main and backup QP both FAILED (waiting for a recovery)", &main.hp->state,
+                  uint64_t(Health::kFailed)))
+      return OpResult::kTimeout;
+  }
+}
+
+DOORBELL_HD const DevQp& path_qp(const DevState& st, uint32_t slot, bool backup) {
+  return backup ? st.backups[slot] : st.qps[slot];
+}
+
+// The verdict on WQE `idx` of `epoch` on `qp`: 1 it reached the responder, 0 it did not, -1
+// unknown (the peer is gone, or so many recoveries passed that the verdict was overwritten).
+// Waits until a recovery has ended that epoch.
+template <class C>
+DOORBELL_HD int verdict(C& ctx, const DevQp& qp, uint64_t epoch, uint64_t idx) {
+  using namespace exec;
+  for (uint64_t e; (e = ctx.load(gpu_scope, acquire, &qp.hp->epoch)) <= epoch;) {
+    if (ctx.load(gpu_scope, acquire, &qp.hp->dead) != 0) return -1;
+    if (!ctx.spin("failover: verdict of the failed QP's recovery (epoch)", &qp.hp->epoch, e)) return -1;
+  }
+  if (ctx.load(gpu_scope, acquire, &qp.hp->epoch) - epoch > kVerdicts) return -1;
+  return idx < ctx.load(gpu_scope, acquire, &qp.hp->applied[epoch % kVerdicts]) ? 1 : 0;
+}
+
+// Issue a non-blocking put / get / add on the main QP or its backup; once posted it goes
+// into the thread's replay log (which has room). A call that did not post (the QP failed
+// under it) is issued again on the other path.
+template <class C>
+DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
+  ReplayLog& log = my_log(ctx, st);
+  for (uint32_t attempt = 0;; ++attempt) {
+    Path p;
+    if (OpResult r = enter_path(ctx, st, e.slot, &p); r != OpResult::kOk) return r;
+    OpResult r;
+    uint32_t n = 1;
+    if (e.kind == LogEntry::kAdd) r = add_on(ctx, st, *p.qp, e.a, e.b, e.pe, &e.begin);
+    else
+      r = post_rma(ctx, st, *p.qp, e.kind == LogEntry::kPut ? mlx5::WqeOpcode::kRdmaWrite : mlx5::WqeOpcode::kRdmaRead,
+                   e.kind == LogEntry::kPut ? e.b : e.a, e.kind == LogEntry::kPut ? e.a : e.b, e.bytes, e.pe, &e.begin, &n);
+    note_outcome(ctx, *p.qp, r);
+    if (r == OpResult::kOk) {
+      e.backup = p.backup;
+      e.end = e.begin + n;
+      e.epoch = ctx.load(exec::gpu_scope, exec::relaxed, &p.qp->hp->epoch);  // stable while a user
+      log.e[log.n++] = e;
+    }
+    leave(ctx, *p.qp);
+    if (r != OpResult::kQpFailed || attempt + 1 == kFailoverAttempts) return r;
+  }
+}
+
+// Complete every logged operation of this thread: poll the QP that carried it, and when
+// that QP failed, wait for the recovery's verdict and issue again what must be.
+template <class C>
+DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
+  ReplayLog& log = my_log(ctx, st);
+  for (uint32_t round = 0; log.n != 0; ++round) {
+    if (round == kFailoverAttempts) return OpResult::kCqError;
+    LogEntry todo[kLogEntries];
+    const uint32_t n = log.n;
+    for (uint32_t i = 0; i < n; ++i) todo[i] = log.e[i];
+    log.n = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const LogEntry& e = todo[i];
+      const DevQp& qp = path_qp(st, e.slot, e.backup);
+      if (enter(ctx, qp)) {
+        OpResult r = OpResult::kQpFailed;
+        if (ctx.load(exec::gpu_scope, exec::relaxed, &qp.hp->epoch) == e.epoch) r = poll_cq(ctx, st, qp, e.end);
+        if (r == OpResult::kOk || r == OpResult::kCqError) note_outcome(ctx, qp, r);
+        leave(ctx, qp);
+        if (r == OpResult::kOk) continue;
+        if (r == OpResult::kTimeout) return r;
+      }
+      // Its QP failed: a put or get is issued again whatever happened to it; an add only if
+      // it never reached the responder.
+      if (e.kind == LogEntry::kAdd) {
+        const int v = verdict(ctx, qp, e.epoch, e.begin);
+        if (v < 0) return OpResult::kCqError;
+        if (v == 1) continue;
+      }
+      if (OpResult r = nbi_issue(ctx, st, e); r != OpResult::kOk) return r;  // the log was emptied: room
+    }
+  }
+  return OpResult::kOk;
+}
+
+// A non-blocking operation with failover; a full log is completed (quiet) first.
+template <class C>
+DOORBELL_HD OpResult nbi_failover(C& ctx, const DevState& st, const LogEntry& e) {
+  if (my_log(ctx, st).n == kLogEntries)
+    if (OpResult r = quiet_log(ctx, st); r != OpResult::kOk) return r;
+  return nbi_issue(ctx, st, e);
+}
+
+// A fetching atomic with failover: reconciled by the recovery's verdict, never applied twice.
+template <class C>
+DOORBELL_HD OpResult fetch_failover(C& ctx, const DevState& st, uint32_t slot, mlx5::WqeOpcode op, uint64_t off, uint32_t pe,
+                                    uint64_t swap_add, uint64_t compare, uint64_t* result) {
+  for (uint32_t attempt = 0; attempt < kFailoverAttempts; ++attempt) {
+    Path p;
+    if (OpResult r = enter_path(ctx, st, slot, &p); r != OpResult::kOk) return r;
+    FetchOutcome f;
+    const OpResult r = fetch_atomic_on(ctx, st, *p.qp, op, off, pe, swap_add, compare, &f);
+    note_outcome(ctx, *p.qp, r);
+    const uint64_t epoch = ctx.load(exec::gpu_scope, exec::relaxed, &p.qp->hp->epoch);
+    leave(ctx, *p.qp);
+    if (r == OpResult::kOk) return *result = f.value, r;
+    if (r == OpResult::kTimeout) return r;
+    if (!f.posted) continue;  // nothing reached the NIC: issue it again
+    const int v = verdict(ctx, *p.qp, epoch, f.idx);
+    if (v == 0) continue;     // never executed: safe to issue again
+    if (v == 1 && f.value != kResultUnset) return *result = f.value, OpResult::kOk;  // its response landed first
+    return OpResult::kCqError;  // applied, result lost (or unknown): not recoverable, not repeated
+  }
+  return OpResult::kCqError;
+}
+
+}  // namespace doorbell::ibgda

@@ -1,0 +1,107 @@
+// The IBGDA operations on one given QP (SPEC §1, §4): RMA split at heap-chunk boundaries,
+// one RDMA WQE per piece, only the last one asking for a CQE; atomic WQEs whose result
+// lands in the QP's ibuf. ops.h picks the QP (and failover.h, when a QP fails, another).
+#pragma once
+
+#include <cstdint>
+
+#include "core/ibgda/queue.h"
+
+namespace doorbell::ibgda {
+
+// How many pieces [loff, +bytes) -> [roff, +bytes) on pe splits into at chunk ends.
+DOORBELL_HD uint32_t count_pieces(const DevState& st, uint64_t loff, uint64_t roff, uint64_t bytes, uint32_t pe) {
+  uint32_t n = 0;
+  while (bytes != 0) {
+    const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe);
+    loff += p.bytes, roff += p.bytes, bytes -= p.bytes, ++n;
+  }
+  return n;
+}
+
+// Write the RDMA WRITE / READ WQEs for a transfer at [base, base + pieces), signalling the last.
+template <class C>
+DOORBELL_HD void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t base, uint64_t loff,
+                                uint64_t roff, uint64_t bytes, uint32_t pe) {
+  for (uint64_t idx = base; bytes != 0; ++idx) {
+    const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe);
+    WqeStage s;
+    mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), p.raddr, p.rkey);
+    mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32), uint32_t(p.bytes), p.lkey, p.laddr);
+    loff += p.bytes, roff += p.bytes, bytes -= p.bytes;
+    publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, op, 0, qp.qpn, bytes == 0 ? mlx5::kCtrlCqUpdate : 0, 3);
+  }
+}
+
+// Reserve, write and submit a transfer on `qp`; its WQEs are [*base, *base + *n).
+template <class C>
+DOORBELL_HD OpResult post_rma(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff,
+                              uint64_t bytes, uint32_t pe, uint64_t* base, uint32_t* n) {
+  *n = count_pieces(st, loff, roff, bytes, pe);
+  if (OpResult r = reserve(ctx, st, qp, *n, base); r != OpResult::kOk) return r;
+  write_rma_wqes(ctx, st, qp, op, *base, loff, roff, bytes, pe);
+  if (op == mlx5::WqeOpcode::kRdmaRead) ctx.atomic_max(exec::gpu_scope, &qp.mv->get_head, *base + *n);
+  return submit(ctx, st, qp, *base, *n);
+}
+
+// One atomic WQE (CS or FA) on pe's 8-byte word at `off`, result into local `result_addr`.
+template <class C>
+DOORBELL_HD void write_atomic_wqe(C& ctx, const DevState& st, const DevQp& qp, uint64_t idx, mlx5::WqeOpcode op, uint64_t off,
+                                  uint32_t pe, uint64_t swap_add, uint64_t compare, uint64_t result_addr) {
+  const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe);
+  WqeStage s;
+  mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), st.heap_bases[pe] + off, rk.key);
+  mlx5::set_atomic_seg(s.at<mlx5::WqeAtomicSeg>(32), swap_add, compare);
+  mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(48), 8, qp.ibuf_lkey, result_addr);
+  publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, op, 0, qp.qpn, mlx5::kCtrlCqUpdate, 4);
+}
+
+// What a fetching atomic on one QP left behind: its WQE index (valid once posted) and the
+// ibuf slot's value when the call ended (the result, or `kResultUnset` if none landed).
+inline constexpr uint64_t kResultUnset = 0xdead'beef'dead'beefull;
+struct FetchOutcome {
+  uint64_t idx = 0;
+  bool posted = false;
+  uint64_t value = kResultUnset;
+};
+
+// Fetching atomic on `qp`: reserve an ibuf slot, post, wait for the CQE, read, release the
+// slot. The slot is preset to kResultUnset, so after an error the caller can tell whether
+// the response landed before the QP failed.
+template <class C>
+DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t off, uint32_t pe,
+                                     uint64_t swap_add, uint64_t compare, FetchOutcome* out) {
+  using namespace exec;
+  const uint64_t slot = ctx.atomic_add(gpu_scope, &qp.mv->ibuf_head, 1);
+  if (wait_until(ctx, "fetch_atomic: ibuf slot free", &qp.mv->ibuf_tail,
+                 [&](uint64_t t) { return slot - t < qp.ibuf_nslots; }) != WaitResult::kOk)
+    return OpResult::kTimeout;
+  auto* res = reinterpret_cast<uint64_t*>(qp.ibuf + (1 + (slot & (qp.ibuf_nslots - 1))) * kIbufSlotBytes);
+  if (qp.hp != nullptr) ctx.store(system_scope, relaxed, res, kResultUnset);
+  uint64_t base = 0;
+  OpResult r = reserve(ctx, st, qp, 1, &base);
+  if (r == OpResult::kOk) {
+    write_atomic_wqe(ctx, st, qp, base, op, off, pe, swap_add, compare, reinterpret_cast<uint64_t>(res));
+    r = submit(ctx, st, qp, base, 1);
+    out->idx = base;
+    out->posted = r == OpResult::kOk;
+  }
+  if (r == OpResult::kOk) r = poll_cq(ctx, st, qp, base + 1);
+  if (r != OpResult::kTimeout && out->posted) out->value = ctx.load(system_scope, acquire, res);
+  // Release in order: a later slot may not be reused before this one.
+  if (wait_until(ctx, "fetch_atomic: release in order", &qp.mv->ibuf_tail, [slot](uint64_t t) { return t == slot; }) !=
+      WaitResult::kOk)
+    return OpResult::kTimeout;
+  ctx.store(gpu_scope, release, &qp.mv->ibuf_tail, slot + 1);
+  return r;
+}
+
+// Non-fetching add on `qp`: the result lands in ibuf slot 0 and nobody waits for it.
+template <class C>
+DOORBELL_HD OpResult add_on(C& ctx, const DevState& st, const DevQp& qp, uint64_t off, uint64_t v, uint32_t pe, uint64_t* idx) {
+  if (OpResult r = reserve(ctx, st, qp, 1, idx); r != OpResult::kOk) return r;
+  write_atomic_wqe(ctx, st, qp, *idx, mlx5::WqeOpcode::kAtomicFa, off, pe, v, 0, reinterpret_cast<uint64_t>(qp.ibuf));
+  return submit(ctx, st, qp, *idx, 1);
+}
+
+}  // namespace doorbell::ibgda
