@@ -29,7 +29,7 @@ struct LogEntry {
   enum Kind : uint8_t { kPut, kGet, kAdd } kind = kPut;
   bool backup = false;   // which QP of the slot carried it
   uint32_t slot = 0, pe = 0;
-  uint64_t a = 0, b = 0, bytes = 0;  // put / get: local and remote offsets; add: offset, value
+  uint64_t a = 0, b = 0, bytes = 0;  // put / get: local and remote heap offsets; add: offset, value
   uint64_t epoch = 0, begin = 0, end = 0;  // its WQEs [begin, end) in that epoch of that QP
 };
 inline constexpr uint32_t kLogEntries = 16;
@@ -131,8 +131,8 @@ DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
     uint32_t n = 1;
     if (e.kind == LogEntry::kAdd) r = add_on(ctx, st, *p.qp, e.a, e.b, e.pe, &e.begin);
     else
-      r = post_rma(ctx, st, *p.qp, e.kind == LogEntry::kPut ? mlx5::WqeOpcode::kRdmaWrite : mlx5::WqeOpcode::kRdmaRead,
-                   e.kind == LogEntry::kPut ? e.b : e.a, e.kind == LogEntry::kPut ? e.a : e.b, e.bytes, e.pe, &e.begin, &n);
+      r = post_rma(ctx, st, *p.qp, e.kind == LogEntry::kPut ? mlx5::WqeOpcode::kRdmaWrite : mlx5::WqeOpcode::kRdmaRead, e.a,
+                   e.b, e.bytes, e.pe, &e.begin, &n);
     note_outcome(ctx, *p.qp, r);
     if (r == OpResult::kOk) {
       e.backup = p.backup;
@@ -172,7 +172,9 @@ DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
       if (e.kind == LogEntry::kAdd) {
         const int v = verdict(ctx, qp, e.epoch, e.begin);
         if (v < 0) return OpResult::kCqError;
-        if (v == 1) continue;
+        if (v == 1 && !st.opt.plant_replay_applied) continue;
+      } else if (st.opt.plant_no_replay) {
+        continue;
       }
       if (OpResult r = nbi_issue(ctx, st, e); r != OpResult::kOk) return r;  // the log was emptied: room
     }
@@ -206,7 +208,7 @@ DOORBELL_HD OpResult fetch_failover(C& ctx, const DevState& st, uint32_t slot, m
     const int v = verdict(ctx, *p.qp, epoch, f.idx);
     if (v == 0) continue;     // never executed: safe to issue again
     if (v == 1 && f.value != kResultUnset) return *result = f.value, OpResult::kOk;  // its response landed first
-    return OpResult::kCqError;  // applied, result lost (or unknown): not recoverable, not repeated
+    return v == 1 ? OpResult::kResultLost : OpResult::kCqError;  // not recoverable, and not repeated
   }
   return OpResult::kCqError;
 }

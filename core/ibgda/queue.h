@@ -14,8 +14,9 @@
 namespace doorbell::ibgda {
 
 // kQpFailed: the QP was marked FAILED while the call waited; what the call reserved was not
-// posted (failover.h retries it on the other path).
-enum class OpResult : uint8_t { kOk, kTimeout, kCqError, kQpFailed };
+// posted (failover.h retries it on the other path). kResultLost: a fetching atomic was
+// applied exactly once, but its response was lost with the QP (not recoverable).
+enum class OpResult : uint8_t { kOk, kTimeout, kCqError, kQpFailed, kResultLost };
 
 // True once failover marked the QP FAILED: its waits give up instead of spinning on a ring
 // whose progress may never come (the QP is in ERR, a reservation was abandoned).

@@ -82,6 +82,8 @@ struct Options {
   bool plant_no_idle_doorbell = false;  // drop the "resv_head == new" doorbell rule
   bool plant_no_carry = false;          // drop the 0x10000 carry in poll_cq
   uint32_t plant_drop = 0;              // orderings dropped (ordering.h), host builds only
+  bool plant_replay_applied = false;    // failover replays an add the verdict says was applied
+  bool plant_no_replay = false;         // failover drops logged puts / gets of a failed QP
 };
 
 struct DevState {

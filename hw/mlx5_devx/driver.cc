@@ -186,13 +186,24 @@ Status Driver::rtr2rts(const Obj& qp, const RtsSpec& s) { return modify(ctx_, qp
 Status Driver::to_error(const Obj& qp) { return modify(ctx_, qp, build_qp_cmd(kQp2Err, qp.id)); }
 Status Driver::to_reset(const Obj& qp) { return modify(ctx_, qp, build_qp_cmd(kQp2Rst, qp.id)); }
 
-Result<QpcState> Driver::query_qp_state(const Obj& qp) {
+Result<QpQuery> Driver::query_qp(const Obj& qp) {
   auto in = build_qp_cmd(kQueryQp, qp.id);
   Buf<query_qp_out> out{};
   if (Status e = command_error(in.data(), out.data(), ctx_.obj_query(qp, in.data(), in.size(), out.data(), out.size()), &ctx_);
       !e)
     return e;
-  return QpcState(DB_GET(query_qp_out, out.data(), qp_context.state));
+  QpQuery q;
+  q.state = QpcState(DB_GET(query_qp_out, out.data(), qp_context.state));
+  q.next_rcv_psn = uint32_t(DB_GET(query_qp_out, out.data(), qp_context.next_rcv_psn));
+  q.hw_sq_wqebb_counter = uint16_t(DB_GET(query_qp_out, out.data(), qp_context.hw_sq_wqebb_counter));
+  q.sw_sq_wqebb_counter = uint16_t(DB_GET(query_qp_out, out.data(), qp_context.sw_sq_wqebb_counter));
+  return q;
+}
+
+Result<QpcState> Driver::query_qp_state(const Obj& qp) {
+  Result<QpQuery> q = query_qp(qp);
+  if (!q) return q.status();
+  return q->state;
 }
 
 Status Driver::destroy_qp(const Obj& qp) {

@@ -68,6 +68,14 @@ struct RtsSpec {
   uint8_t log_sra_max = 4;      // outstanding READ / atomics as initiator
 };
 
+// What recovery reads back from a QP (QUERY_QP).
+struct QpQuery {
+  prm::QpcState state{};
+  uint32_t next_rcv_psn = 0;           // responder: the PSN it expects next (24 bits)
+  uint16_t hw_sq_wqebb_counter = 0;    // the device's send queue position
+  uint16_t sw_sq_wqebb_counter = 0;    // the doorbell record's
+};
+
 class Driver {
  public:
   explicit Driver(DevxContext& ctx) : ctx_(ctx) {}
@@ -80,6 +88,7 @@ class Driver {
   Status to_error(const Obj& qp);
   Status to_reset(const Obj& qp);
   Result<prm::QpcState> query_qp_state(const Obj& qp);
+  Result<QpQuery> query_qp(const Obj& qp);
   Status destroy_qp(const Obj& qp);
   Status destroy_cq(const Obj& cq);
 

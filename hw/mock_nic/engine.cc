@@ -204,7 +204,7 @@ struct Engine {
       r.nic->find_cq(r.qp->attr.recv_cqn)->post(c, r.nic->now_);
       *rq_index = c.wqe_counter;
     }
-    ++r.qp->rcv_msgs;
+    r.qp->rcv_upto = qp.head + 1;
     Outcome o;
     o.byte_cnt = uint32_t(total);
     return o;
@@ -261,7 +261,7 @@ struct Engine {
       }
     }
     resp.phantom = phantom;
-    ++r.qp->rcv_msgs;
+    r.qp->rcv_upto = qp.head + 1;
     o.byte_cnt = uint32_t(total);
     o.delayed = true;
     return o;
@@ -338,7 +338,7 @@ struct Engine {
       }
     }
     resp.data.resize(size);
-    ++r.qp->rcv_msgs;
+    r.qp->rcv_upto = qp.head + 1;
     if (size == 8) {
       std::memcpy(resp.data.data(), &old, 8);
     } else {
@@ -679,8 +679,20 @@ struct Engine {
 };
 
 size_t Nic::progress(size_t budget) {
-  if (faults_.stalled || faults_.dead) return 0;
   size_t done = 0;
+  if (!faults_.qp_errors.empty()) {
+    const double now = clock_ns();
+    for (Faults::QpError& e : faults_.qp_errors)
+      if (!e.fired && now >= e.at_ns) e.fired = true, (void)force_qp_error(e.qpn), ++done;
+  }
+  if (faults_.stalled || dead()) return done;
+  if (const double now = clock_ns(); now >= faults_.stall_from_ns && now < faults_.stall_until_ns) {
+    if (done == 0 && !clock_) {  // without a clock, the stall is a step budget: jump past it
+      now_ = std::max(now_ + 1, uint64_t(std::ceil(faults_.stall_until_ns / cfg_.action_ns)));
+      return 1;
+    }
+    return done;
+  }
   while (!late_doorbells_.empty() && late_doorbells_.front().due <= now_) {
     const LateDoorbell d = late_doorbells_.front();
     late_doorbells_.pop_front();
@@ -726,7 +738,7 @@ size_t Nic::progress(size_t budget) {
 }
 
 bool Nic::idle() const {
-  if (faults_.dead) return true;
+  if (dead()) return true;
   if (!late_doorbells_.empty()) return false;
   for (const Cq* c : delayed_cqs_)
     if (!c->pending.empty()) return false;

@@ -163,7 +163,7 @@ Status Nic::modify_qp(uint32_t qpn, QpState to, const QpPeer* peer) {
     qp->error_pending = qp->kicked = false;
     qp->retry_deadline_ns = -1;
     qp->rnr_wait = false;
-    qp->rcv_msgs = 0;
+    qp->rcv_upto = 0;
   }
   qp->state = to;
   // Doorbells rung before RTS were remembered; entering RTS acts on them. Entering ERR
@@ -255,7 +255,7 @@ double Nic::clock_ns() const {
 }
 
 bool Nic::link_up() const {
-  if (faults_.dead) return false;
+  if (dead()) return false;
   if (faults_.link_down_until_ns <= faults_.link_down_from_ns) return true;  // no outage set
   const double t = clock_ns();
   return !(t >= faults_.link_down_from_ns && t < faults_.link_down_until_ns);
@@ -263,13 +263,16 @@ bool Nic::link_up() const {
 
 double Nic::next_timer_ns() const {
   double t = std::numeric_limits<double>::infinity();
+  const double now = clock_ns();
+  if (now >= faults_.stall_from_ns && now < faults_.stall_until_ns) t = faults_.stall_until_ns;
+  // A fault due later is not something to wait for: it fires if the NIC is still at work then.
   for (const Qp* q : active_) {
     if (q->retry_deadline_ns < 0) continue;
     t = std::min(t, q->retry_deadline_ns);
     // The link coming back (here or at the peer) may let a waiting QP go on before then.
     const Nic* peer = fabric_ != nullptr ? fabric_->by_lid(q->peer.lid) : this;
     for (const Nic* n : {static_cast<const Nic*>(this), peer})
-      if (n != nullptr && !n->faults_.dead && n->clock_ns() < n->faults_.link_down_until_ns)
+      if (n != nullptr && !n->dead() && n->clock_ns() < n->faults_.link_down_until_ns)
         t = std::min(t, std::max(n->faults_.link_down_until_ns, clock_ns()));
   }
   return t;

@@ -48,6 +48,14 @@ struct Faults {
   // in either direction are lost, so requesters retransmit until their retry timers expire.
   double link_down_from_ns = 0, link_down_until_ns = 0;
   bool dead = false;             // the node is gone: nothing answers, nothing runs
+  double dead_from_ns = -1;      // ... from this time on (negative: never)
+  double stall_from_ns = 0, stall_until_ns = 0;  // the engine does nothing in this window
+  struct QpError {
+    double at_ns;
+    uint32_t qpn;
+    bool fired = false;
+  };
+  std::vector<QpError> qp_errors;  // force these QPs to ERR at these times
 };
 
 class Nic {
@@ -123,6 +131,7 @@ class Nic {
   // progress() jumps the engine there itself.
   double next_timer_ns() const;
   bool link_up() const;
+  bool dead() const { return faults_.dead || (faults_.dead_from_ns >= 0 && clock_ns() >= faults_.dead_from_ns); }
   // What the engine waits on when it cannot act (for hang reports); empty when idle.
   const std::string& waiting() const { return waiting_; }
   // Root causes: every WQE that failed other than by a flush, in order; and async events.

@@ -93,9 +93,10 @@ struct Qp {
   // (negative: not waiting; infinity: RNR with rnr_retry 7).
   double retry_deadline_ns = -1;
   bool rnr_wait = false;
-  // Responder: messages from the peer executed since RESET (the model's next_rcv_psn: one
-  // PSN per message). Tells recovery which requests the responder applied.
-  uint64_t rcv_msgs = 0;
+  // Responder: the requester's WQE index after the last request from the peer it executed
+  // since RESET. The model reports it as next_rcv_psn (its PSNs are the requester's WQE
+  // indices); recovery learns from it which requests the responder applied.
+  uint64_t rcv_upto = 0;
 
   QpStats stats;
   alignas(16) std::byte scratch[mlx5::kMaxDs * mlx5::kDsBytes];  // a WQE that wraps the ring

@@ -32,10 +32,67 @@ ModelWorld::~ModelWorld() {
       pe->devx->free(pe->ibufs[i]);
     }
     pe->queues.reset();
+    pe->backup_queues.reset();
   }
   // Heap chunk MRs go with each ModelDevx; the heap's memory must outlive them.
   for (auto& pe : pes_) pe->devx.reset();
   heap_.reset();
+}
+
+Status ModelWorld::connect_all(bool backup) {
+  const uint32_t n = cfg_.npes;
+  for (uint32_t p = 0; p < n; ++p) {
+    devx::Driver drv(*pes_[p]->devx);
+    for (uint32_t rc = 0; rc < cfg_.num_rc_per_pe; ++rc)
+      for (uint32_t peer = 0; peer < n; ++peer) {
+        const devx::Obj& qp = queue_set(*pes_[p], backup).qp(rc * n + peer);
+        devx::RtrSpec r;
+        r.remote_qpn = queue_set(*pes_[peer], backup).qp(rc * n + p).id;
+        r.dlid = pes_[peer]->nic->lid();
+        if (Status st = drv.rst2init(qp, {}); !st) return st;
+        if (Status st = drv.init2rtr(qp, r); !st) return st;
+        if (Status st = drv.rtr2rts(qp, cfg_.rts); !st) return st;
+      }
+  }
+  return {};
+}
+
+// The device view of one queue set of a PE: a DevQp per QP in layout order, each with its
+// management words, ibuf (registered) and, with failover, health words.
+Status ModelWorld::fill_qps(Pe& pe, bool backup) {
+  const uint32_t n = cfg_.npes, nrc = cfg_.num_rc_per_pe, nqp = n * nrc;
+  devx::QueueSet& qs = queue_set(pe, backup);
+  std::vector<Mvars>& mvars = backup ? pe.backup_mvars : pe.mvars;
+  std::vector<DevQp>& qps = backup ? pe.backups : pe.qps;
+  std::vector<QpHealth>& health = backup ? pe.backup_health : pe.health;
+  mvars.resize(nqp);
+  qps.resize(nqp);
+  if (cfg_.failover) health.resize(nqp);
+  for (uint32_t rc = 0; rc < nrc; ++rc)
+    for (uint32_t peer = 0; peer < n; ++peer) {
+      const uint32_t qi = rc * n + peer;  // queue-set order (QP-major)
+      Result<void*> ib = pe.devx->alloc(uint64_t(cfg_.ibuf_slots + 1) * kIbufSlotBytes, cfg_.nic_buf_on_gpumem);
+      if (!ib) return ib.status();
+      Result<devx::Mr> mr = pe.devx->reg_mr(pe.pdn, *ib, uint64_t(cfg_.ibuf_slots + 1) * kIbufSlotBytes, mock_nic::kLocalWrite);
+      if (!mr) return mr.status();
+      pe.ibufs.push_back(static_cast<uint8_t*>(*ib));
+      pe.ibuf_mrs.push_back(*mr);
+      const uint32_t slot = cfg_.layout == QpLayout::kQpMajor ? rc * n + peer : peer * nrc + rc;
+      DevQp& d = qps[slot];
+      d.qpn = qs.qp(qi).id;
+      d.pe = peer;
+      d.nwqes = 1u << cfg_.log_qp_depth;
+      d.wq = qs.wq(qi);
+      d.dbr = reinterpret_cast<uint64_t*>(qs.qp_dbr(qi));
+      d.bf = reinterpret_cast<uint64_t*>(pe.uar.reg_addr);
+      d.cqe = qs.cq_buf(qi);
+      d.mv = &mvars[slot];
+      d.ibuf = pe.ibufs.back();
+      d.ibuf_lkey = mr->lkey;
+      d.ibuf_nslots = cfg_.ibuf_slots;
+      d.hp = cfg_.failover ? &health[slot] : nullptr;
+    }
+  return {};
 }
 
 Status ModelWorld::build() {
@@ -60,52 +117,22 @@ Status ModelWorld::build() {
     qs.gpu_memory = cfg_.nic_buf_on_gpumem;
     qs.pdn = pe->pdn;
     qs.uar_page = pe->uar.page_id;
-    Result<std::unique_ptr<devx::QueueSet>> q = devx::QueueSet::create(*pe->devx, *pe->devx, qs);
-    if (!q) return q.status();
-    pe->queues = std::move(*q);
+    for (bool backup : {false, true}) {
+      if (backup && !cfg_.failover) break;
+      Result<std::unique_ptr<devx::QueueSet>> q = devx::QueueSet::create(*pe->devx, *pe->devx, qs);
+      if (!q) return q.status();
+      (backup ? pe->backup_queues : pe->queues) = std::move(*q);
+    }
     pes_.push_back(std::move(pe));
   }
-  // Bootstrap: the queue set's QP (rc * npes + peer) of PE p talks to QP (rc * npes + p) of peer.
-  for (uint32_t p = 0; p < n; ++p) {
-    devx::Driver drv(*pes_[p]->devx);
-    for (uint32_t rc = 0; rc < nrc; ++rc)
-      for (uint32_t peer = 0; peer < n; ++peer) {
-        const devx::Obj& qp = pes_[p]->queues->qp(rc * n + peer);
-        devx::RtrSpec r;
-        r.remote_qpn = pes_[peer]->queues->qp(rc * n + p).id;
-        r.dlid = pes_[peer]->nic->lid();
-        if (Status st = drv.rst2init(qp, {}); !st) return st;
-        if (Status st = drv.init2rtr(qp, r); !st) return st;
-        if (Status st = drv.rtr2rts(qp, cfg_.rts); !st) return st;
-      }
-  }
+  for (bool backup : {false, true})
+    if (!backup || cfg_.failover)
+      if (Status st = connect_all(backup); !st) return st;
   for (uint32_t p = 0; p < n; ++p) {
     Pe& pe = *pes_[p];
-    pe.mvars.resize(nqp);
-    pe.qps.resize(nqp);
-    for (uint32_t rc = 0; rc < nrc; ++rc)
-      for (uint32_t peer = 0; peer < n; ++peer) {
-        const uint32_t qi = rc * n + peer;  // queue-set order (QP-major)
-        Result<void*> ib = pe.devx->alloc(uint64_t(cfg_.ibuf_slots + 1) * kIbufSlotBytes, cfg_.nic_buf_on_gpumem);
-        if (!ib) return ib.status();
-        Result<devx::Mr> mr = pe.devx->reg_mr(pe.pdn, *ib, uint64_t(cfg_.ibuf_slots + 1) * kIbufSlotBytes, mock_nic::kLocalWrite);
-        if (!mr) return mr.status();
-        pe.ibufs.push_back(static_cast<uint8_t*>(*ib));
-        pe.ibuf_mrs.push_back(*mr);
-        const uint32_t slot = cfg_.layout == QpLayout::kQpMajor ? rc * n + peer : peer * nrc + rc;
-        DevQp& d = pe.qps[slot];
-        d.qpn = pe.queues->qp(qi).id;
-        d.pe = peer;
-        d.nwqes = 1u << cfg_.log_qp_depth;
-        d.wq = pe.queues->wq(qi);
-        d.dbr = reinterpret_cast<uint64_t*>(pe.queues->qp_dbr(qi));
-        d.bf = reinterpret_cast<uint64_t*>(pe.uar.reg_addr);
-        d.cqe = pe.queues->cq_buf(qi);
-        d.mv = &pe.mvars[slot];
-        d.ibuf = pe.ibufs.back();
-        d.ibuf_lkey = mr->lkey;
-        d.ibuf_nslots = cfg_.ibuf_slots;
-      }
+    for (bool backup : {false, true})
+      if (!backup || cfg_.failover)
+        if (Status st = fill_qps(pe, backup); !st) return st;
     DevState& s = pe.state;
     s.my_pe = p;
     s.npes = n;
@@ -119,6 +146,12 @@ Status ModelWorld::build() {
     uint32_t g = 0;
     while ((uint64_t(1) << g) < cfg_.heap.granularity) ++g;
     s.keys.log2_granularity = g;
+    if (cfg_.failover) {
+      pe.logs.resize(cfg_.failover_threads);
+      s.backups = pe.backups.data();
+      s.logs = pe.logs.data();
+      s.log_threads = cfg_.failover_threads;
+    }
   }
   heap::HeapConfig hc = cfg_.heap;
   hc.npes = n;
@@ -169,6 +202,7 @@ Status ModelWorld::register_chunk(uint32_t chunk, const std::vector<uint8_t*>& a
 
 void ModelWorld::attach(gpu_sim::Scheduler& s) {
   doorbell_ns_.assign(cfg_.npes, 0);
+  if (cfg_.failover) add_recovery_agent(s);
   s.add_reporter([this] {
     const std::string e = nic_errors();
     return e.empty() ? e : "NIC errors and events:\n" + e;
@@ -247,21 +281,22 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
 
 std::string ModelWorld::check_invariants() {
   for (uint32_t p = 0; p < cfg_.npes; ++p)
-    for (const DevQp& q : pes_[p]->qps) {
-      const Mvars& m = *q.mv;
-      const uint64_t fetched = pes_[p]->nic->qp(q.qpn)->head;
-      std::string bad;
-      if (!(m.cons_idx <= m.prod_idx)) bad = "cons > prod";
-      else if (!(m.prod_idx <= m.ready_head)) bad = "prod > ready";
-      else if (!(m.ready_head <= m.resv_head)) bad = "ready > resv";
-      else if (m.ready_head - m.cons_idx > q.nwqes) bad = "ready - cons > depth";
-      else if (m.ibuf_tail > m.ibuf_head) bad = "ibuf tail > head";
-      else if (fetched > m.ready_head) bad = "NIC fetched beyond ready_head";
-      if (!bad.empty())
-        return "pe " + std::to_string(p) + " qpn " + std::to_string(q.qpn) + ": " + bad + " (resv " + std::to_string(m.resv_head) +
-               " ready " + std::to_string(m.ready_head) + " prod " + std::to_string(m.prod_idx) + " cons " +
-               std::to_string(m.cons_idx) + " nic head " + std::to_string(fetched) + ")";
-    }
+    for (const std::vector<DevQp>* set : {&pes_[p]->qps, &pes_[p]->backups})
+      for (const DevQp& q : *set) {
+        const Mvars& m = *q.mv;
+        const uint64_t fetched = pes_[p]->nic->qp(q.qpn)->head;
+        std::string bad;
+        if (!(m.cons_idx <= m.prod_idx)) bad = "cons > prod";
+        else if (!(m.prod_idx <= m.ready_head)) bad = "prod > ready";
+        else if (!(m.ready_head <= m.resv_head)) bad = "ready > resv";
+        else if (m.ready_head - m.cons_idx > q.nwqes) bad = "ready - cons > depth";
+        else if (m.ibuf_tail > m.ibuf_head) bad = "ibuf tail > head";
+        else if (fetched > m.ready_head) bad = "NIC fetched beyond ready_head";
+        if (!bad.empty())
+          return "pe " + std::to_string(p) + " qpn " + std::to_string(q.qpn) + ": " + bad + " (resv " + std::to_string(m.resv_head) +
+                 " ready " + std::to_string(m.ready_head) + " prod " + std::to_string(m.prod_idx) + " cons " +
+                 std::to_string(m.cons_idx) + " nic head " + std::to_string(fetched) + ")";
+      }
   return {};
 }
 

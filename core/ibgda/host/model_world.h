@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/heap/symmetric_heap.h"
+#include "core/ibgda/failover.h"
 #include "core/ibgda/state.h"
 #include "core/transport/reach_map.h"
 #include "hw/gpu_sim/scheduler.h"
@@ -33,6 +34,18 @@ struct WorldConfig {
   uint32_t response_delay_max = 0;    // NIC model: late READ / atomic responses
   uint64_t seed = 1;
   devx::RtsSpec rts;                  // RC timers (ack_timeout, retry_count, rnr_retry) as the driver sets them
+  // Failover (failover.h, recovery.cc): a backup QP per main QP, health words, per-thread
+  // replay logs, and a host agent that recovers failed QP pairs and watches for stalls.
+  bool failover = false;
+  uint32_t failover_threads = 256;    // replay logs per PE: at least the threads of a launch
+  uint32_t watchdog_polls = 24;       // polls of a stuck QP (its NIC idle) before the host acts
+};
+
+// What the recovery agent did, in simulated ns (timed schedule) or the NICs' step clock.
+struct RecoveryStats {
+  uint32_t suspected = 0, rerung = 0, failed = 0, recovered = 0, dead = 0;
+  double first_failure_ns = -1, last_recovery_ns = -1;
+  double max_recovery_ns = 0;  // longest time a pair spent between failure and recovery
 };
 
 class ModelWorld {
@@ -66,6 +79,7 @@ class ModelWorld {
   std::string first_error() const;
   // The NICs' root-cause records and async events, one line each (hang reports).
   std::string nic_errors() const;
+  const RecoveryStats& recovery_stats() const { return recovery_; }
 
  private:
   struct Pe {
@@ -73,9 +87,11 @@ class ModelWorld {
     std::unique_ptr<mock_nic::ModelDevx> devx;
     uint32_t pdn = 0;
     devx::Uar uar;
-    std::unique_ptr<devx::QueueSet> queues;
-    std::vector<Mvars> mvars;
-    std::vector<DevQp> qps;             // layout order
+    std::unique_ptr<devx::QueueSet> queues, backup_queues;
+    std::vector<Mvars> mvars, backup_mvars;
+    std::vector<DevQp> qps, backups;    // layout order
+    std::vector<QpHealth> health, backup_health;
+    std::vector<ReplayLog> logs;
     std::vector<uint8_t*> ibufs;
     std::vector<devx::Mr> ibuf_mrs;
     std::vector<heap::KeyEntry> lkeys_global, rkeys_global;
@@ -85,6 +101,10 @@ class ModelWorld {
   };
   explicit ModelWorld(const WorldConfig& c) : cfg_(c) {}
   Status build();
+  Status connect_all(bool backup);  // RST -> RTS, QP (rc * npes + peer) of PE p to (rc * npes + p) of peer
+  static devx::QueueSet& queue_set(Pe& pe, bool backup) { return backup ? *pe.backup_queues : *pe.queues; }
+  Status fill_qps(Pe& pe, bool backup);
+  void add_recovery_agent(gpu_sim::Scheduler& s);
   Status register_chunk(uint32_t chunk, const std::vector<uint8_t*>& addrs, uint64_t bytes);
   static void set_key(heap::KeyEntry* constant, std::vector<heap::KeyEntry>& global, heap::KeyEntry** global_ptr,
                       uint32_t i, heap::KeyEntry e);
@@ -95,6 +115,7 @@ class ModelWorld {
   std::vector<std::unique_ptr<Pe>> pes_;
   std::vector<double> doorbell_ns_;  // timed schedule: latest doorbell time per PE's NIC
   uint64_t ticks_ = 0;               // untimed schedules: the NICs' shared step clock
+  RecoveryStats recovery_;
   std::function<void(uint32_t, double)> doorbell_observer_;
   std::unique_ptr<heap::SymmetricHeap> heap_;
 };

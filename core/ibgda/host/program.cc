@@ -12,7 +12,36 @@
 
 namespace doorbell::ibgda {
 
-std::string run_program(const Program& p, gpu_sim::SchedOptions so) {
+std::string describe(const ProgramFault& f) {
+  static const char* kNames[] = {"qp_error", "link_down", "stall", "lost_doorbells", "late_doorbells", "late_cqes"};
+  char b[160];
+  std::snprintf(b, sizeof b, "%s pe=%u target=%u at=%.0fns for=%.0fns count=%u", kNames[f.kind], f.pe, f.target, f.at_ns,
+                f.for_ns, f.count);
+  return b;
+}
+
+// Faults into the world's NICs before the run (all of them act on the NICs' clock).
+static void inject(ModelWorld& w, const std::vector<ProgramFault>& faults) {
+  for (const ProgramFault& f : faults) {
+    mock_nic::Faults& nf = w.nic(f.pe).faults();
+    switch (f.kind) {
+      case ProgramFault::kQpError: nf.qp_errors.push_back({f.at_ns, w.state(f.pe).qps[qp_slot(w.state(f.pe), 0, f.target)].qpn}); break;
+      case ProgramFault::kLinkDown: nf.link_down_from_ns = f.at_ns, nf.link_down_until_ns = f.at_ns + f.for_ns; break;
+      case ProgramFault::kStall: nf.stall_from_ns = f.at_ns, nf.stall_until_ns = f.at_ns + f.for_ns; break;
+      case ProgramFault::kLostDoorbells: nf.drop_doorbells = f.count; break;
+      case ProgramFault::kLateDoorbells: nf.doorbell_delay = f.count; break;
+      case ProgramFault::kLateCqes:
+        for (uint32_t q = 0; q < w.config().npes * w.config().num_rc_per_pe; ++q) {
+          (void)w.nic(f.pe).set_completion_delay(w.nic(f.pe).qp(w.state(f.pe).qps[q].qpn)->attr.send_cqn, f.count);
+          if (w.config().failover)
+            (void)w.nic(f.pe).set_completion_delay(w.nic(f.pe).qp(w.state(f.pe).backups[q].qpn)->attr.send_cqn, f.count);
+        }
+        break;
+    }
+  }
+}
+
+std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStats* stats) {
   using Kind = ProgramOpKind;
   WorldConfig c;
   c.npes = p.npes;
@@ -27,6 +56,12 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so) {
   c.heap.heap_bytes = p.heap_bytes;
   c.heap.granularity = 4096;  // many chunks: splits everywhere, keys beyond the constant table
   c.heap.max_handle_bytes = 64 << 10;
+  c.failover = p.failover;
+  c.opt.plant_replay_applied = p.plant_replay_applied;
+  c.opt.plant_no_replay = p.plant_no_replay;
+  c.failover_threads = p.warps * p.lanes;
+  c.rts.ack_timeout = uint8_t(p.ack_timeout);
+  c.rts.retry_count = uint8_t(p.retry_count);
   auto w = ModelWorld::create(c);
   if (!w) return w.status().to_string();
   ModelWorld& world = **w;
@@ -39,6 +74,9 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so) {
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::vector<size_t>> mine;
   for (size_t i = 0; i < p.ops.size(); ++i) mine[{p.ops[i].pe, p.ops[i].warp, p.ops[i].lane}].push_back(i);
   std::vector<uint64_t> fetched(p.ops.size(), ~0ull);
+  std::vector<OpResult> results(p.ops.size(), OpResult::kOk);
+  std::vector<OpResult> quiets;
+  inject(world, p.faults);
   std::string violation;
   so.observe = [&](uint64_t, double) {
     if (violation.empty()) violation = world.check_invariants();
@@ -59,9 +97,11 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so) {
             case Kind::kFetchAdd: r = atomic_fetch_add(ctx, *st, ctr + o.counter * 8, o.add, o.target, &fetched[i]); break;
             case Kind::kAdd: r = atomic_add(ctx, *st, ctr + o.counter * 8, o.add, o.target); break;
           }
-          if (r != OpResult::kOk) return;
+          results[i] = r;
+          if (r != OpResult::kOk && r != OpResult::kResultLost) return;
         }
-      (void)quiet_all(ctx, *st);
+      const OpResult q = quiet_all(ctx, *st);
+      if (q != OpResult::kOk) quiets.push_back(q);
     });
   }
   world.attach(s);
@@ -70,8 +110,13 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so) {
     return std::string(gpu_sim::outcome_name(r.outcome)) + " (" + s.describe() + "):\n" + r.report;
   // What broke, and what the weak memory model saw read stale (nothing in the SC mode).
   auto failed = [&s](const std::string& why) { return why + "\n" + s.memory_report(); };
+  if (stats != nullptr) *stats = world.recovery_stats();
   if (!violation.empty()) return failed("invariant: " + violation);
-  if (std::string e = world.first_error(); !e.empty()) return failed(e);
+  // Without failover any error fails the run; with it, only an operation that failed does.
+  bool op_failed = !quiets.empty();
+  for (OpResult r : results) op_failed |= r != OpResult::kOk && r != OpResult::kResultLost;
+  if (!p.failover || op_failed)
+    if (std::string e = world.first_error(); !e.empty() || op_failed) return failed("an operation failed: " + e);
   // The sequential reference.
   std::vector<std::vector<uint64_t>> sums(p.npes, std::vector<uint64_t>(kProgramCounters));
   std::map<std::pair<uint32_t, uint32_t>, std::set<uint64_t>> olds;
@@ -83,7 +128,7 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so) {
     if (o.kind == Kind::kGet) got = world.at(o.pe, dst + i * kProgramSlot);
     if (got != nullptr && std::memcmp(got, want, o.bytes) != 0) return failed("op " + std::to_string(i) + ": data differs");
     if (o.kind == Kind::kFetchAdd || o.kind == Kind::kAdd) sums[o.target][o.counter] += o.add;
-    if (o.kind == Kind::kFetchAdd && !olds[{o.target, o.counter}].insert(fetched[i]).second)
+    if (o.kind == Kind::kFetchAdd && results[i] == OpResult::kOk && !olds[{o.target, o.counter}].insert(fetched[i]).second)
       return failed("op " + std::to_string(i) + ": fetched a previous value twice (" + std::to_string(fetched[i]) + ")");
   }
   for (uint32_t pe = 0; pe < p.npes; ++pe)

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ibgda/host/model_world.h"
 #include "hw/gpu_sim/scheduler.h"
 
 namespace doorbell::ibgda {
@@ -27,6 +28,15 @@ struct ProgramOp {
   uint32_t counter = 0, add = 1;
 };
 
+// A fault during the run (times on the NICs' clock: simulated ns, or 100 ns per NIC action).
+struct ProgramFault {
+  enum Kind : uint8_t { kQpError, kLinkDown, kStall, kLostDoorbells, kLateDoorbells, kLateCqes } kind = kQpError;
+  uint32_t pe = 0, target = 0;  // kQpError: pe's main QP to target (rc 0)
+  double at_ns = 0, for_ns = 0;
+  uint32_t count = 1;           // lost doorbells; late doorbells / CQEs: engine actions late
+};
+std::string describe(const ProgramFault& f);
+
 struct Program {
   uint32_t npes = 2, warps = 1, lanes = 1;
   uint32_t log_depth = 4, batch_log = 2, ibuf_slots = 8;
@@ -36,6 +46,10 @@ struct Program {
   uint32_t delay = 0;                   // NIC model: late responses
   uint64_t seed = 1;                    // world (response delays, source bytes)
   uint64_t heap_bytes = 8ull << 20;     // per PE; the heap is allocated (and cleared) per run
+  bool failover = false;                // backup QPs, health, recovery (failover.h)
+  bool plant_replay_applied = false, plant_no_replay = false;  // failover bugs, for tests of the checker
+  uint32_t ack_timeout = 14, retry_count = 7;
+  std::vector<ProgramFault> faults;
   std::vector<ProgramOp> ops;
 };
 
@@ -43,6 +57,11 @@ struct Program {
 // invariants are checked after every step). Empty when nothing hung or errored, the
 // invariants held all along and memory equals the sequential reference; else what broke,
 // with the weak memory model's notes on stale reads when it ran in that mode.
-std::string run_program(const Program& p, gpu_sim::SchedOptions so);
+//
+// With failover, faults may be recovered: then the run must still end with memory equal to
+// the reference — no operation lost, none applied twice. The one error it accepts is a
+// fetch-add applied once whose result was lost (kResultLost): its add counts, its value is
+// unknown. `stats`, if given, receives what the recovery did.
+std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStats* stats = nullptr);
 
 }  // namespace doorbell::ibgda

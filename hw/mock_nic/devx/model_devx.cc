@@ -352,7 +352,7 @@ Status ModelDevx::obj_query(const devx::Obj& o, const void* in, size_t inlen, vo
     DB_SET(query_qp_out, out, qp_context.log_sq_size, q->attr.log_sq_size);
     DB_SET(query_qp_out, out, qp_context.uar_page, q->attr.uar_page);
     DB_SET(query_qp_out, out, qp_context.remote_qpn, q->peer.qpn);
-    DB_SET(query_qp_out, out, qp_context.next_rcv_psn, q->rcv_msgs & 0xffffff);  // the model: one PSN per message
+    DB_SET(query_qp_out, out, qp_context.next_rcv_psn, q->rcv_upto & 0xffffff);  // the model numbers PSNs by WQE index
     DB_SET(query_qp_out, out, qp_context.cqn_snd, q->attr.send_cqn);
     DB_SET(query_qp_out, out, qp_context.hw_sq_wqebb_counter, q->head & 0xffff);
     DB_SET(query_qp_out, out, qp_context.sw_sq_wqebb_counter, q->dbr->snd.get() & 0xffff);
