@@ -91,7 +91,12 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (t["pcie_gbps"]) sc.pcie_gbps = double(uint_of(t["pcie_gbps"], "pcie_gbps", 1, 100000));
   }
   if (const YAML::Node s = root["stack"]) {
-    only_keys(s, "stack", {"num_rc_per_pe", "qp_depth", "num_requests_in_batch", "qp_layout", "cst", "cpu_proxy", "nic_buffers", "ibuf_slots"});
+    only_keys(s, "stack", {"num_rc_per_pe", "qp_depth", "num_requests_in_batch", "qp_layout", "cst", "cpu_proxy", "nic_buffers", "ibuf_slots",
+                           "failover", "ack_timeout", "retry_count", "rnr_retry"});
+    if (s["failover"]) sc.failover = bool_of(s["failover"], "failover");
+    if (s["ack_timeout"]) sc.ack_timeout = uint32_t(uint_of(s["ack_timeout"], "ack_timeout", 0, 31));
+    if (s["retry_count"]) sc.retry_count = uint32_t(uint_of(s["retry_count"], "retry_count", 0, 7));
+    if (s["rnr_retry"]) sc.rnr_retry = uint32_t(uint_of(s["rnr_retry"], "rnr_retry", 0, 7));
     if (s["num_rc_per_pe"]) sc.num_rc_per_pe = uint32_t(uint_of(s["num_rc_per_pe"], "num_rc_per_pe", 1, 16));
     if (s["qp_depth"]) sc.qp_depth = pow2_of(s["qp_depth"], "qp_depth", 8, 32768);
     if (s["num_requests_in_batch"]) sc.num_requests_in_batch = pow2_of(s["num_requests_in_batch"], "num_requests_in_batch", 1, 4096);
@@ -226,18 +231,28 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     sc.ops.push_back(op);
   }
   if (const YAML::Node f = root["faults"]) {
-    if (!f.IsSequence()) fail(f, "'faults' must be a list");
-    for (const YAML::Node& n : f) {
-      only_keys(n, "a fault", {"fault", "pe", "target", "count"});
-      if (!n["fault"]) fail(n, "a fault needs 'fault'");
-      Fault fl;
-      const std::string k = choice_of(n["fault"], "fault", {"drop_doorbells", "doorbell_delay", "stale_rkey", "stall_nic"});
-      fl.kind = k == "drop_doorbells" ? Fault::kDropDoorbells : k == "doorbell_delay" ? Fault::kDoorbellDelay
-              : k == "stale_rkey" ? Fault::kStaleRkey : Fault::kStallNic;
-      if (n["pe"]) fl.pe = uint32_t(uint_of(n["pe"], "pe", 0, sc.pes - 1));
-      if (n["target"]) fl.target = uint32_t(uint_of(n["target"], "target", 0, sc.pes - 1));
-      if (n["count"]) fl.count = uint_of(n["count"], "count", 1, 1ull << 40);
-      sc.faults.push_back(fl);
+    if (f.IsScalar() && f.Scalar() == "random") {
+      sc.random_faults = true;
+    } else {
+      if (!f.IsSequence()) fail(f, "'faults' must be a list, or 'random'");
+      for (const YAML::Node& n : f) {
+        using ibgda::WorldFault;
+        only_keys(n, "a fault", {"fault", "pe", "target", "count", "at_us", "for_us"});
+        if (!n["fault"]) fail(n, "a fault needs 'fault'");
+        WorldFault fl;
+        const std::string k = choice_of(n["fault"], "fault",
+                                        {"drop_doorbells", "doorbell_delay", "stale_rkey", "stall_nic", "qp_error", "link_down",
+                                         "late_cqes", "node_death"});
+        for (int i = 0; i <= int(WorldFault::kNodeDeath); ++i)
+          if (k == ibgda::fault_name(WorldFault::Kind(i))) fl.kind = WorldFault::Kind(i);
+        if (n["pe"]) fl.pe = uint32_t(uint_of(n["pe"], "pe", 0, sc.pes - 1));
+        if (n["target"]) fl.target = uint32_t(uint_of(n["target"], "target", 0, sc.pes - 1));
+        if (n["count"]) fl.count = uint32_t(uint_of(n["count"], "count", 1, 1ull << 31));
+        if (n["at_us"]) fl.at_ns = 1000.0 * double(uint_of(n["at_us"], "at_us", 0, 1ull << 40));
+        if (n["for_us"]) fl.for_ns = 1000.0 * double(uint_of(n["for_us"], "for_us", 1, 1ull << 40));
+        if (fl.kind == WorldFault::kLinkDown && !n["for_us"]) fail(n, "link_down needs 'for_us' (how long the port is down)");
+        sc.faults.push_back(fl);
+      }
     }
   }
   if (const YAML::Node r = root["run"]) {

@@ -22,14 +22,6 @@ namespace {
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 uint8_t pattern(uint32_t pe, uint64_t i) { return uint8_t(i * 31 + pe * 7 + 1); }
 
-void flip_rkeys(DevState& st, uint32_t target) {
-  for (uint32_t c = 0; c < st.keys.nchunks; ++c) {
-    const uint32_t i = c * st.npes + target;
-    heap::KeyEntry& e = i < heap::KeyTables::kConstKeys ? st.keys.rkeys_const[i] : st.keys.rkeys_global[i - heap::KeyTables::kConstKeys];
-    e.key ^= 0x80;  // the variant byte: the key of a registration that no longer exists
-  }
-}
-
 const char* mvar_names[] = {"resv_head", "ready_head", "prod_idx", "cons_idx", "get_head", "get_tail", "ibuf_head", "ibuf_tail", "post_send_lock"};
 
 }  // namespace
@@ -82,6 +74,25 @@ void report_head(nlohmann::ordered_json& j, const Scenario& sc, uint64_t seed, c
 // (timed schedule), and the report carries both message rates and their ratio.
 ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
   ReplayResult out = replay_one(sc, opt);
+  // Failover in simulated time: the same run without faults is the reference for the dip.
+  if (sc.failover && (sc.random_faults || !sc.faults.empty()) && out.report.contains("sim_time_ns")) {
+    Scenario clean = sc;
+    clean.faults.clear();
+    clean.random_faults = false;
+    ReplayOptions o = opt;
+    o.trace = nullptr;
+    const ReplayResult c = replay_one(clean, o);
+    if (c.report.contains("sim_time_ns")) {
+      const double t = out.report["sim_time_ns"].get<double>(), t0 = c.report["sim_time_ns"].get<double>();
+      const double dip = t > 0 ? 1 - t0 / t : 0;  // share of the fault-free rate lost over the run
+      out.report["fault_free_sim_time_ns"] = c.report["sim_time_ns"];
+      out.report["throughput_dip"] = double(int64_t(dip * 1000)) / 1000;
+      char line[160];
+      std::snprintf(line, sizeof line, "  vs fault-free: %.3f us -> throughput dip %.1f %%\n", t0 / 1000, dip * 100);
+      const size_t first = out.summary.find('\n') + 1;
+      out.summary.insert(first, line);
+    }
+  }
   if (!sc.compare_cpu_proxy || sc.cpu_proxy) return out;
   Scenario proxied = sc;
   proxied.cpu_proxy = true;
@@ -144,6 +155,11 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   c.heap.heap_bytes = round_up(need + gran * 4, gran);
   c.heap.max_handle_bytes = std::max<uint64_t>(32 * (64 << 10), 4 * gran);  // at most 2 GiB per handle
   c.heap.phantom = sc.phantom;
+  c.failover = sc.failover;
+  c.failover_threads = threads;
+  c.rts.ack_timeout = uint8_t(sc.ack_timeout);
+  c.rts.retry_count = uint8_t(sc.retry_count);
+  c.rts.rnr_retry = uint8_t(sc.rnr_retry);
   auto w = ModelWorld::create(c);
   if (!w) {
     out.outcome = "error";
@@ -216,15 +232,20 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
       for (int k = 0; k < 9; ++k) s.watch(pfx + mvar_names[k], words + k);
       s.watch(pfx + "cqe", reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(d.cqe) + 56));
     }
-  for (const Fault& f : sc.faults) {
-    mock_nic::Faults& nf = world.nic(f.pe).faults();
-    switch (f.kind) {
-      case Fault::kDropDoorbells: nf.drop_doorbells = uint32_t(f.count); break;
-      case Fault::kDoorbellDelay: nf.doorbell_delay = f.count; break;
-      case Fault::kStallNic: nf.stalled = true; break;
-      case Fault::kStaleRkey: flip_rkeys(world.state(f.pe), f.target); break;
-    }
-  }
+  // Faults: the scenario's, or a random schedule drawn from the seed, early enough to meet
+  // work in flight (the first 60 NIC actions on the step clock, 6 us simulated).
+  const std::vector<WorldFault> faults = sc.random_faults ? random_faults(seed, sc.pes, 6e3) : sc.faults;
+  world.inject(faults);
+  if (sc.failover)
+    for (uint32_t pe = 0; pe < sc.pes; ++pe)
+      for (uint32_t q = 0; q < sc.pes * sc.num_rc_per_pe; ++q) {
+        const std::string pfx = "pe" + std::to_string(pe) + ".qp" + std::to_string(q) + ".";
+        s.watch(pfx + "health", &world.state(pe).qps[q].hp->state);
+        s.watch(pfx + "backup.health", &world.state(pe).backups[q].hp->state);
+      }
+  // Operations that failed (with failover: that recovery could not save), and fetch-adds
+  // applied once whose result was lost.
+  uint64_t failed_ops = 0, lost_results = 0;
   // What each fetch-add returned, per target PE: the counter's values before each add.
   std::vector<std::vector<uint64_t>> fetched(sc.pes);
   for (uint32_t pe = 0; pe < sc.pes; ++pe) {
@@ -244,18 +265,20 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
             case OpKind::kFetchAdd:
               res = atomic_fetch_add(ctx, *st, ctr, 1, o.target, &old);
               if (res == OpResult::kOk) fetched[o.target].push_back(old);
+              if (res == OpResult::kResultLost) ++lost_results, res = OpResult::kOk;
               break;
             case OpKind::kAdd: res = atomic_add(ctx, *st, ctr, 1, o.target); break;
             case OpKind::kQuiet: res = quiet_all(ctx, *st); break;
           }
-          if (res != OpResult::kOk) return;
+          if (res != OpResult::kOk) return void(++failed_ops);
         }
       }
       // Generated messages (alltoall, dispatch), spread over the PE's threads.
       const std::vector<Msg>& msgs = gen.by_pe[pe];
       for (uint64_t k = t; k < msgs.size(); k += threads)
-        if (put_nbi(ctx, *st, gen_recv + msgs[k].dst, gen_send + msgs[k].src, msgs[k].len, msgs[k].to) != OpResult::kOk) return;
-      (void)quiet_all(ctx, *st);
+        if (put_nbi(ctx, *st, gen_recv + msgs[k].dst, gen_send + msgs[k].src, msgs[k].len, msgs[k].to) != OpResult::kOk)
+          return void(++failed_ops);
+      if (quiet_all(ctx, *st) != OpResult::kOk) ++failed_ops;
     });
   }
   world.attach(s);
@@ -267,9 +290,10 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   if (r.outcome != gpu_sim::Outcome::kCompleted) {
     out.outcome = "hang";
     out.detail = r.report;
-  } else if (std::string e = world.first_error(); !e.empty()) {
+  } else if (std::string e = world.first_error(); (!sc.failover && !e.empty()) || failed_ops != 0) {
+    // With failover, errors recovery saved are no failure; an operation that failed is.
     out.outcome = "error";
-    out.detail = e;
+    out.detail = (failed_ops != 0 ? std::to_string(failed_ops) + " thread(s) saw an operation fail; " : std::string()) + e;
   } else {
     out.outcome = "completed";
     if (sc.phantom) {
@@ -359,6 +383,17 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   nlohmann::ordered_json& j = out.report;
   report_head(j, sc, seed, schedule, memory_model, out, r.steps, r.trace_hash);
   j["accesses"] = r.accesses;
+  if (!faults.empty()) {
+    nlohmann::ordered_json fl = nlohmann::ordered_json::array();
+    for (const WorldFault& f : faults) fl.push_back(describe(f));
+    j["faults"] = fl;
+  }
+  if (sc.failover) {
+    const RecoveryStats& rs = world.recovery_stats();
+    j["failover"] = {{"suspected", rs.suspected}, {"rerung", rs.rerung},     {"failed", rs.failed},
+                     {"recovered", rs.recovered}, {"dead_pairs", rs.dead}, {"longest_recovery_ns", int64_t(rs.max_recovery_ns)},
+                     {"lost_results", lost_results}};
+  }
   if (gen.messages != 0) j["generated_messages"] = gen.messages, j["generated_bytes"] = gen.bytes;
   if (sc.phantom) j["phantom_transfers"] = phantom_transfers;
   if (so.policy == gpu_sim::Policy::kTimed) {
@@ -398,6 +433,13 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   if (!out.detail.empty()) j["detail"] = out.detail;
   out.summary = sc.name + ": " + out.outcome + " (expected " + j["expected"].get<std::string>() + ") — " +
                 (out.met ? "OK" : "EXPECTATION NOT MET") + "\n";
+  if (sc.failover) {
+    const RecoveryStats& rs = world.recovery_stats();
+    char line[200];
+    std::snprintf(line, sizeof line, "  failover: %u QP pair(s) failed, %u recovered (longest %.1f us), %u re-rung, %llu result(s) lost\n",
+                  rs.failed, rs.recovered, rs.max_recovery_ns / 1000, rs.rerung, (unsigned long long)lost_results);
+    out.summary += line;
+  }
   if (j.contains("sim_time_ns")) {
     char line[160];
     std::snprintf(line, sizeof line, "  simulated %.3f us: %llu ops, %.3f M ops/s, %.3f GB/s (%.3f GB/s per PE)\n",

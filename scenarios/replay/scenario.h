@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/ibgda/host/faults.h"
+
 namespace doorbell::scenario {
 
 enum class OpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd, kQuiet };
@@ -18,13 +20,6 @@ struct Op {
   uint64_t bytes = 8;
   uint32_t count = 1;     // repetitions
   int32_t warp = -1;      // only this warp of each CTA runs it (-1: every warp)
-};
-
-struct Fault {
-  enum Kind : uint8_t { kDropDoorbells, kDoorbellDelay, kStaleRkey, kStallNic } kind = kDropDoorbells;
-  uint32_t pe = 0;
-  uint32_t target = 0;    // stale_rkey: whose key goes stale in pe's table
-  uint64_t count = 1;     // drop_doorbells: how many; doorbell_delay: engine actions
 };
 
 // A copy-engine P2P workload (core/p2p): `pes` GPUs exchange `bytes` per connection through
@@ -66,6 +61,8 @@ struct Scenario {
   // stack
   uint32_t num_rc_per_pe = 1, qp_depth = 64, num_requests_in_batch = 32, ibuf_slots = 8;
   bool pe_major = false, cst = false, cpu_proxy = false, nic_buffers_on_gpu = true;
+  bool failover = false;                 // backup QPs, health, host recovery (core/ibgda/failover.h)
+  uint32_t ack_timeout = 14, retry_count = 7, rnr_retry = 7;  // RC timers, as the driver sets them
   bool plant_no_idle_doorbell = false, plant_no_carry = false;
   uint32_t plant_drop = 0;               // orderings dropped (core/ibgda/ordering.h bits)
   // workload
@@ -79,7 +76,8 @@ struct Scenario {
   bool phantom = false;                  // memory: phantom (sizes only, no bytes)
   P2pWorkload p2p;
   NvlsWorkload nvls;
-  std::vector<Fault> faults;
+  std::vector<ibgda::WorldFault> faults;
+  bool random_faults = false;            // `faults: random`: 1..3 recoverable faults drawn from the run's seed
   // run
   bool compare_cpu_proxy = false;  // also replay with a CPU proxy and report both rates
   std::string schedule = "random";  // random | pct | timed (simulated time, models/cost_model.h)

@@ -44,7 +44,7 @@ TEST(Failover, QpErrorMidRunIsRecoveredWithNothingLostOrRepeated) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     Program p = base(2, 2, 2);
     mixed_ops(p, 8);
-    p.faults.push_back({ProgramFault::kQpError, 0, 1, 2000});  // PE 0's QP to PE 1, after 20 NIC actions
+    p.faults.push_back({WorldFault::kQpError, 0, 1, 2000});  // PE 0's QP to PE 1, after 20 NIC actions
     RecoveryStats st;
     const std::string why = run(p, seed, &st);
     ASSERT_EQ(why, "") << "seed " << seed;
@@ -56,7 +56,7 @@ TEST(Failover, WithoutFailoverTheSameErrorFailsTheRun) {
   Program p = base(2, 2, 2);
   p.failover = false;
   mixed_ops(p, 8);
-  p.faults.push_back({ProgramFault::kQpError, 0, 1, 2000});
+  p.faults.push_back({WorldFault::kQpError, 0, 1, 2000});
   EXPECT_NE(run(p, 1, nullptr), "");
 }
 
@@ -64,7 +64,7 @@ TEST(Failover, LinkDownLongerThanTheRetryTimeoutFailsOverAndRecovers) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     Program p = base(2, 1, 2);
     mixed_ops(p, 8);
-    p.faults.push_back({ProgramFault::kLinkDown, 1, 0, 1000, 20e6});  // 20 ms > 7 ms of retries
+    p.faults.push_back({WorldFault::kLinkDown, 1, 0, 1000, 20e6});  // 20 ms > 7 ms of retries
     RecoveryStats st;
     ASSERT_EQ(run(p, seed, &st), "") << "seed " << seed;
     EXPECT_GE(st.failed, 1u);
@@ -74,7 +74,7 @@ TEST(Failover, LinkDownLongerThanTheRetryTimeoutFailsOverAndRecovers) {
 TEST(Failover, LinkDownShorterThanTheRetryTimeoutNeedsNoFailover) {
   Program p = base(2, 1, 2);
   mixed_ops(p, 8);
-  p.faults.push_back({ProgramFault::kLinkDown, 1, 0, 1000, 2e6});  // 2 ms < 7 ms
+  p.faults.push_back({WorldFault::kLinkDown, 1, 0, 1000, 2e6});  // 2 ms < 7 ms
   RecoveryStats st;
   ASSERT_EQ(run(p, 3, &st), "") << st.failed << " " << st.suspected << " " << st.recovered;
   EXPECT_EQ(st.failed, 0u);
@@ -83,7 +83,7 @@ TEST(Failover, LinkDownShorterThanTheRetryTimeoutNeedsNoFailover) {
 TEST(Failover, LostDoorbellIsRungAgainByTheWatchdog) {
   Program p = base(2, 1, 1);
   mixed_ops(p, 4);
-  p.faults.push_back({ProgramFault::kLostDoorbells, 0, 0, 0, 0, 2});  // PE 0's first two doorbells are lost
+  p.faults.push_back({WorldFault::kLostDoorbells, 0, 0, 0, 0, 2});  // PE 0's first two doorbells are lost
   RecoveryStats st;
   ASSERT_EQ(run(p, 1, &st), "");
   EXPECT_GE(st.rerung, 1u);
@@ -100,7 +100,7 @@ void showValue(const Case& c, std::ostream& os) {
   const Program& p = c.p;
   os << "npes=" << p.npes << " warps=" << p.warps << " lanes=" << p.lanes << " depth=" << (1u << p.log_depth)
      << " delay=" << p.delay << " seed=" << c.seed << "\n";
-  for (const ProgramFault& f : p.faults) os << "  fault " << describe(f) << "\n";
+  for (const WorldFault& f : p.faults) os << "  fault " << describe(f) << "\n";
   for (const ProgramOp& o : p.ops)
     os << "  pe" << o.pe << "/w" << o.warp << "/l" << o.lane << " kind=" << int(o.kind) << " -> pe" << o.target
        << " bytes=" << o.bytes << "\n";
@@ -131,14 +131,14 @@ rc::Gen<Case> gen_case() {
     }
     const uint32_t nf = *rc::gen::inRange(1u, 4u);
     for (uint32_t i = 0; i < nf; ++i) {
-      ProgramFault f;
-      f.kind = ProgramFault::Kind(*rc::gen::inRange(0, 6));
+      WorldFault f;
+      f.kind = WorldFault::Kind(*rc::gen::inRange(0, 6));
       f.pe = *rc::gen::inRange(0u, p.npes);
       f.target = *rc::gen::inRange(0u, p.npes);
       f.at_ns = 100.0 * *rc::gen::inRange(0, 80);  // within the first 80 NIC actions: while work is in flight
       f.for_ns = *rc::gen::element(5e5, 2e6, 2e7);
       // Lost doorbells: a few (a watchdog's ring can be lost too; a NIC losing every one is broken).
-      f.count = f.kind == ProgramFault::kLostDoorbells ? *rc::gen::inRange(1u, 4u) : *rc::gen::inRange(1u, 30u);
+      f.count = f.kind == WorldFault::kLostDoorbells ? *rc::gen::inRange(1u, 4u) : *rc::gen::inRange(1u, 30u);
       p.faults.push_back(f);
     }
     return c;
@@ -163,8 +163,8 @@ TEST(FailoverProperty, FindsPlantedReplayBugs) {
     for (uint64_t seed = 1; seed <= 40 && found == 0; ++seed) {
       Program p = base(2, 2, 2);
       mixed_ops(p, 8);
-      p.faults.push_back({ProgramFault::kQpError, 0, 1, 1000.0 * double(seed % 8 + 1)});
-      p.faults.push_back({ProgramFault::kQpError, 1, 0, 1500.0 * double(seed % 8 + 1)});
+      p.faults.push_back({WorldFault::kQpError, 0, 1, 1000.0 * double(seed % 8 + 1)});
+      p.faults.push_back({WorldFault::kQpError, 1, 0, 1500.0 * double(seed % 8 + 1)});
       (plant == 0 ? p.plant_replay_applied : p.plant_no_replay) = true;
       found += !run(p, seed, nullptr).empty();
     }

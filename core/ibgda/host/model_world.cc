@@ -200,6 +200,35 @@ Status ModelWorld::register_chunk(uint32_t chunk, const std::vector<uint8_t*>& a
   return {};
 }
 
+void ModelWorld::inject(const std::vector<WorldFault>& faults) {
+  for (const WorldFault& f : faults) {
+    mock_nic::Nic& nic = *pes_[f.pe]->nic;
+    mock_nic::Faults& nf = nic.faults();
+    DevState& st = pes_[f.pe]->state;
+    switch (f.kind) {
+      case WorldFault::kQpError: nf.qp_errors.push_back({f.at_ns, st.qps[qp_slot(st, 0, f.target)].qpn}); break;
+      case WorldFault::kLinkDown: nf.link_down_from_ns = f.at_ns, nf.link_down_until_ns = f.at_ns + f.for_ns; break;
+      case WorldFault::kStall:
+        if (f.at_ns == 0 && std::isinf(f.for_ns)) nf.stalled = true;
+        else nf.stall_from_ns = f.at_ns, nf.stall_until_ns = f.at_ns + f.for_ns;
+        break;
+      case WorldFault::kLostDoorbells: nf.drop_doorbells = f.count; break;
+      case WorldFault::kLateDoorbells: nf.doorbell_delay = f.count; break;
+      case WorldFault::kLateCqes:
+        for (const std::vector<DevQp>* set : {&pes_[f.pe]->qps, &pes_[f.pe]->backups})
+          for (const DevQp& q : *set) (void)nic.set_completion_delay(nic.qp(q.qpn)->attr.send_cqn, f.count);
+        break;
+      case WorldFault::kStaleRkey:  // the variant byte: the key of a registration that no longer exists
+        for (uint32_t c = 0; c < st.keys.nchunks; ++c) {
+          const uint32_t i = c * st.npes + f.target;
+          (i < heap::KeyTables::kConstKeys ? st.keys.rkeys_const[i] : st.keys.rkeys_global[i - heap::KeyTables::kConstKeys]).key ^= 0x80;
+        }
+        break;
+      case WorldFault::kNodeDeath: nf.dead_from_ns = f.at_ns; break;
+    }
+  }
+}
+
 void ModelWorld::attach(gpu_sim::Scheduler& s) {
   doorbell_ns_.assign(cfg_.npes, 0);
   if (cfg_.failover) add_recovery_agent(s);

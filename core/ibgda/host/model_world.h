@@ -13,6 +13,7 @@
 
 #include "core/heap/symmetric_heap.h"
 #include "core/ibgda/failover.h"
+#include "core/ibgda/host/faults.h"
 #include "core/ibgda/state.h"
 #include "core/transport/reach_map.h"
 #include "hw/gpu_sim/scheduler.h"
@@ -39,6 +40,7 @@ struct WorldConfig {
   bool failover = false;
   uint32_t failover_threads = 256;    // replay logs per PE: at least the threads of a launch
   uint32_t watchdog_polls = 24;       // polls of a stuck QP (its NIC idle) before the host acts
+  double watchdog_ns = 20e3;          // ... in simulated time (timed schedule)
 };
 
 // What the recovery agent did, in simulated ns (timed schedule) or the NICs' step clock.
@@ -62,6 +64,8 @@ class ModelWorld {
   Result<uint64_t> malloc(uint64_t bytes, uint64_t align = 64) { return heap_->alloc(bytes, align); }
   uint8_t* at(uint32_t pe, uint64_t off) { return heap_->base(pe) + off; }
 
+  // Faults for the coming run (before attach).
+  void inject(const std::vector<WorldFault>& faults);
   // NIC engines (and CPU proxies) become daemon agents; UAR stores are routed to the NICs.
   void attach(gpu_sim::Scheduler& s);
   // Told of every doorbell (PE, simulated or step time) — for timelines.

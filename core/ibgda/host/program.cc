@@ -12,35 +12,6 @@
 
 namespace doorbell::ibgda {
 
-std::string describe(const ProgramFault& f) {
-  static const char* kNames[] = {"qp_error", "link_down", "stall", "lost_doorbells", "late_doorbells", "late_cqes"};
-  char b[160];
-  std::snprintf(b, sizeof b, "%s pe=%u target=%u at=%.0fns for=%.0fns count=%u", kNames[f.kind], f.pe, f.target, f.at_ns,
-                f.for_ns, f.count);
-  return b;
-}
-
-// Faults into the world's NICs before the run (all of them act on the NICs' clock).
-static void inject(ModelWorld& w, const std::vector<ProgramFault>& faults) {
-  for (const ProgramFault& f : faults) {
-    mock_nic::Faults& nf = w.nic(f.pe).faults();
-    switch (f.kind) {
-      case ProgramFault::kQpError: nf.qp_errors.push_back({f.at_ns, w.state(f.pe).qps[qp_slot(w.state(f.pe), 0, f.target)].qpn}); break;
-      case ProgramFault::kLinkDown: nf.link_down_from_ns = f.at_ns, nf.link_down_until_ns = f.at_ns + f.for_ns; break;
-      case ProgramFault::kStall: nf.stall_from_ns = f.at_ns, nf.stall_until_ns = f.at_ns + f.for_ns; break;
-      case ProgramFault::kLostDoorbells: nf.drop_doorbells = f.count; break;
-      case ProgramFault::kLateDoorbells: nf.doorbell_delay = f.count; break;
-      case ProgramFault::kLateCqes:
-        for (uint32_t q = 0; q < w.config().npes * w.config().num_rc_per_pe; ++q) {
-          (void)w.nic(f.pe).set_completion_delay(w.nic(f.pe).qp(w.state(f.pe).qps[q].qpn)->attr.send_cqn, f.count);
-          if (w.config().failover)
-            (void)w.nic(f.pe).set_completion_delay(w.nic(f.pe).qp(w.state(f.pe).backups[q].qpn)->attr.send_cqn, f.count);
-        }
-        break;
-    }
-  }
-}
-
 std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStats* stats) {
   using Kind = ProgramOpKind;
   WorldConfig c;
@@ -76,7 +47,7 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   std::vector<uint64_t> fetched(p.ops.size(), ~0ull);
   std::vector<OpResult> results(p.ops.size(), OpResult::kOk);
   std::vector<OpResult> quiets;
-  inject(world, p.faults);
+  world.inject(p.faults);
   std::string violation;
   so.observe = [&](uint64_t, double) {
     if (violation.empty()) violation = world.check_invariants();

@@ -28,15 +28,6 @@ struct ProgramOp {
   uint32_t counter = 0, add = 1;
 };
 
-// A fault during the run (times on the NICs' clock: simulated ns, or 100 ns per NIC action).
-struct ProgramFault {
-  enum Kind : uint8_t { kQpError, kLinkDown, kStall, kLostDoorbells, kLateDoorbells, kLateCqes } kind = kQpError;
-  uint32_t pe = 0, target = 0;  // kQpError: pe's main QP to target (rc 0)
-  double at_ns = 0, for_ns = 0;
-  uint32_t count = 1;           // lost doorbells; late doorbells / CQEs: engine actions late
-};
-std::string describe(const ProgramFault& f);
-
 struct Program {
   uint32_t npes = 2, warps = 1, lanes = 1;
   uint32_t log_depth = 4, batch_log = 2, ibuf_slots = 8;
@@ -49,7 +40,7 @@ struct Program {
   bool failover = false;                // backup QPs, health, recovery (failover.h)
   bool plant_replay_applied = false, plant_no_replay = false;  // failover bugs, for tests of the checker
   uint32_t ack_timeout = 14, retry_count = 7;
-  std::vector<ProgramFault> faults;
+  std::vector<WorldFault> faults;
   std::vector<ProgramOp> ops;
 };
 

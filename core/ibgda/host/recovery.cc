@@ -30,6 +30,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     // Watchdog: what it last saw, for how many polls, and whether it rang again already.
     uint64_t seen_cons = 0, seen_nic = 0;
     uint32_t polls = 0;
+    double since_ns = 0;  // timed schedule: when it last saw progress
     bool rerung = false;
   };
   struct Pair {
@@ -68,6 +69,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
   auto obj = [this](const End& e) { return queue_set(*pes_[e.pe], e.backup).qp(e.qi); };
   auto nic_qp = [this, dq](const End& e) { return pes_[e.pe]->nic->qp(dq(e).qpn); };
   auto clock = [this] { return pes_[0]->nic->clock_ns(); };
+  const bool timed = s.options().policy == gpu_sim::Policy::kTimed;
 
   s.add_agent("recovery", [=, this, &s](gpu_sim::AgentCtx& a) {
     auto load = [&](const uint64_t* p, const char* what, uint64_t i) { return a.load64(p, "recovery", what, i); };
@@ -77,6 +79,8 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
       std::memset(p, byte, n);
     };
     auto fail = [&](Pair& pr) {
+      // Whether the peer node is gone is out-of-band knowledge (the bootstrap lost it), asked
+      // only once its QP failed (RETRY_EXC after the retry timeout).
       const bool dead = pes_[pr.a.pe]->nic->dead() || pes_[pr.b.pe]->nic->dead();
       for (End* e : {&pr.a, &pr.b}) {
         a.store64(&dq(*e).hp->state, kHealthFailed);
@@ -147,11 +151,12 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
       const uint64_t prod = load(&q.mv->prod_idx, "prod_idx", e.slot), cons = load(&q.mv->cons_idx, "cons_idx", e.slot);
       if (prod == cons || nic.next_timer_ns() != std::numeric_limits<double>::infinity() || cons != e.seen_cons ||
           nic.now() != e.seen_nic) {
-        e.seen_cons = cons, e.seen_nic = nic.now(), e.polls = 0, e.rerung = false;
+        e.seen_cons = cons, e.seen_nic = nic.now(), e.polls = 0, e.rerung = false, e.since_ns = a.now();
         return false;
       }
-      if (++e.polls < cfg_.watchdog_polls) return false;
-      e.polls = 0;
+      // Stuck for watchdog_ns of simulated time, or (untimed) watchdog_polls polls.
+      if (timed ? a.now() - e.since_ns < cfg_.watchdog_ns : ++e.polls < cfg_.watchdog_polls) return false;
+      e.polls = 0, e.since_ns = a.now();
       if (!e.rerung) {
         const uint64_t h = load(&q.hp->state, "health", e.slot);
         if (h != kHealthFailed) a.store64(&q.hp->state, uint64_t(Health::kSuspected));
@@ -174,7 +179,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
             bool trigger = false;
             for (End* e : {&pr.a, &pr.b})
               trigger |= load(&dq(*e).hp->state, "health", e->slot) == kHealthFailed ||
-                         nic_qp(*e)->state == mock_nic::QpState::kErr || pes_[e->pe]->nic->dead();
+                         nic_qp(*e)->state == mock_nic::QpState::kErr;
             if (trigger) fail(pr), did = true;
             else did |= watch(pr, pr.a) || (!pr.self && watch(pr, pr.b));
             break;
