@@ -108,7 +108,7 @@ class ModelWorld {
   Status connect_all(bool backup);  // RST -> RTS, QP (rc * npes + peer) of PE p to (rc * npes + p) of peer
   static devx::QueueSet& queue_set(Pe& pe, bool backup) { return backup ? *pe.backup_queues : *pe.queues; }
   Status fill_qps(Pe& pe, bool backup);
-  void add_recovery_agent(gpu_sim::Scheduler& s);
+  void add_recovery_agent(gpu_sim::Scheduler& s);  // recovery.cc
   Status register_chunk(uint32_t chunk, const std::vector<uint8_t*>& addrs, uint64_t bytes);
   static void set_key(heap::KeyEntry* constant, std::vector<heap::KeyEntry>& global, heap::KeyEntry** global_ptr,
                       uint32_t i, heap::KeyEntry e);
