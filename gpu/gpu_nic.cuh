@@ -3,7 +3,11 @@
 // READ, ATOMIC_FA / ATOMIC_CS and DUMP against an MR table (keys checked: an unknown key or a
 // range outside its region gets an error CQE, nothing is written), and writes collapsed CQEs
 // (slot 0) for CQ_UPDATE WQEs, the CQE's last 8 bytes in one store after the data.
-// It is the device twin of hw/mock_nic's engine, reduced to what IBGDA posts.
+// It is the device twin of hw/mock_nic's engine, reduced to what IBGDA posts. For the failover
+// check it also takes commands per QP (to ERR; reset to a fresh RTS — what DEVX's 2ERR and
+// RST2INIT..RTR2RTS do on a ConnectX), flushes a QP in ERR, records how far each QP's
+// requests executed (the responder's next_rcv_psn), and can fail a QP by itself after a
+// given number of WQEs (an injected error).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +32,14 @@ struct Engine {
   uint32_t nmrs = 0;
   unsigned long long* executed = nullptr;
   unsigned long long* errors = nullptr;
+  // Failover (null: unused), per QP: a command the engine clears once done, the WQE index
+  // after the last request it executed, and an injected error after that many WQEs.
+  uint32_t* cmd = nullptr;
+  uint64_t* executed_upto = nullptr;
+  uint64_t* fail_after = nullptr;
 };
+
+enum : uint32_t { kCmdNone = 0, kCmdToErr = 1, kCmdReset = 2 };
 
 __device__ inline const Region* find_region(const Engine& e, uint32_t key, uint64_t addr, uint64_t len) {
   for (uint32_t i = 0; i < e.nmrs; ++i)
@@ -103,14 +114,37 @@ __device__ inline uint32_t engine_pass(const Engine& e) {
   uint32_t done = 0;
   for (uint32_t i = 0; i < e.nqps; ++i) {
     const ibgda::DevQp& q = e.qps[i];
-    if (e.dead[i]) continue;
+    if (e.cmd != nullptr) {
+      if (const uint32_t c = reinterpret_cast<volatile uint32_t*>(e.cmd)[i]; c != kCmdNone) {
+        if (c == kCmdToErr) e.dead[i] = 1;
+        if (c == kCmdReset) {  // nobody posts to it now: its DBR restarts at 0 with the ring
+          *reinterpret_cast<volatile uint64_t*>(q.dbr) = 0;
+          e.heads[i] = 0, e.executed_upto[i] = 0, e.dead[i] = 0;
+        }
+        __threadfence();
+        reinterpret_cast<volatile uint32_t*>(e.cmd)[i] = kCmdNone;
+      }
+    }
+    if (e.dead[i] && e.cmd == nullptr) continue;
     const uint32_t snd = mlx5::bswap32(uint32_t(*reinterpret_cast<const volatile uint64_t*>(q.dbr) >> 32));
     uint64_t head = e.heads[i];
     const uint64_t prod = head + uint16_t(uint16_t(snd) - uint16_t(head));
     if (prod == head) continue;
     __threadfence();  // the DBR was written after the WQEs: read them after it
+    if (e.dead[i]) {  // ERR: what was posted is flushed (the collapsed CQ keeps the last)
+      write_cqe(q, uint16_t(prod - 1), uint8_t(mlx5::CqeOpcode::kReqErr), uint8_t(mlx5::CqeSyndrome::kWrFlushErr));
+      e.heads[i] = prod;
+      continue;
+    }
     uint32_t n = 0;
     for (; head < prod; ++head, ++n) {
+      if (e.fail_after != nullptr && head >= e.fail_after[i]) {  // the injected error: the QP goes to ERR
+        e.fail_after[i] = ~0ull;
+        e.dead[i] = 1;
+        write_cqe(q, uint16_t(prod - 1), uint8_t(mlx5::CqeOpcode::kReqErr), uint8_t(mlx5::CqeSyndrome::kWrFlushErr));
+        head = prod;
+        break;
+      }
       uint8_t flags = 0;
       const uint8_t synd = execute(e, q, q.wq + (head & (q.nwqes - 1)) * mlx5::kWqebb, head, &flags);
       if (synd != 0) {
@@ -119,6 +153,7 @@ __device__ inline uint32_t engine_pass(const Engine& e) {
         e.dead[i] = 1;
         break;
       }
+      if (e.executed_upto != nullptr) e.executed_upto[i] = head + 1;
       if (flags & mlx5::kCtrlCqUpdate) write_cqe(q, uint16_t(head), uint8_t(mlx5::CqeOpcode::kReq), 0);
     }
     e.heads[i] = head;

@@ -121,6 +121,7 @@ DOORBELL_HD int verdict(C& ctx, const DevQp& qp, uint64_t epoch, uint64_t idx) {
 // Issue a non-blocking put / get / add on the main QP or its backup; once posted it goes
 // into the thread's replay log (which has room). A call that did not post (the QP failed
 // under it) is issued again on the other path.
+// (post_rma / add_on fail only before their submit completes: a failure posted nothing.)
 template <class C>
 DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
   ReplayLog& log = my_log(ctx, st);
@@ -141,7 +142,9 @@ DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
       log.e[log.n++] = e;
     }
     leave(ctx, *p.qp);
-    if (r != OpResult::kQpFailed || attempt + 1 == kFailoverAttempts) return r;
+    // Anything but kOk means the call posted nothing (its reservation was abandoned with the
+    // ring, whether it saw the FAILED mark or the error CQE itself): issue it again.
+    if (r == OpResult::kOk || r == OpResult::kTimeout || attempt + 1 == kFailoverAttempts) return r;
   }
 }
 
