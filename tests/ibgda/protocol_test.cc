@@ -290,5 +290,39 @@ TEST(IbgdaProtocol, ErrorCqeIsReportedNotSpunOn) {
   EXPECT_NE((*w)->first_error().find("REMOTE_ACCESS_ERR"), std::string::npos) << (*w)->first_error();
 }
 
+// The doorbell value is built from prod_idx and the QPN, as NVSHMEM does, not read back from
+// the ring: the last WQEBB before prod_idx need not hold a control segment (the second half
+// of a two-WQEBB WQE), and a doorbell whose QPN field is garbage is dropped by the NIC.
+TEST(IbgdaProtocol, DoorbellValueDoesNotDependOnTheRing) {
+  auto w = ModelWorld::create(world_cfg(2, 4, 4));
+  ASSERT_TRUE(w.is_ok());
+  const uint64_t buf = *(*w)->malloc(4096);
+  DevState* st = &(*w)->state(0);
+  const DevQp& qp = st->qps[1];
+  Scheduler s(sched(1));
+  s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {
+    uint64_t base;
+    ASSERT_EQ(reserve(ctx, *st, qp, 2, &base), OpResult::kOk);
+    // One RDMA WRITE of three 16-byte pieces: 5 octowords, two WQEBBs; the second begins
+    // with a data segment.
+    const heap::Piece p = heap::first_piece(st->keys, st->heap_bases[0], st->heap_bases[1], buf, buf, 48, 1);
+    alignas(16) uint8_t w[128] = {};
+    mlx5::set_ctrl_seg(reinterpret_cast<mlx5::WqeCtrlSeg*>(w), uint16_t(base), mlx5::WqeOpcode::kRdmaWrite, 0, qp.qpn,
+                       mlx5::kCtrlCqUpdate, 5);
+    mlx5::set_raddr_seg(reinterpret_cast<mlx5::WqeRaddrSeg*>(w + 16), p.raddr, p.rkey);
+    for (int k = 0; k < 3; ++k) mlx5::set_data_seg(reinterpret_cast<mlx5::WqeDataSeg*>(w + 32 + 16 * k), 16, p.lkey, p.laddr + 16 * k);
+    ctx.write_bytes(wqe_at(qp, base), w, 64);
+    ctx.write_bytes(wqe_at(qp, base + 1), w + 64, 64);
+    ASSERT_EQ(submit(ctx, *st, qp, base, 2), OpResult::kOk);
+    EXPECT_EQ(poll_cq(ctx, *st, qp, base + 1), OpResult::kOk);  // the CQE names the WQE's first WQEBB
+  });
+  (*w)->attach(s);
+  ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
+  EXPECT_EQ((*w)->nic(0).bad_doorbells(), 0u);
+  EXPECT_EQ((*w)->nic(0).qp(qp.qpn)->stats.doorbells, 1u);
+  const uint64_t v = doorbell_value(1, qp.qpn);
+  EXPECT_EQ(mlx5::bswap32(uint32_t(v >> 32)) >> 8, qp.qpn);
+}
+
 }  // namespace
 }  // namespace doorbell::ibgda
