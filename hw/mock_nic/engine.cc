@@ -32,7 +32,6 @@ struct Outcome {
   uint8_t vendor = 0;
   bool delayed = false;  // a response is on its way (payload staged in qp.staging)
   uint32_t byte_cnt = 0;
-  double rnr_ns = 0;     // RNR NAK: the responder's min_rnr_nak time
 };
 
 Outcome error(CqeSyndrome s, uint8_t vendor) {
@@ -170,11 +169,7 @@ struct Engine {
     if (with_imm) {
       const bool have = srq != nullptr ? srq->consumed < srq->posted
                                        : r.qp->rq_head != r.qp->rq_head + uint16_t(r.qp->dbr->rcv.get() - uint16_t(r.qp->rq_head));
-      if (r.qp->attr.recv_cqn == 0 || !have) {
-        Outcome o = error(CqeSyndrome::kRnrRetryExcErr, vendor::kRnr);
-        o.rnr_ns = rnr_nak_ns(r.qp->timers.min_rnr_nak);
-        return o;
-      }
+      if (r.qp->attr.recv_cqn == 0 || !have) return error(CqeSyndrome::kRnrRetryExcErr, vendor::kRnr);
     }
     if (total != 0) {  // a zero-length write carries no key to check
       const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
@@ -530,9 +525,11 @@ struct Engine {
     if ((o.syndrome == CqeSyndrome::kTransportRetryExcErr && o.vendor == vendor::kRemoteNotReady) ||
         o.syndrome == CqeSyndrome::kRnrRetryExcErr) {
       const bool rnr = o.syndrome == CqeSyndrome::kRnrRetryExcErr;
-      if (!retries_left_out(nic, qp, rnr, o.rnr_ns)) return false;  // not answered yet: try again later
+      Peer r;  // RNR: the responder's min_rnr_nak sets the wait
+      const double rnr_ns = rnr && peer(nic, qp, &r) ? rnr_nak_ns(r.qp->timers.min_rnr_nak) : 0;
+      if (!retries_left_out(nic, qp, rnr, rnr_ns)) return false;  // not answered yet: try again later
       o.vendor = rnr ? vendor::kRnrTimeout : vendor::kRetryTimeout;
-    } else {
+    } else if (qp.retry_deadline_ns >= 0) {
       qp.retry_deadline_ns = -1;  // answered
       qp.rnr_wait = false;
     }
@@ -686,7 +683,8 @@ size_t Nic::progress(size_t budget) {
       if (!e.fired && now >= e.at_ns) e.fired = true, (void)force_qp_error(e.qpn), ++done;
   }
   if (faults_.stalled || dead()) return done;
-  if (const double now = clock_ns(); now >= faults_.stall_from_ns && now < faults_.stall_until_ns) {
+  if (faults_.stall_until_ns > faults_.stall_from_ns && clock_ns() >= faults_.stall_from_ns &&
+      clock_ns() < faults_.stall_until_ns) {
     if (done == 0 && !clock_) {  // without a clock, the stall is a step budget: jump past it
       now_ = std::max(now_ + 1, uint64_t(std::ceil(faults_.stall_until_ns / cfg_.action_ns)));
       return 1;

@@ -254,7 +254,7 @@ double Nic::clock_ns() const {
   return fabric_ != nullptr ? fabric_->now_ns() : double(now_) * cfg_.action_ns;
 }
 
-bool Nic::link_up() const {
+bool Nic::link_up_at_clock() const {
   if (dead()) return false;
   if (faults_.link_down_until_ns <= faults_.link_down_from_ns) return true;  // no outage set
   const double t = clock_ns();

@@ -130,7 +130,10 @@ class Nic {
   // With a clock set: the earliest time a waiting timer acts (infinity: none). Without one,
   // progress() jumps the engine there itself.
   double next_timer_ns() const;
-  bool link_up() const;
+  bool link_up() const {  // inline: asked twice per WQE, and almost always true at once
+    if (!faults_.dead && faults_.dead_from_ns < 0 && faults_.link_down_until_ns <= faults_.link_down_from_ns) return true;
+    return link_up_at_clock();
+  }
   bool dead() const { return faults_.dead || (faults_.dead_from_ns >= 0 && clock_ns() >= faults_.dead_from_ns); }
   // What the engine waits on when it cannot act (for hang reports); empty when idle.
   const std::string& waiting() const { return waiting_; }
@@ -160,6 +163,7 @@ class Nic {
   Qp* find_qp(uint32_t qpn);
   Cq* find_cq(uint32_t cqn);
   void raise(AsyncEvent e);
+  bool link_up_at_clock() const;
   void fail_qp(Qp& qp);  // to ERR from the data path (flushes follow)
   void kick(Qp& qp);
   void trace(const std::string& line) {

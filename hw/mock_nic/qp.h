@@ -73,6 +73,10 @@ struct Qp {
   QpPeer peer;
   uint32_t remote_access = kRemoteWrite | kRemoteRead | kRemoteAtomic;  // what peers may do here
   uint8_t atomic_mode = 3;   // responder: extended (masked) atomics need 3 (8 bytes) or more
+  // Responder: the requester's WQE index after the last request from the peer it executed
+  // since RESET (beside the fields a request reads). The model reports it as next_rcv_psn
+  // (its PSNs are the requester's WQE indices); recovery learns from it what was applied.
+  uint64_t rcv_upto = 0;
   QpTimers timers;
 
   std::byte* sq = nullptr;                // pinned translation of attr.sq_va
@@ -93,10 +97,6 @@ struct Qp {
   // (negative: not waiting; infinity: RNR with rnr_retry 7).
   double retry_deadline_ns = -1;
   bool rnr_wait = false;
-  // Responder: the requester's WQE index after the last request from the peer it executed
-  // since RESET. The model reports it as next_rcv_psn (its PSNs are the requester's WQE
-  // indices); recovery learns from it which requests the responder applied.
-  uint64_t rcv_upto = 0;
 
   QpStats stats;
   alignas(16) std::byte scratch[mlx5::kMaxDs * mlx5::kDsBytes];  // a WQE that wraps the ring

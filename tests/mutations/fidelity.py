@@ -7,7 +7,7 @@ M = [
  ("core/ibgda/queue.h", "ctx.mmio_store64(qp.bf, doorbell_value(upto, qp.qpn));", "ctx.mmio_store64(qp.bf, *reinterpret_cast<const uint64_t*>(wqe_at(qp, upto - 1)));", "ibgda_protocol_test", "*DoorbellValue*"),
  ("hw/mock_nic/cq.cc", "if (!overrun_ignore) {", "if (!collapsed) {", "mock_nic_fidelity_test", "CqOverrun.*"),
  ("hw/mlx5_devx/driver.cc", "  DB_SET(create_cq_in, p, cq_context.oi, s.overrun_ignore ? 1 : 0);\n", "", "mlx5_devx_prm_golden_test", "PrmGolden.CreateCq"),
- ("hw/mock_nic/engine.cc", "      if (!retries_left_out(nic, qp, rnr, o.rnr_ns)) return false;  // not answered yet: try again later", "", "mock_nic_fidelity_test", "RetryTimer.*:RnrTimer.*"),
+ ("hw/mock_nic/engine.cc", "      if (!retries_left_out(nic, qp, rnr, rnr_ns)) return false;  // not answered yet: try again later", "", "mock_nic_fidelity_test", "RetryTimer.*:RnrTimer.*"),
  ("hw/mock_nic/engine.cc", "    r.nic->fail_qp(*r.qp);\n    r.nic->raise({k, r.qp->qpn, uint8_t(s)});", "", "mock_nic_fidelity_test", "Responder.*"),
  ("hw/mock_nic/engine.cc", "        nic.errors_.push_back({qp.qpn, e.wqe_idx, e.wqe_opcode, e.syndrome, e.vendor, nic.clock_ns()});", "", "mock_nic_fidelity_test", "RootCause.*"),
  ("hw/mock_nic/engine.cc", "const uint32_t old32 = mlx5::bswap32(uint32_t(old));", "const uint32_t old32 = uint32_t(old);", "mock_nic_engine_test", "Loopback.MaskedAtomics"),
