@@ -57,9 +57,13 @@ DOORBELL_HD bool enter(C& ctx, const DevQp& qp) {
   ctx.atomic_add(gpu_scope, &qp.hp->users, ~uint64_t(0));
   return false;
 }
+// Leave: everything this thread wrote to the QP's words is visible before the count drops
+// (recovery resets those words once it reads 0).
 template <class C>
 DOORBELL_HD void leave(C& ctx, const DevQp& qp) {
-  if (qp.hp != nullptr) ctx.atomic_add(exec::gpu_scope, &qp.hp->users, ~uint64_t(0));
+  if (qp.hp == nullptr) return;
+  ctx.fence(exec::system_scope);
+  ctx.atomic_add(exec::gpu_scope, &qp.hp->users, ~uint64_t(0));
 }
 
 // Health from an operation's outcome (called while still a user).
@@ -93,7 +97,8 @@ DOORBELL_HD OpResult enter_path(C& ctx, const DevState& st, uint32_t slot, Path*
   for (;;) {
     if (enter(ctx, main)) return *p = {&main, false}, OpResult::kOk;
     if (enter(ctx, backup)) return *p = {&backup, true}, OpResult::kOk;
-    if (ctx.load(exec::gpu_scope, exec::acquire, &main.hp->dead) != 0) return OpResult::kCqError;  // the peer is gone
+    if (ctx.load(exec::gpu_scope, exec::acquire, &main.hp->dead) != 0 || ctx.load(exec::gpu_scope, exec::acquire, &backup.hp->dead) != 0)
+      return OpResult::kCqError;  // the peer is gone
     if (!ctx.spin("failover: main and backup QP both FAILED (waiting for a recovery)", &main.hp->state,
                   uint64_t(Health::kFailed)))
       return OpResult::kTimeout;
@@ -114,8 +119,10 @@ DOORBELL_HD int verdict(C& ctx, const DevQp& qp, uint64_t epoch, uint64_t idx) {
     if (ctx.load(gpu_scope, acquire, &qp.hp->dead) != 0) return -1;
     if (!ctx.spin("failover: verdict of the failed QP's recovery (epoch)", &qp.hp->epoch, e)) return -1;
   }
-  if (ctx.load(gpu_scope, acquire, &qp.hp->epoch) - epoch > kVerdicts) return -1;
-  return idx < ctx.load(gpu_scope, acquire, &qp.hp->applied[epoch % kVerdicts]) ? 1 : 0;
+  const uint64_t applied = ctx.load(gpu_scope, acquire, &qp.hp->applied[epoch % kVerdicts]);
+  // Read the epoch again: had kVerdicts more recoveries passed meanwhile, the slot was reused.
+  if (ctx.load(gpu_scope, acquire, &qp.hp->epoch) - epoch > kVerdicts || applied == kVerdictUnknown) return -1;
+  return idx < applied ? 1 : 0;
 }
 
 // Issue a non-blocking put / get / add on the main QP or its backup; once posted it goes
@@ -148,8 +155,11 @@ DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
   }
 }
 
-// Complete every logged operation of this thread: poll the QP that carried it, and when
-// that QP failed, wait for the recovery's verdict and issue again what must be.
+// Complete every logged operation of this thread: poll the QP that carried it (with a CST
+// first for a get when the GPU lacks write ordering), and when that QP failed, wait for
+// the recovery's verdict — until then the original may still run — and issue again what
+// must be: a put or get whatever happened to it, an add only if it never reached the
+// responder. An early return keeps what was not done in the log.
 template <class C>
 DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
   ReplayLog& log = my_log(ctx, st);
@@ -162,24 +172,23 @@ DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
     for (uint32_t i = 0; i < n; ++i) {
       const LogEntry& e = todo[i];
       const DevQp& qp = path_qp(st, e.slot, e.backup);
+      OpResult r = OpResult::kQpFailed;
       if (enter(ctx, qp)) {
-        OpResult r = OpResult::kQpFailed;
-        if (ctx.load(exec::gpu_scope, exec::relaxed, &qp.hp->epoch) == e.epoch) r = poll_cq(ctx, st, qp, e.end);
+        if (ctx.load(exec::gpu_scope, exec::relaxed, &qp.hp->epoch) == e.epoch)
+          r = e.kind == LogEntry::kGet && !st.opt.may_skip_cst ? quiet(ctx, st, qp) : poll_cq(ctx, st, qp, e.end);
         if (r == OpResult::kOk || r == OpResult::kCqError) note_outcome(ctx, qp, r);
         leave(ctx, qp);
-        if (r == OpResult::kOk) continue;
-        if (r == OpResult::kTimeout) return r;
       }
-      // Its QP failed: a put or get is issued again whatever happened to it; an add only if
-      // it never reached the responder.
-      if (e.kind == LogEntry::kAdd) {
-        const int v = verdict(ctx, qp, e.epoch, e.begin);
-        if (v < 0) return OpResult::kCqError;
-        if (v == 1 && !st.opt.plant_replay_applied) continue;
-      } else if (st.opt.plant_no_replay) {
-        continue;
+      if (r == OpResult::kOk) continue;
+      const int v = r == OpResult::kTimeout ? -1 : verdict(ctx, qp, e.epoch, e.begin);
+      if (v < 0) r = r == OpResult::kTimeout ? r : OpResult::kCqError;
+      else if (e.kind == LogEntry::kAdd && v == 1 && !st.opt.plant_replay_applied) continue;
+      else if (e.kind != LogEntry::kAdd && st.opt.plant_no_replay) continue;
+      else r = nbi_issue(ctx, st, e);  // the log was emptied: there is room
+      if (r != OpResult::kOk) {
+        for (uint32_t k = i + (v >= 0 ? 1 : 0); k < n && log.n < kLogEntries; ++k) log.e[log.n++] = todo[k];
+        return r;
       }
-      if (OpResult r = nbi_issue(ctx, st, e); r != OpResult::kOk) return r;  // the log was emptied: room
     }
   }
   return OpResult::kOk;

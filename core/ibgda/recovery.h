@@ -41,16 +41,23 @@ DOORBELL_HD bool pair_failed(M& m, N& n, const PairRecovery& pr) {
   return false;
 }
 
+// The peer node is gone: both ends stay FAILED and say so, nothing will recover them.
+template <class M>
+DOORBELL_HD void pair_dead(M& m, PairRecovery& pr) {
+  m.store(&pr.a.qp->hp->dead, 1);
+  m.store(&pr.b.qp->hp->dead, 1);
+  pr.phase = PairRecovery::kDead;
+}
+
 template <class M, class N>
 DOORBELL_HD void pair_fail(M& m, N& n, PairRecovery& pr) {
-  const bool dead = n.dead(pr.a.id) || n.dead(pr.b.id);
   PairEnd* ends[2] = {&pr.a, &pr.b};
   for (PairEnd* e : ends) {
     m.store(&e->qp->hp->state, uint64_t(Health::kFailed));
     n.fail(e->id);
-    if (dead) m.store(&e->qp->hp->dead, 1);
   }
-  pr.phase = dead ? PairRecovery::kDead : PairRecovery::kDraining;
+  pr.phase = PairRecovery::kDraining;
+  if (n.dead(pr.a.id) || n.dead(pr.b.id)) pair_dead(m, pr);
 }
 
 template <class M, class N>
@@ -79,16 +86,18 @@ DOORBELL_HD void pair_reset(M& m, N& n, PairRecovery& pr) {
   pr.phase = PairRecovery::kIdle;
 }
 
-// One step of a pair's recovery; returns what it did (nothing, failed it, reset it).
-enum class RecoveryStep : uint8_t { kNone, kFailed, kReset };
+// One step of a pair's recovery; returns what it did (nothing, failed it, reset it, found
+// its peer dead — then or while draining, which a dead node never finishes).
+enum class RecoveryStep : uint8_t { kNone, kFailed, kReset, kDead };
 template <class M, class N>
 DOORBELL_HD RecoveryStep recovery_step(M& m, N& n, PairRecovery& pr) {
   switch (pr.phase) {
     case PairRecovery::kIdle:
       if (!pair_failed(m, n, pr)) return RecoveryStep::kNone;
       pair_fail(m, n, pr);
-      return RecoveryStep::kFailed;
+      return pr.phase == PairRecovery::kDead ? RecoveryStep::kDead : RecoveryStep::kFailed;
     case PairRecovery::kDraining:
+      if (n.dead(pr.a.id) || n.dead(pr.b.id)) return pair_dead(m, pr), RecoveryStep::kDead;
       if (!end_drained(m, n, pr.a) || (!pr.self && !end_drained(m, n, pr.b))) return RecoveryStep::kNone;
       pair_reset(m, n, pr);
       return RecoveryStep::kReset;

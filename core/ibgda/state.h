@@ -42,6 +42,7 @@ DOORBELL_HD const char* health_name(Health h) {
 }
 
 inline constexpr uint32_t kVerdicts = 8;  // recoveries a thread may lag behind and still learn the outcome
+inline constexpr uint64_t kVerdictUnknown = ~uint64_t(0);  // recovery could not learn how far the responder got
 
 // Failover words of one QP (device memory), shared by its users and the host's recovery.
 struct QpHealth {

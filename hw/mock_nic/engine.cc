@@ -609,7 +609,8 @@ struct Engine {
   // timer runs out, the oldest unanswered WQE fails with RETRY_EXC.
   static size_t land_due(Nic& nic, Qp& qp) {
     size_t n = 0;
-    while (!qp.inflight.empty() && !qp.inflight.front().landed && qp.inflight.front().due <= nic.now_) {
+    while (qp.state == QpState::kRts && !qp.inflight.empty() && !qp.inflight.front().landed &&
+           qp.inflight.front().due <= nic.now_) {
       Inflight& e = qp.inflight.front();
       Nic* rn = nic.fabric_ != nullptr ? nic.fabric_->by_lid(qp.peer.lid) : &nic;
       if (!nic.link_up() || rn == nullptr || !rn->link_up()) {

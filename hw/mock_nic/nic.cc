@@ -166,6 +166,7 @@ Status Nic::modify_qp(uint32_t qpn, QpState to, const QpPeer* peer) {
     qp->rcv_upto = 0;
   }
   qp->state = to;
+  if (to != QpState::kRts) qp->retry_deadline_ns = -1, qp->rnr_wait = false;  // only RTS retransmits
   // Doorbells rung before RTS were remembered; entering RTS acts on them. Entering ERR
   // flushes what was issued or rung. Neither reads a DBR that no doorbell announced.
   if (to == QpState::kErr || (to == QpState::kRts && (qp->kicked || qp->head != qp->prod))) kick(*qp);
@@ -263,11 +264,12 @@ bool Nic::link_up_at_clock() const {
 
 double Nic::next_timer_ns() const {
   double t = std::numeric_limits<double>::infinity();
+  if (dead()) return t;  // nothing runs on a dead node, its timers included
   const double now = clock_ns();
   if (now >= faults_.stall_from_ns && now < faults_.stall_until_ns) t = faults_.stall_until_ns;
   // A fault due later is not something to wait for: it fires if the NIC is still at work then.
   for (const Qp* q : active_) {
-    if (q->retry_deadline_ns < 0) continue;
+    if (q->retry_deadline_ns < 0 || q->state != QpState::kRts) continue;
     t = std::min(t, q->retry_deadline_ns);
     // The link coming back (here or at the peer) may let a waiting QP go on before then.
     const Nic* peer = fabric_ != nullptr ? fabric_->by_lid(q->peer.lid) : this;

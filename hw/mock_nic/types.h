@@ -55,7 +55,7 @@ struct QpTimers {
   uint8_t rnr_retry = 7;
   uint8_t min_rnr_nak = 12;  // responder side: 0.64 ms
 };
-double ack_timeout_ns(uint8_t ack_timeout);  // 4.096 us * 2^t (0: no timeout, taken as 1 step)
+double ack_timeout_ns(uint8_t ack_timeout);  // 4.096 us * 2^t (0: no timeout at all, as in IB: infinity)
 double rnr_nak_ns(uint8_t code);             // the IB spec's RNR NAK timer table
 
 // An asynchronous event, as a ConnectX raises on its event queue.

@@ -92,13 +92,21 @@ TEST(Failover, LinkDownShorterThanTheRetryTimeoutNeedsNoFailover) {
   EXPECT_EQ(st.failed, 0u);
 }
 
+// The only doorbell of a put is lost: without a watchdog that is a hang (the library
+// scenario dropped-doorbell-hang); the host sees posted work the NIC never took and rings
+// again for the GPU.
 TEST(Failover, LostDoorbellIsRungAgainByTheWatchdog) {
-  Program p = base(2, 1, 1);
-  mixed_ops(p, 4);
-  p.faults.push_back({WorldFault::kLostDoorbells, 0, 0, 0, 0, 2});  // PE 0's first two doorbells are lost
-  RecoveryStats st;
-  ASSERT_EQ(run(p, 1, &st), "");
-  EXPECT_GE(st.rerung, 1u);
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    Program p = base(2, 1, 1);
+    ProgramOp o;
+    o.pe = 0, o.target = 1, o.kind = ProgramOpKind::kPut, o.bytes = 256;
+    p.ops.push_back(o);
+    p.faults.push_back({WorldFault::kLostDoorbells, 0, 0, 0, 0, 1});
+    RecoveryStats st;
+    ASSERT_EQ(run(p, seed, &st), "") << "seed " << seed;
+    EXPECT_EQ(st.rerung, 1u);
+    EXPECT_EQ(st.failed, 0u);
+  }
 }
 
 // ---- property ----

@@ -23,7 +23,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     uint32_t pe = 0, slot = 0, qi = 0;  // qi: index in the queue set
     bool backup = false;
     // Watchdog: what it last saw, for how many polls / since when, whether it rang again.
-    uint64_t seen_cons = 0, seen_nic = 0;
+    uint64_t seen_hw = 0, seen_nic = 0;  // the NIC's send queue position, its engine time
     uint32_t polls = 0;
     double since_ns = 0;
     bool rerung = false;
@@ -93,7 +93,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     uint64_t applied(const PairEnd& req, const PairEnd& resp) const {
       Result<devx::QpQuery> r = drv(resp.id).query_qp(obj(resp.id));
       const uint64_t prod = __atomic_load_n(&req.qp->mv->prod_idx, __ATOMIC_ACQUIRE);
-      return r ? prod - ((prod - r->next_rcv_psn) & 0xffffff) : 0;
+      return r ? prod - ((prod - r->next_rcv_psn) & 0xffffff) : kVerdictUnknown;
     }
     void reset(uint32_t id, uint32_t peer) const {
       devx::Driver d = drv(id);
@@ -123,14 +123,19 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     auto clock = [this] { return pes_[0]->nic->clock_ns(); };
     // A QP with posted work whose NIC is idle (no timer either) for watchdog_polls polls
     // (watchdog_ns simulated): SUSPECTED and rung again; still stuck after as long: failed.
+    // (Its load-then-store of the health has no scheduling point between: no CAS needed
+    // here; a real host agent would CAS, and take the post lock to ring.)
     auto watch = [&](PairRecovery& pr, uint32_t id) {
       End& e = (*ends)[id];
       const DevQp& q = dq(id);
       mock_nic::Nic& nic = *pes_[e.pe]->nic;
-      const uint64_t prod = m.load(&q.mv->prod_idx), cons = m.load(&q.mv->cons_idx);
-      if (prod == cons || nic.next_timer_ns() != std::numeric_limits<double>::infinity() || cons != e.seen_cons ||
-          nic.now() != e.seen_nic) {
-        e.seen_cons = cons, e.seen_nic = nic.now(), e.polls = 0, e.rerung = false, e.since_ns = a.now();
+      // Posted work the NIC has not consumed (its position vs the doorbell record's), while
+      // the NIC does nothing and waits for no timer. Completed work nobody polled is not stuck.
+      Result<devx::QpQuery> qq = n.drv(id).query_qp(n.obj(id));
+      const uint64_t prod = m.load(&q.mv->prod_idx), hw = qq ? qq->hw_sq_wqebb_counter : 0;
+      if (!qq || qq->hw_sq_wqebb_counter == qq->sw_sq_wqebb_counter || nic.next_timer_ns() != std::numeric_limits<double>::infinity() ||
+          hw != e.seen_hw || nic.now() != e.seen_nic) {
+        e.seen_hw = hw, e.seen_nic = nic.now(), e.polls = 0, e.rerung = false, e.since_ns = a.now();
         return false;
       }
       if (timed ? a.now() - e.since_ns < cfg_.watchdog_ns : ++e.polls < cfg_.watchdog_polls) return false;
@@ -152,12 +157,16 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
       bool did = false;
       for (size_t i = 0; i < pairs->size(); ++i) {
         PairRecovery& pr = (*pairs)[i];
+        const PairRecovery::Phase before = pr.phase;
         switch (recovery_step(m, n, pr)) {
           case RecoveryStep::kFailed:
-            (*failed_at)[i] = clock();
-            ++recovery_.failed;
+          case RecoveryStep::kDead:
+            if (before == PairRecovery::kIdle) {
+              (*failed_at)[i] = clock();
+              ++recovery_.failed;
+              if (recovery_.first_failure_ns < 0) recovery_.first_failure_ns = clock();
+            }
             recovery_.dead += pr.phase == PairRecovery::kDead;
-            if (recovery_.first_failure_ns < 0) recovery_.first_failure_ns = clock();
             did = true;
             break;
           case RecoveryStep::kReset:
