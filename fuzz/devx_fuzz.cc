@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 0: {
         devx::CqSpec s{in.ConsumeIntegralInRange<uint32_t>(0, 24), in.ConsumeBool(), umem_id(),
                        in.ConsumeIntegralInRange<uint64_t>(0, 1 << 17), umem_id(), in.ConsumeIntegralInRange<uint64_t>(0, 1 << 17),
-                       in.ConsumeBool() ? uar.page_id : u24(), 0};
+                       in.ConsumeBool() ? uar.page_id : u24(), 0, in.ConsumeBool()};
         auto b = Driver::build_create_cq(s);
         cmd.assign(b.begin(), b.end());
         break;

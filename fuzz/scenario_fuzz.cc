@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(s.dispatch_experts % s.pes == 0 && s.dispatch_topk >= 1 && s.dispatch_topk <= s.dispatch_experts,
                "dispatch shape");
   if (s.alltoall_bytes_per_pe != 0) FUZZ_CHECK(s.alltoall_bytes_per_pe % (uint64_t(s.pes) * 8) == 0, "alltoall split");
-  for (const ibgda::WorldFault& f : s.faults) FUZZ_CHECK(f.pe < s.pes && f.target < s.pes, "fault on a PE that does not exist");
+  for (const doorbell::ibgda::WorldFault& f : s.faults) FUZZ_CHECK(f.pe < s.pes && f.target < s.pes, "fault on a PE that does not exist");
   FUZZ_CHECK(s.expect != Expect::kErrors || !s.expect_syndrome.empty(), "expected error without a syndrome");
   return 0;
 }

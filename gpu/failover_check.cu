@@ -33,19 +33,6 @@ constexpr uint32_t kLogDepth = 6, kDepth = 1u << kLogDepth, kIbufSlots = 8;
 constexpr uint32_t kCtas = 2, kThreads = 64, kPuts = 6;
 constexpr uint64_t kCtr = 0, kSrc = 4096, kDst = 64 << 10, kGetDst = 1 << 20;
 
-template <class T>
-T* dalloc(size_t n, int fill = 0) {
-  T* p;
-  CHECK(cudaMalloc(&p, n * sizeof(T)));
-  CHECK(cudaMemset(p, fill, n * sizeof(T)));
-  return p;
-}
-template <class T>
-T* dcopy(const std::vector<T>& v) {
-  T* p = dalloc<T>(v.size());
-  CHECK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return p;
-}
 
 __device__ uint64_t global_ns() {
   uint64_t t;

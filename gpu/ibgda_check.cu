@@ -28,20 +28,6 @@ constexpr uint32_t kNpes = 2;
 constexpr uint64_t kHeap = 4ull << 20, kChunk = 1ull << 20;
 constexpr uint32_t kLogDepth = 8, kDepth = 1u << kLogDepth, kIbufSlots = 8;
 
-template <class T>
-T* dalloc(size_t n, int fill = 0) {
-  T* p;
-  CHECK(cudaMalloc(&p, n * sizeof(T)));
-  CHECK(cudaMemset(p, fill, n * sizeof(T)));
-  return p;
-}
-
-template <class T>
-T* dcopy(const std::vector<T>& v) {
-  T* p = dalloc<T>(v.size());
-  CHECK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return p;
-}
 
 struct GpuWorld {
   uint8_t* heap[kNpes];

@@ -15,15 +15,15 @@ namespace doorbell::devx {
 struct CqSpec {
   uint32_t log_size = 6;
   bool collapsed = true;  // IBGDA send CQs: every CQE in slot 0
-  // cqc.oi: the device never checks the consumer index. A collapsed CQ whose consumer index
-  // nobody advances needs it, or it overruns after 2^log_size CQEs and its QPs go fatal.
-  bool overrun_ignore = true;
   uint32_t buf_umem = 0;
   uint64_t buf_offset = 0;
   uint32_t dbr_umem = 0;
   uint64_t dbr_offset = 0;
   uint32_t uar_page = 0;
   uint32_t eqn = 0;
+  // cqc.oi: the device never checks the consumer index. A collapsed CQ whose consumer index
+  // nobody advances needs it, or it overruns after 2^log_size CQEs and its QPs go fatal.
+  bool overrun_ignore = true;
 };
 
 struct RcQpSpec {

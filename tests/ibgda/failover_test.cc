@@ -8,6 +8,7 @@
 #include <rapidcheck/gtest.h>
 
 #include "core/ibgda/host/program.h"
+#include "tests/ibgda/program_gen.h"
 #include "tests/sim_opts.h"
 
 namespace doorbell::ibgda {
@@ -135,20 +136,7 @@ rc::Gen<Case> gen_case() {
     p.batch_log = *rc::gen::inRange(0u, 4u);
     p.delay = *rc::gen::element(0u, 0u, 10u);
     c.seed = p.seed = *rc::gen::arbitrary<uint64_t>();
-    const uint32_t n = *rc::gen::inRange(8u, 64u);
-    for (uint32_t i = 0; i < n; ++i) {
-      ProgramOp o;
-      o.pe = *rc::gen::inRange(0u, p.npes);
-      o.warp = *rc::gen::inRange(0u, p.warps);
-      o.lane = *rc::gen::inRange(0u, p.lanes);
-      o.kind = ProgramOpKind(*rc::gen::inRange(0, 4));
-      o.target = *rc::gen::inRange(0u, p.npes);
-      o.bytes = *rc::gen::inRange(1u, uint32_t(kProgramSlot) + 1);
-      o.src = *rc::gen::inRange(0u, uint32_t(kProgramRo) - o.bytes + 1);
-      o.counter = *rc::gen::inRange(0u, kProgramCounters);
-      o.add = *rc::gen::inRange(1u, 1000u);
-      p.ops.push_back(o);
-    }
+    gen_ops(p, *rc::gen::inRange(8u, 64u));
     const uint32_t nf = *rc::gen::inRange(1u, 4u);
     for (uint32_t i = 0; i < nf; ++i) {
       WorldFault f;

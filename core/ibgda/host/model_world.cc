@@ -288,16 +288,16 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
           bool did = false;
           for (size_t i = 0; i < pe->qps.size(); ++i) {
             const DevQp& q = pe->qps[i];
-            const uint64_t p = __atomic_load_n(&q.mv->proxy_prod, __ATOMIC_ACQUIRE);  // memory: the host's view
-            if (p <= rung[i]) continue;
+            const uint64_t prod = __atomic_load_n(&q.mv->proxy_prod, __ATOMIC_ACQUIRE);  // memory: the host's view
+            if (prod <= rung[i]) continue;
             a.observe(&q.mv->proxy_prod);                          // published by the GPU at that time
-            a.advance(costs.proxy_post_ns * double(p - rung[i]));  // IBRC-style: each request posted
+            a.advance(costs.proxy_post_ns * double(prod - rung[i]));  // IBRC-style: each request posted
             // The host rings for the GPU: DBR, then the BlueFlame store.
-            a.store64(q.dbr, dbr_word(p));
+            a.store64(q.dbr, dbr_word(prod));
             *rung_ns = std::max(*rung_ns, a.now());
             if (doorbell_observer_) doorbell_observer_(p, a.now());
-            nic->uar_write64(pe->uar.page_id, mlx5::kBfOffset, doorbell_value(p, q.qpn));
-            rung[i] = p;
+            nic->uar_write64(pe->uar.page_id, mlx5::kBfOffset, doorbell_value(prod, q.qpn));
+            rung[i] = prod;
             did = true;
           }
           if (did) a.changed();

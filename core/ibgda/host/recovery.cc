@@ -125,7 +125,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     // (watchdog_ns simulated): SUSPECTED and rung again; still stuck after as long: failed.
     // (Its load-then-store of the health has no scheduling point between: no CAS needed
     // here; a real host agent would CAS, and take the post lock to ring.)
-    auto watch = [&](PairRecovery& pr, uint32_t id) {
+    auto watch = [&](uint32_t id) {
       End& e = (*ends)[id];
       const DevQp& q = dq(id);
       mock_nic::Nic& nic = *pes_[e.pe]->nic;
@@ -177,7 +177,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
             did = true;
             break;
           case RecoveryStep::kNone:
-            if (pr.phase == PairRecovery::kIdle) did |= watch(pr, pr.a.id) || (!pr.self && watch(pr, pr.b.id));
+            if (pr.phase == PairRecovery::kIdle) did |= watch(pr.a.id) || (!pr.self && watch(pr.b.id));
             break;
         }
       }

@@ -1,0 +1,27 @@
+// rapidcheck generators shared by the IBGDA program properties (property_test, failover_test):
+// `n` random operations over a program's PEs, warps and lanes.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include "core/ibgda/host/program.h"
+
+namespace doorbell::ibgda {
+
+inline void gen_ops(Program& p, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) {
+    ProgramOp o;
+    o.pe = *rc::gen::inRange(0u, p.npes);
+    o.warp = *rc::gen::inRange(0u, p.warps);
+    o.lane = *rc::gen::inRange(0u, p.lanes);
+    o.kind = ProgramOpKind(*rc::gen::inRange(0, 4));
+    o.target = *rc::gen::inRange(0u, p.npes);
+    o.bytes = *rc::gen::inRange(1u, uint32_t(kProgramSlot) + 1);
+    o.src = *rc::gen::inRange(0u, uint32_t(kProgramRo) - o.bytes + 1);
+    o.counter = *rc::gen::inRange(0u, kProgramCounters);
+    o.add = *rc::gen::inRange(1u, 1000u);
+    p.ops.push_back(o);
+  }
+}
+
+}  // namespace doorbell::ibgda
