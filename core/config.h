@@ -6,7 +6,8 @@
 #define DOORBELL_HD __host__ __device__ __forceinline__
 #else
 // Host: plain inline. Forcing every protocol function inline (as __forceinline__ does on the
-// device) made the heaviest host files compile 3-4x slower, with no gain in the CPU model's
-// benchmarks (ibgda_bench put_nbi: 4.3-4.7 M/s forced, 4.5-6.2 M/s not).
+// device) made the heaviest host files compile 3-4x slower, with no gain in ibgda_bench
+// (put_nbi 4.3-4.7 M/s forced, 4.5-6.2 M/s not); mock_nic_bench lost about 10 % (the NIC
+// engine's use of the hw/mlx5 wire accessors: those alone should be forced again).
 #define DOORBELL_HD inline
 #endif
