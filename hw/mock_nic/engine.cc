@@ -85,7 +85,7 @@ struct Engine {
 
   // The responder end of an RC connection, if it would answer (exists, RTR/RTS, connected back).
   static bool peer(Nic& nic, const Qp& qp, Peer* out) {
-    Nic* rn = nic.fabric_ != nullptr ? nic.fabric_->by_lid(qp.peer.lid) : (qp.peer.lid == nic.lid() ? &nic : nullptr);
+    Nic* rn = nic.peer_nic(qp);
     if (rn == nullptr || !nic.link_up() || !rn->link_up()) return false;  // packets lost: no answer
     Qp* rq = rn->find_qp(qp.peer.qpn);
     if (rq == nullptr || (rq->state != QpState::kRtr && rq->state != QpState::kRts) || rq->peer.qpn != qp.qpn ||
@@ -612,7 +612,7 @@ struct Engine {
     while (qp.state == QpState::kRts && !qp.inflight.empty() && !qp.inflight.front().landed &&
            qp.inflight.front().due <= nic.now_) {
       Inflight& e = qp.inflight.front();
-      Nic* rn = nic.fabric_ != nullptr ? nic.fabric_->by_lid(qp.peer.lid) : &nic;
+      const Nic* rn = nic.peer_nic(qp);
       if (!nic.link_up() || rn == nullptr || !rn->link_up()) {
         if (!retries_left_out(nic, qp, false, 0)) break;
         e.landed = true;
@@ -685,13 +685,8 @@ size_t Nic::progress(size_t budget) {
   }
   if (faults_.stalled || dead()) return done;
   if (faults_.stall_until_ns > faults_.stall_from_ns && clock_ns() >= faults_.stall_from_ns &&
-      clock_ns() < faults_.stall_until_ns) {
-    if (done == 0 && !clock_) {  // without a clock, the stall is a step budget: jump past it
-      now_ = std::max(now_ + 1, uint64_t(std::ceil(faults_.stall_until_ns / cfg_.action_ns)));
-      return 1;
-    }
-    return done;
-  }
+      clock_ns() < faults_.stall_until_ns)
+    return done != 0 ? done : jump_to_timer();  // the stall's end is a timer like any other
   while (!late_doorbells_.empty() && late_doorbells_.front().due <= now_) {
     const LateDoorbell d = late_doorbells_.front();
     late_doorbells_.pop_front();
@@ -727,13 +722,18 @@ size_t Nic::progress(size_t budget) {
                                 : ": no answer from the peer, retransmitting until " + std::to_string(q->retry_deadline_ns) + " ns");
         break;
       }
-    const double timer = next_timer_ns();
-    if (!clock_ && timer != std::numeric_limits<double>::infinity()) {
-      now_ = std::max(now_ + 1, uint64_t(std::ceil(timer / cfg_.action_ns)));  // the step budget of the timer
-      return 1;
-    }
+    return jump_to_timer();
   }
   return done;
+}
+
+// Nothing can act before the next timer: without a clock, the engine's own time jumps there
+// (a step budget); with one, the caller lets time pass. Returns the actions "done".
+size_t Nic::jump_to_timer() {
+  const double timer = next_timer_ns();
+  if (clock_ || timer == std::numeric_limits<double>::infinity()) return 0;
+  now_ = std::max(now_ + 1, uint64_t(std::ceil(timer / cfg_.action_ns)));
+  return 1;
 }
 
 bool Nic::idle() const {

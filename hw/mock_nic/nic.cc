@@ -69,6 +69,11 @@ Cq* Nic::find_cq(uint32_t cqn) {
   if (cqn < kFirstCqn || cqn - kFirstCqn >= cqs_.size()) return nullptr;
   return cqs_[cqn - kFirstCqn].get();
 }
+Nic* Nic::peer_nic(const Qp& qp) const {
+  if (fabric_ != nullptr) return fabric_->by_lid(qp.peer.lid);
+  return qp.peer.lid == cfg_.lid ? const_cast<Nic*>(this) : nullptr;
+}
+
 const Qp* Nic::qp(uint32_t qpn) const { return const_cast<Nic*>(this)->find_qp(qpn); }
 const Cq* Nic::cq(uint32_t cqn) const { return const_cast<Nic*>(this)->find_cq(cqn); }
 
@@ -272,7 +277,7 @@ double Nic::next_timer_ns() const {
     if (q->retry_deadline_ns < 0 || q->state != QpState::kRts) continue;
     t = std::min(t, q->retry_deadline_ns);
     // The link coming back (here or at the peer) may let a waiting QP go on before then.
-    const Nic* peer = fabric_ != nullptr ? fabric_->by_lid(q->peer.lid) : this;
+    const Nic* peer = peer_nic(*q);
     for (const Nic* n : {static_cast<const Nic*>(this), peer})
       if (n != nullptr && !n->dead() && n->clock_ns() < n->faults_.link_down_until_ns)
         t = std::min(t, std::max(n->faults_.link_down_until_ns, clock_ns()));

@@ -162,7 +162,10 @@ class Nic {
 
   Qp* find_qp(uint32_t qpn);
   Cq* find_cq(uint32_t cqn);
+  // The NIC a QP's packets go to (by the peer LID; without a fabric, only this one).
+  Nic* peer_nic(const Qp& qp) const;
   void raise(AsyncEvent e);
+  size_t jump_to_timer();
   bool link_up_at_clock() const;
   void fail_qp(Qp& qp);  // to ERR from the data path (flushes follow)
   void kick(Qp& qp);

@@ -46,7 +46,6 @@ struct WorldConfig {
 // What the recovery agent did, in simulated ns (timed schedule) or the NICs' step clock.
 struct RecoveryStats {
   uint32_t suspected = 0, rerung = 0, failed = 0, recovered = 0, dead = 0;
-  double first_failure_ns = -1, last_recovery_ns = -1;
   double max_recovery_ns = 0;  // longest time a pair spent between failure and recovery
 };
 

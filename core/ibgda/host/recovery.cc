@@ -164,14 +164,12 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
             if (before == PairRecovery::kIdle) {
               (*failed_at)[i] = clock();
               ++recovery_.failed;
-              if (recovery_.first_failure_ns < 0) recovery_.first_failure_ns = clock();
             }
             recovery_.dead += pr.phase == PairRecovery::kDead;
             did = true;
             break;
           case RecoveryStep::kReset:
             recovery_.max_recovery_ns = std::max(recovery_.max_recovery_ns, clock() - (*failed_at)[i]);
-            recovery_.last_recovery_ns = clock();
             ++recovery_.recovered;
             for (uint32_t id : {pr.a.id, pr.b.id}) (*ends)[id].polls = 0, (*ends)[id].rerung = false;
             did = true;
