@@ -103,6 +103,42 @@ DOORBELL_HD OpResult put_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uin
   return OpResult(ctx.shfl(uint64_t(r), 0));
 }
 
+// Warp-collective batch of thread puts: every lane calls with its own [src, +bytes) -> dest
+// (bytes may be 0), all to `pe`; the warp takes one reservation for every lane's pieces and
+// submits once, only the warp's last WQE asking for a CQE. This is what NVSHMEM's
+// thread-scope put does when it finds the whole warp converged on one PE.
+template <class C>
+DOORBELL_HD OpResult put_nbi_lanes(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t pe) {
+  if (st.backups != nullptr) {  // failover logs per thread: each lane on its own, in turn
+    OpResult r = OpResult::kOk;
+    for (uint32_t k = 0; k < ctx.warp_size(); ++k)
+      if (ctx.lane() == k) r = put_nbi(ctx, st, dest, src, bytes, pe, QpSelector{QpSelector::kByWarp, 0});
+    return r;
+  }
+  const DevQp& qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
+  const uint64_t mine = count_pieces(st, src, dest, bytes, pe);
+  uint64_t end = mine;  // inclusive prefix sum of the lanes' piece counts
+  for (uint32_t d = 1; d < ctx.warp_size(); d <<= 1) {
+    const uint64_t below = ctx.shfl(end, ctx.lane() >= d ? ctx.lane() - d : ctx.lane());
+    if (ctx.lane() >= d) end += below;
+  }
+  const uint64_t total = ctx.shfl(end, ctx.warp_size() - 1);
+  if (total == 0) return OpResult::kOk;
+  uint64_t base = 0;
+  OpResult r = OpResult::kOk;
+  if (ctx.lane() == 0) r = reserve(ctx, st, qp, uint32_t(total), &base);
+  base = ctx.shfl(base, 0);
+  r = OpResult(ctx.shfl(uint64_t(r), 0));
+  if (r != OpResult::kOk) return r;
+  if (mine != 0) {
+    const uint64_t first = base + end - mine;
+    write_rma_wqes(ctx, st, qp, mlx5::WqeOpcode::kRdmaWrite, first, src, dest, bytes, pe, end == total);
+  }
+  ctx.syncwarp();
+  if (ctx.lane() == 0) r = submit(ctx, st, qp, base, uint32_t(total));
+  return OpResult(ctx.shfl(uint64_t(r), 0));
+}
+
 // Block-collective put: every thread of the CTA calls it with the same arguments; one warp
 // (warp 0) issues it, as NVSHMEM's block-scope calls do, and the CTA waits for that warp.
 // The result is warp 0's; other warps see kOk.

@@ -19,17 +19,18 @@ DOORBELL_HD uint32_t count_pieces(const DevState& st, uint64_t loff, uint64_t ro
   return n;
 }
 
-// Write the RDMA WRITE / READ WQEs for a transfer at [base, base + pieces), signalling the last.
+// Write the RDMA WRITE / READ WQEs for a transfer at [base, base + pieces), signalling the
+// last unless the caller's batch has a later WQE that will.
 template <class C>
 DOORBELL_HD void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t base, uint64_t loff,
-                                uint64_t roff, uint64_t bytes, uint32_t pe) {
+                                uint64_t roff, uint64_t bytes, uint32_t pe, bool signal_last = true) {
   for (uint64_t idx = base; bytes != 0; ++idx) {
     const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe);
     WqeStage s;
     mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), p.raddr, p.rkey);
     mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32), uint32_t(p.bytes), p.lkey, p.laddr);
     loff += p.bytes, roff += p.bytes, bytes -= p.bytes;
-    publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, op, 0, qp.qpn, bytes == 0 ? mlx5::kCtrlCqUpdate : 0, 3);
+    publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, op, 0, qp.qpn, bytes == 0 && signal_last ? mlx5::kCtrlCqUpdate : 0, 3);
   }
 }
 

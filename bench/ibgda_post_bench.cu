@@ -1,0 +1,239 @@
+// GPU post-path benchmark (run through the device tool: gpu/run-post-bench): WQE/s of
+// 8-byte RDMA WRITE puts posted by doorbell's core/ibgda (CudaCtx) and by NVSHMEM 3.4.5's
+// own IBGDA device code, side by side in one run, against the same instant fake NIC: one
+// GPU thread per QP that reads the DBR and completes up to it through the collapsed CQE
+// (no bytes move). Depth 1024, num_requests_in_batch 32, quiet at the end; each cell is
+// the median of the repetitions. Exits non-zero if doorbell reports an error.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "bench/post_bench.h"
+#include "core/ibgda/api.h"
+#include "gpu/cuda_check.h"
+#include "hw/cuda/cuda_ctx.cuh"
+
+using namespace doorbell;
+using namespace doorbell::postbench;
+using doorbell::cuda_exec::CudaCtx;
+
+namespace {
+
+// The fake NIC: thread q serves QP q. A new DBR value completes everything below it at
+// once (one CQE for the newest WQE, as a collapsed CQ shows it). `stop` is host memory.
+__global__ void fake_nic(Rings r, uint32_t nqps, const volatile uint32_t* stop) {
+  const uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
+  if (q >= nqps) return;
+  const volatile uint32_t* dbr = reinterpret_cast<const volatile uint32_t*>(r.dbr + q * 8) + 1;
+  volatile uint64_t* tail = reinterpret_cast<volatile uint64_t*>(r.cqe + q * 64 + 56);
+  uint32_t seen = 0;
+  for (uint32_t idle = 0;; ++idle) {
+    const uint32_t pi = __byte_perm(*dbr, 0, 0x0123) & 0xffff;
+    if (pi != seen) {
+      seen = pi, idle = 0;
+      const uint32_t wc = (pi - 1) & 0xffff;  // bytes 60..61, big-endian; op_own 0 (requester)
+      *tail = (uint64_t(wc >> 8) << 32) | (uint64_t(wc & 0xff) << 40);
+    } else if ((idle & 1023) == 1023 && *stop != 0) {
+      return;
+    }
+  }
+}
+
+template <bool kWarp>
+__global__ void doorbell_kernel(const ibgda::DevState* sp, uint32_t iters, unsigned long long* fails) {
+  CudaCtx ctx;
+  const ibgda::DevState& st = *sp;
+  const uint32_t lane = threadIdx.x & 31;
+  const uint64_t off = ((uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kPutBytes) % kHeapBytes;
+  const ibgda::QpSelector sel{kWarp ? ibgda::QpSelector::kByWarp : ibgda::QpSelector::kByCta, 0};
+  bool ok = true;
+  for (uint32_t i = 0; i < iters; ++i) {
+    if constexpr (kWarp) {
+      ok &= ibgda::put_nbi_lanes(ctx, st, off, off, kPutBytes, 1) == ibgda::OpResult::kOk;
+    } else {
+      for (uint32_t k = 0; k < 32; ++k)
+        if (lane == k) ok &= ibgda::put_nbi(ctx, st, off, off, kPutBytes, 1, sel) == ibgda::OpResult::kOk;
+    }
+  }
+  ok &= ibgda::quiet(ctx, st, ibgda::select_qp(ctx, st, 1, sel)) == ibgda::OpResult::kOk;
+  if (!ok) atomicAdd(fails, 1ull);
+}
+
+// doorbell's device state over the shared rings: PE 0 posts to PE 1 on nqps QPs (QP-major).
+ibgda::DevState* doorbell_state(const Rings& r, uint32_t nqps, ibgda::Mvars** mvars) {
+  const uint32_t npes = 2;
+  *mvars = dalloc<ibgda::Mvars>(npes * nqps);
+  std::vector<ibgda::DevQp> qps(npes * nqps);
+  for (uint32_t slot = 0; slot < qps.size(); ++slot) {
+    const uint32_t q = slot / npes;  // QP-major: slot = q * npes + pe
+    ibgda::DevQp& d = qps[slot];
+    d.qpn = 0x100 + q, d.pe = slot % npes, d.nwqes = kDepth;
+    d.wq = r.wq + size_t(q) * kDepth * 64;
+    d.dbr = r.dbr + q * 8;
+    d.bf = r.bf + q * 8;
+    d.cqe = reinterpret_cast<const mlx5::Cqe64*>(r.cqe + q * 64);
+    d.mv = *mvars + slot;
+    d.ibuf = r.ibuf + size_t(q) * 4096, d.ibuf_lkey = 0x9000 + q, d.ibuf_nslots = 8;
+  }
+  ibgda::DevState s;
+  s.my_pe = 0, s.npes = npes, s.num_rc_per_pe = nqps;
+  s.qps = dcopy(qps);
+  s.layout = ibgda::QpLayout::kQpMajor;
+  s.group_switches = dalloc<uint64_t>(1);
+  s.opt.num_requests_in_batch = kBatch;
+  std::vector<uint64_t> bases = {uint64_t(r.heap[0]), uint64_t(r.heap[1])};
+  s.heap_bases = dcopy(bases);
+  s.error = dalloc<uint64_t>(1);
+  s.keys.npes = npes, s.keys.log2_granularity = 21, s.keys.nchunks = 1;
+  s.keys.lkeys_const[0] = {0x1000u, bases[0] + kHeapBytes};
+  for (uint32_t p = 0; p < npes; ++p) s.keys.rkeys_const[p] = {0x1000u + p * 16, bases[p] + kHeapBytes};
+  return dcopy(std::vector<ibgda::DevState>{s});
+}
+
+// POST_TRACE=1: each step of a run on stderr (to find where a run hangs).
+void trace(const char* who, const char* what) {
+  static const bool on = std::getenv("POST_TRACE") != nullptr;
+  if (on) std::fprintf(stderr, "[%s] %s\n", who, what);
+}
+
+struct Bench {
+  Rings r;
+  volatile uint32_t* stop = nullptr;
+  cudaStream_t nic_stream, work_stream;
+  cudaEvent_t begin, end, nic_done;
+  unsigned long long* fails = dalloc<unsigned long long>(1);
+
+  Bench() {
+    r.wq = dalloc<uint8_t>(size_t(kMaxQps) * kDepth * 64);
+    r.dbr = dalloc<uint64_t>(kMaxQps * 8);
+    r.cqe = dalloc<uint8_t>(kMaxQps * 64);
+    r.bf = dalloc<uint64_t>(kMaxQps * 8);
+    r.heap[0] = dalloc<uint8_t>(kHeapBytes);
+    r.heap[1] = dalloc<uint8_t>(kHeapBytes);
+    r.ibuf = dalloc<uint8_t>(kMaxQps * 4096);
+    CHECK(cudaHostAlloc(const_cast<uint32_t**>(&stop), 4, cudaHostAllocMapped));
+    CHECK(cudaStreamCreateWithFlags(&nic_stream, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&work_stream, cudaStreamNonBlocking));
+    CHECK(cudaEventCreate(&begin));
+    CHECK(cudaEventCreate(&end));
+    CHECK(cudaEventCreate(&nic_done));
+  }
+
+  // Wait for `e` at most 20 s: a post path that hangs (NVSHMEM's waits have no timeout)
+  // must not hang the benchmark.
+  static void wait(cudaEvent_t e, const char* who, const char* what, const Shape& s) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    cudaError_t r;
+    while ((r = cudaEventQuery(e)) == cudaErrorNotReady) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        std::printf("%s: hung %s on \"%s\" (20 s); stopping\n", who, what, s.name);
+        std::fflush(stdout);
+        std::_Exit(3);
+      }
+    }
+    CHECK(r);
+  }
+
+  // Fresh rings, the fake NIC started, `launch` timed on the work stream; returns its ms.
+  // Nothing here may synchronise the device while the NIC runs (no cudaMalloc / cudaFree).
+  template <class Launch>
+  float run(const Shape& s, const char* who, Launch launch) {
+    trace(who, "rings");
+    CHECK(cudaMemset(r.wq, 0, size_t(kMaxQps) * kDepth * 64));
+    CHECK(cudaMemset(r.dbr, 0, kMaxQps * 8 * 8));
+    CHECK(cudaMemset(r.cqe, 0xff, kMaxQps * 64));  // no CQE yet: wqe_counter 0xffff
+    CHECK(cudaDeviceSynchronize());
+    *stop = 0;
+    fake_nic<<<(s.nqps + 127) / 128, 128, 0, nic_stream>>>(r, s.nqps, stop);
+    CHECK(cudaGetLastError());
+    trace(who, "nic started");
+    CHECK(cudaEventRecord(begin, work_stream));
+    launch();
+    CHECK(cudaEventRecord(end, work_stream));
+    trace(who, "launched");
+    // A post path that hangs (NVSHMEM's waits have no timeout) must not hang the benchmark.
+    wait(end, who, "posting", s);
+    trace(who, "posted");
+    *stop = 1;
+    CHECK(cudaEventRecord(nic_done, nic_stream));
+    wait(nic_done, who, "stopping the fake NIC", s);
+    trace(who, "nic stopped");
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, begin, end));
+    return ms;
+  }
+
+  float doorbell(const Shape& s) {
+    ibgda::Mvars* mv = nullptr;
+    ibgda::DevState* st = doorbell_state(r, s.nqps, &mv);
+    auto launch = [&](uint32_t iters) {
+      if (s.warp) doorbell_kernel<true><<<s.ctas, s.warps * 32, 0, work_stream>>>(st, iters, fails);
+      else doorbell_kernel<false><<<s.ctas, s.warps * 32, 0, work_stream>>>(st, iters, fails);
+      CHECK(cudaGetLastError());
+    };
+    // An empty launch first: a kernel's first launch may resize local memory, which waits
+    // for the device to go idle, and the running fake NIC never lets it.
+    launch(0);
+    CHECK(cudaStreamSynchronize(work_stream));
+    const float ms = run(s, "doorbell", [&] { launch(s.iters); });
+    CHECK(cudaFree(mv));
+    return ms;
+  }
+  float nvshmem(const Shape& s) {
+    nvshmem_prepare(r, s);
+    const float ms = run(s, "NVSHMEM", [&] { nvshmem_launch(s, work_stream); });
+    nvshmem_release();
+    return ms;
+  }
+};
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s (%d SMs); depth %u, num_requests_in_batch %u, %u-byte RDMA WRITEs, median of %d\n", prop.name,
+              prop.multiProcessorCount, kDepth, kBatch, kPutBytes, reps);
+  if (const char* why = nvshmem_missing()) std::printf("NVSHMEM column: %s\n", why);
+  const Shape shapes[] = {
+      {"1 CTA x 1 warp, 1 QP, thread", 1, 1, 1, false, 256},
+      {"1 CTA x 1 warp, 1 QP, warp (32 WQEs)", 1, 1, 1, true, 2048},
+      {"128 CTAs x 1 warp, own QP, thread", 128, 1, 128, false, 256},
+      {"128 CTAs x 1 warp, own QP, warp", 128, 1, 128, true, 2048},
+      {"128 CTAs x 4 warps, 8 shared QPs, thread", 128, 4, 8, false, 64},
+      {"128 CTAs x 4 warps, 8 shared QPs, warp", 128, 4, 8, true, 256},
+  };
+  Bench b;
+  std::printf("%-42s %14s %14s %7s\n", "config", "NVSHMEM 3.4.5", "doorbell", "ratio");
+  const int nshapes = argc > 2 ? std::atoi(argv[2]) : 6;
+  for (const Shape& s : shapes) {
+    if (&s - shapes >= nshapes) break;
+    const double wqes = double(s.ctas) * s.warps * 32 * s.iters;
+    std::vector<float> d, n;
+    for (int i = 0; i < reps; ++i) {
+      d.push_back(b.doorbell(s));
+      if (nvshmem_missing() == nullptr) n.push_back(b.nvshmem(s));
+    }
+    const double dr = wqes / (median(d) * 1e-3);
+    const double nr = n.empty() ? 0 : wqes / (median(n) * 1e-3);
+    char ncell[32] = "-", ratio[16] = "-";
+    if (nr > 0) std::snprintf(ncell, sizeof ncell, "%.3g M/s", nr / 1e6), std::snprintf(ratio, sizeof ratio, "%.2fx", dr / nr);
+    std::printf("%-42s %14s %10.3g M/s %7s\n", s.name, ncell, dr / 1e6, ratio);
+  }
+  unsigned long long fails = 0;
+  CHECK(cudaMemcpy(&fails, b.fails, 8, cudaMemcpyDeviceToHost));
+  if (fails != 0) std::printf("doorbell: %llu threads saw an error or a timeout\n", fails);
+  return fails != 0;
+}

@@ -1,0 +1,45 @@
+// The GPU post-path benchmark's shared terms: the QP rings one instant fake NIC serves, the
+// grid shapes measured, and the NVSHMEM 3.4.5 peer's entry (bench/nvshmem_post.cu, built
+// only where NVSHMEM's headers are found).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace doorbell::postbench {
+
+inline constexpr uint32_t kDepth = 1024, kBatch = 32, kPutBytes = 8;
+inline constexpr uint64_t kHeapBytes = 2ull << 20;  // one key chunk per PE
+
+// Device memory for up to kMaxQps QPs to PE 1, laid out the same for both implementations:
+// WQ rings, 64-byte-strided DBRs (send counter, big-endian, at byte 4), collapsed CQEs.
+inline constexpr uint32_t kMaxQps = 128;
+struct Rings {
+  uint8_t* wq = nullptr;      // kMaxQps * kDepth * 64
+  uint64_t* dbr = nullptr;    // kMaxQps * 8 words
+  uint8_t* cqe = nullptr;     // kMaxQps * 64
+  uint64_t* bf = nullptr;     // one BlueFlame word per QP (8-word stride)
+  uint8_t* heap[2] = {};      // PE 0 (local) and PE 1 (remote), kHeapBytes each
+  uint8_t* ibuf = nullptr;    // kMaxQps * 4 KiB
+};
+
+// One measured shape: `ctas` x `warps` warps; QP = CTA (thread) or warp (warp) id % nqps.
+// thread: every lane posts its own 8-byte put, lanes diverged (one at a time per warp);
+// warp: the warp's 32 lanes post their own puts together, one reservation of 32 WQEs.
+struct Shape {
+  const char* name;
+  uint32_t ctas, warps, nqps;
+  bool warp;
+  uint32_t iters;  // puts per thread
+};
+
+// NVSHMEM peer: set its device state up over `r` for `s` (before the fake NIC starts: its
+// allocations may synchronise the device), post `s` through NVSHMEM's own device code and
+// launch its kernel, free the state (after the fake NIC stopped).
+void nvshmem_prepare(const Rings& r, const Shape& s);
+void nvshmem_launch(const Shape& s, cudaStream_t stream);
+void nvshmem_release();
+const char* nvshmem_missing();  // why the peer is absent (built without it), or nullptr
+
+}  // namespace doorbell::postbench
