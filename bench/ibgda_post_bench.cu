@@ -44,10 +44,13 @@ __global__ void fake_nic(Rings r, uint32_t nqps, const volatile uint32_t* stop) 
   }
 }
 
+// doorbell's device state, in constant memory as NVSHMEM keeps its own.
+__constant__ ibgda::DevState c_state;
+
 template <bool kWarp>
-__global__ void doorbell_kernel(const ibgda::DevState* sp, uint32_t iters, unsigned long long* fails) {
+__global__ void doorbell_kernel(uint32_t iters, unsigned long long* fails) {
   CudaCtx ctx;
-  const ibgda::DevState& st = *sp;
+  const ibgda::DevState& st = c_state;
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t off = ((uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kPutBytes) % kHeapBytes;
   const ibgda::QpSelector sel{kWarp ? ibgda::QpSelector::kByWarp : ibgda::QpSelector::kByCta, 0};
@@ -65,7 +68,7 @@ __global__ void doorbell_kernel(const ibgda::DevState* sp, uint32_t iters, unsig
 }
 
 // doorbell's device state over the shared rings: PE 0 posts to PE 1 on nqps QPs (QP-major).
-ibgda::DevState* doorbell_state(const Rings& r, uint32_t nqps, ibgda::Mvars** mvars) {
+void doorbell_state(const Rings& r, uint32_t nqps, ibgda::Mvars** mvars) {
   const uint32_t npes = 2;
   *mvars = dalloc<ibgda::Mvars>(npes * nqps);
   std::vector<ibgda::DevQp> qps(npes * nqps);
@@ -86,13 +89,14 @@ ibgda::DevState* doorbell_state(const Rings& r, uint32_t nqps, ibgda::Mvars** mv
   s.layout = ibgda::QpLayout::kQpMajor;
   s.group_switches = dalloc<uint64_t>(1);
   s.opt.num_requests_in_batch = kBatch;
+  s.opt.nic_buf_on_gpumem = true;  // as NVSHMEM's state says: rings and DBRs are GPU memory
   std::vector<uint64_t> bases = {uint64_t(r.heap[0]), uint64_t(r.heap[1])};
   s.heap_bases = dcopy(bases);
   s.error = dalloc<uint64_t>(1);
   s.keys.npes = npes, s.keys.log2_granularity = 21, s.keys.nchunks = 1;
   s.keys.lkeys_const[0] = {0x1000u, bases[0] + kHeapBytes};
   for (uint32_t p = 0; p < npes; ++p) s.keys.rkeys_const[p] = {0x1000u + p * 16, bases[p] + kHeapBytes};
-  return dcopy(std::vector<ibgda::DevState>{s});
+  CHECK(cudaMemcpyToSymbol(c_state, &s, sizeof(s)));
 }
 
 // POST_TRACE=1: each step of a run on stderr (to find where a run hangs).
@@ -170,10 +174,10 @@ struct Bench {
 
   float doorbell(const Shape& s) {
     ibgda::Mvars* mv = nullptr;
-    ibgda::DevState* st = doorbell_state(r, s.nqps, &mv);
+    doorbell_state(r, s.nqps, &mv);
     auto launch = [&](uint32_t iters) {
-      if (s.warp) doorbell_kernel<true><<<s.ctas, s.warps * 32, 0, work_stream>>>(st, iters, fails);
-      else doorbell_kernel<false><<<s.ctas, s.warps * 32, 0, work_stream>>>(st, iters, fails);
+      if (s.warp) doorbell_kernel<true><<<s.ctas, s.warps * 32, 0, work_stream>>>(iters, fails);
+      else doorbell_kernel<false><<<s.ctas, s.warps * 32, 0, work_stream>>>(iters, fails);
       CHECK(cudaGetLastError());
     };
     // An empty launch first: a kernel's first launch may resize local memory, which waits

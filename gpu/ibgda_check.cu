@@ -87,6 +87,7 @@ GpuWorld build(uint32_t batch) {
     s.layout = ibgda::QpLayout::kQpMajor;
     s.group_switches = dalloc<uint64_t>(1);
     s.opt.num_requests_in_batch = batch;
+    s.opt.nic_buf_on_gpumem = true;  // rings and DBRs are GPU memory
     s.heap_bases = dbases;
     s.error = g.error_words + p;
     s.keys.npes = kNpes;

@@ -56,16 +56,29 @@ concept ExecContext = requires(C& c, const C& cc, uint64_t* p, const uint64_t* c
   { c.spin(static_cast<const char*>(nullptr), cp, v) } -> std::same_as<bool>;
 };
 
-// Poll `addr` until `pred(value)` holds, each poll an acquire of scope `s` (system scope for a
-// word another GPU or the host writes); every failed poll is one spin. Bounded: returns
-// kTimeout instead of hanging when the context gives up (a report says who waited on what).
+// Polling with acquire semantics at scope `s`, without an acquire per poll: on Hopper an
+// acquire load invalidates the SM's L1, so every warp on the SM would miss on what it had
+// cached for as long as one warp polls. The first look is an acquire load; later polls are
+// relaxed, and the one that succeeds is followed by a fence (poll; fence is an acquire
+// pattern). Call poll_acquired once the wait is over, with the number of relaxed polls made.
+template <class C, Scope S>
+DOORBELL_HD void poll_acquired(C& ctx, ScopeTag<S> s, uint64_t relaxed_polls) {
+  if (relaxed_polls != 0) ctx.fence(s);
+}
+
+// Poll `addr` until `pred(value)` holds, with acquire semantics of scope `s` (system scope
+// for a word another GPU or the host writes); every failed poll is one spin. Bounded:
+// returns kTimeout instead of hanging when the context gives up (a report says who waited
+// on what).
 template <class C, Scope S, class Pred>
 DOORBELL_HD WaitResult wait_until(C& ctx, ScopeTag<S> s, const char* what, const uint64_t* addr, Pred pred) {
-  for (;;) {
-    const uint64_t v = ctx.load(s, acquire, addr);
-    if (pred(v)) return WaitResult::kOk;
+  uint64_t v = ctx.load(s, acquire, addr);
+  for (uint64_t polls = 0; !pred(v); ++polls) {
     if (!ctx.spin(what, addr, v)) return WaitResult::kTimeout;
+    v = ctx.load(s, relaxed, addr);
+    if (pred(v)) poll_acquired(ctx, s, polls + 1);
   }
+  return WaitResult::kOk;
 }
 // The same at GPU scope (words written by threads of the same GPU).
 template <class C, class Pred>

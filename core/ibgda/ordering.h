@@ -48,18 +48,26 @@ DOORBELL_HD void publish_wqes(C& ctx, const Options& o) {
   if (!dropped(o, kOrderWqesBeforeReady)) ctx.fence(exec::gpu_scope);
 }
 
+// A fence wide enough for the NIC's reads of the WQ ring and the DBR: GPU scope when they
+// are in GPU memory (the NIC reads them through the GPU's L2), else system scope.
+template <class C>
+DOORBELL_HD void fence_for_nic(C& ctx, const Options& o) {
+  if (o.nic_buf_on_gpumem) ctx.fence(exec::gpu_scope);
+  else ctx.fence(exec::system_scope);
+}
+
 // The NIC may read the DBR at any time (it re-reads it while it drains the ring), so every
 // WQE the DBR will cover must reach it first. Cumulative: covers WQEs other threads wrote.
 template <class C>
 DOORBELL_HD void wqes_before_dbr(C& ctx, const Options& o) {
-  if (!dropped(o, kOrderWqesBeforeDbr)) ctx.fence(exec::system_scope);
+  if (!dropped(o, kOrderWqesBeforeDbr)) fence_for_nic(ctx, o);
 }
 
 // The doorbell MMIO is not ordered after plain stores on Hopper: without this the NIC may
 // take the doorbell, read the old DBR and go idle.
 template <class C>
 DOORBELL_HD void dbr_before_doorbell(C& ctx, const Options& o) {
-  if (!dropped(o, kOrderDbrBeforeDoorbell)) ctx.fence(exec::system_scope);
+  if (!dropped(o, kOrderDbrBeforeDoorbell)) fence_for_nic(ctx, o);
 }
 
 // CPU-handler variant: the host proxy reads WQEs once it sees proxy_prod move.
@@ -79,6 +87,11 @@ template <class C>
 DOORBELL_HD uint64_t read_cqe_tail(C& ctx, const Options& o, const uint64_t* tail) {
   if (dropped(o, kOrderCqeAcquire)) return ctx.load(exec::system_scope, exec::relaxed, tail);
   return ctx.load(exec::system_scope, exec::acquire, tail);
+}
+// ... or, when the CQE came after `polls` relaxed re-reads, a fence once it did.
+template <class C>
+DOORBELL_HD void cqe_acquired(C& ctx, const Options& o, uint64_t polls) {
+  if (!dropped(o, kOrderCqeAcquire)) exec::poll_acquired(ctx, exec::system_scope, polls);
 }
 
 }  // namespace doorbell::ibgda

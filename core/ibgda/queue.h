@@ -9,6 +9,7 @@
 #include "core/exec/context.h"
 #include "core/ibgda/ordering.h"
 #include "core/ibgda/state.h"
+#include "core/sync/submit_rule.h"
 #include "hw/mlx5/wqe.h"
 
 namespace doorbell::ibgda {
@@ -82,16 +83,17 @@ template <class C>
 DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64_t idx) {
   using namespace exec;
   if (ctx.load(gpu_scope, acquire, &qp.mv->cons_idx) >= idx) return OpResult::kOk;
-  // The 16-bit wqe_counter can only be trusted for posted WQEs.
-  for (uint64_t p; (p = ctx.load(gpu_scope, acquire, &qp.mv->prod_idx)) < idx;) {
+  // The 16-bit wqe_counter can only be trusted for posted WQEs. (Polls are relaxed, as
+  // every poll below: exec::poll_acquired says why.)
+  for (uint64_t p; (p = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx)) < idx;) {
     if (qp_failed(ctx, qp)) return OpResult::kQpFailed;
     if (!ctx.spin("poll_cq: prod_idx >= idx", &qp.mv->prod_idx, p)) return OpResult::kTimeout;
   }
   // Bytes 56..63 of the CQE in one load: qpn (4), wqe_counter (2, big-endian), signature, op_own.
   const auto* tail = reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(qp.cqe) + 56);
   uint16_t wc = 0;
-  for (;;) {
-    const uint64_t w = read_cqe_tail(ctx, st.opt, tail);
+  for (uint64_t polls = 0;; ++polls) {
+    const uint64_t w = polls == 0 ? read_cqe_tail(ctx, st.opt, tail) : ctx.load(system_scope, relaxed, tail);
     wc = uint16_t(((w >> 32) & 0xff) << 8 | ((w >> 40) & 0xff));
     const uint8_t opcode = uint8_t(w >> 60);
     if (opcode == uint8_t(mlx5::CqeOpcode::kReqErr) || opcode == uint8_t(mlx5::CqeOpcode::kRespErr)) {
@@ -100,8 +102,14 @@ DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64
       return OpResult::kCqError;
     }
     // Done once wqe_counter + 1 reaches idx (the -2 makes wqe_counter + 1 == idx wrap out).
-    if (uint16_t(uint16_t(idx) - wc - 2) >= qp.nwqes) break;
-    if (ctx.load(gpu_scope, acquire, &qp.mv->cons_idx) >= idx) return OpResult::kOk;  // another thread did it
+    if (uint16_t(uint16_t(idx) - wc - 2) >= qp.nwqes) {
+      cqe_acquired(ctx, st.opt, polls);
+      break;
+    }
+    if (ctx.load(gpu_scope, relaxed, &qp.mv->cons_idx) >= idx) {  // another thread did it
+      poll_acquired(ctx, gpu_scope, 1);
+      return OpResult::kOk;
+    }
     if (qp_failed(ctx, qp)) return OpResult::kQpFailed;  // e.g. its CQ overran: no CQE will come
     if (!ctx.spin("poll_cq: CQE wqe_counter", tail, wc)) return OpResult::kTimeout;
   }
@@ -125,12 +133,16 @@ DOORBELL_HD OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32
   *base = ctx.atomic_add(gpu_scope, &qp.mv->resv_head, n);
   if (*base + n <= qp.nwqes) return OpResult::kOk;
   const uint64_t need = *base + n - qp.nwqes;
-  for (;;) {
-    if (ctx.load(gpu_scope, acquire, &qp.mv->cons_idx) >= need) return OpResult::kOk;
+  for (uint64_t polls = 0;; ++polls) {
+    const uint64_t* cons = &qp.mv->cons_idx;
+    if ((polls == 0 ? ctx.load(gpu_scope, acquire, cons) : ctx.load(gpu_scope, relaxed, cons)) >= need) {
+      poll_acquired(ctx, gpu_scope, polls);
+      return OpResult::kOk;
+    }
     if (qp_failed(ctx, qp)) return OpResult::kQpFailed;  // the reservation is abandoned with the ring
-    const uint64_t prod = ctx.load(gpu_scope, acquire, &qp.mv->prod_idx);
+    const uint64_t prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
     if (prod >= need) return poll_cq(ctx, st, qp, need);
-    const uint64_t ready = ctx.load(gpu_scope, acquire, &qp.mv->ready_head);
+    const uint64_t ready = ctx.load(gpu_scope, relaxed, &qp.mv->ready_head);
     if (ready > prod) {
       if (OpResult r = post_send(ctx, st, qp, ready); r != OpResult::kOk) return r;
     } else if (!ctx.spin("reserve: room (waiting for earlier WQEs to be written)", &qp.mv->ready_head, ready)) {
@@ -161,8 +173,8 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
   return OpResult::kOk;
 }
 
-// Publish WQEs [base, base+n) in reservation order and ring iff (a) nobody else is in
-// flight, (b) the unposted span crosses a batch boundary, or (c) n fills a batch.
+// Publish WQEs [base, base+n) in reservation order and ring by the submit rule
+// (core/sync/submit_rule.h).
 template <class C>
 DOORBELL_HD OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_t base, uint32_t n) {
   using namespace exec;
@@ -172,11 +184,9 @@ DOORBELL_HD OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_
     if (qp_failed(ctx, qp)) return OpResult::kQpFailed;  // an earlier reservation was abandoned
     if (!ctx.spin("submit: ready_head CAS", &qp.mv->ready_head, base)) return OpResult::kTimeout;
   }
-  const uint64_t batch = st.opt.num_requests_in_batch;
-  const bool idle = !st.opt.plant_no_idle_doorbell && ctx.load(gpu_scope, relaxed, &qp.mv->resv_head) == next;
-  const uint64_t prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
-  const bool crosses = (prod & ~(batch - 1)) != (next & ~(batch - 1));
-  if (idle || crosses || n >= batch) return post_send(ctx, st, qp, next);
+  const uint64_t resv = ctx.load(gpu_scope, relaxed, &qp.mv->resv_head), prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
+  if (sync::must_ring(prod, next, n, resv, st.opt.num_requests_in_batch, st.opt.plant_no_idle_doorbell))
+    return post_send(ctx, st, qp, next);
   return OpResult::kOk;
 }
 

@@ -79,6 +79,10 @@ struct Options {
   uint32_t num_requests_in_batch = 32;  // power of two
   bool may_skip_cst = true;             // GPU has PCIe write ordering (Hopper): no CST needed
   bool cpu_proxy = false;               // UAR not mappable: a CPU thread rings for the GPU
+  // WQ rings and DBRs are in GPU memory: the NIC reads them through the GPU's L2, so a
+  // GPU-scope fence orders them for it (NVSHMEM's nic_buf_on_gpumem); in host memory only
+  // a system-scope fence does.
+  bool nic_buf_on_gpumem = false;
   // Planted bugs, for tests only.
   bool plant_no_idle_doorbell = false;  // drop the "resv_head == new" doorbell rule
   bool plant_no_carry = false;          // drop the 0x10000 carry in poll_cq

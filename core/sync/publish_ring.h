@@ -1,8 +1,7 @@
 // A multi-producer ring with a CAS-ordered publish and batched doorbells: IBGDA's submit path
 // (SPEC §4) on a generic ring, small enough to test the execution models with. Warps reserve
 // slots (resv), write them, publish in reservation order by CAS on `ready`, and ring the
-// consumer's doorbell iff (a) nobody else is in flight (resv == new), (b) the unposted span
-// crosses a batch boundary, or (c) the warp's own request fills a batch. A consumer drains
+// consumer's doorbell by the submit rule (submit_rule.h). A consumer drains
 // up to the doorbell value and advances `cons`; producers wait for room and, to finish
 // (quiet), for `cons` to cover their slots.
 #pragma once
@@ -10,6 +9,7 @@
 #include <cstdint>
 
 #include "core/exec/context.h"
+#include "core/sync/submit_rule.h"
 
 namespace doorbell::sync {
 
@@ -72,12 +72,10 @@ DOORBELL_HD exec::WaitResult ring_produce(C& ctx, PublishRing* r, uint64_t n, ui
         res = exec::WaitResult::kTimeout;
         break;
       }
-    if (res == exec::WaitResult::kOk) {
-      const bool idle = !r->plant_no_idle_doorbell && ctx.load(gpu_scope, exec::relaxed, &r->resv) == next;
-      const uint64_t prod = ctx.load(gpu_scope, exec::relaxed, &r->prod);
-      const bool crosses = (prod & ~(r->batch - 1)) != (next & ~(r->batch - 1));
-      if (idle || crosses || n >= r->batch) res = ring_post(ctx, r, next);
-    }
+    if (res == exec::WaitResult::kOk &&
+        sync::must_ring(ctx.load(gpu_scope, exec::relaxed, &r->prod), next, n, ctx.load(gpu_scope, exec::relaxed, &r->resv), r->batch,
+                        r->plant_no_idle_doorbell))
+      res = ring_post(ctx, r, next);
   }
   *end = next;
   return exec::WaitResult(ctx.shfl(uint64_t(res), 0));

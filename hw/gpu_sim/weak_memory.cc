@@ -287,7 +287,7 @@ bool WeakMemory::fence_step(uint32_t t, exec::Scope s, uint64_t upto) {
   if (cum != nullptr && cum->second > upto) cum = nullptr;
   if (n == 0 && cum == nullptr) return false;
   const Slot q = n != 0 && (cum == nullptr || rand(2) == 0) ? own[rand(n)] : cum->first;
-  if (s == exec::Scope::kSystem) drain(q);
+  if (s == exec::Scope::kSystem || (s == exec::Scope::kGpu && gpu_reaches_devices_)) drain(q);
   else promote(slab_[q], s == exec::Scope::kCta ? 1 : 2);
   return true;
 }

@@ -19,7 +19,8 @@
 //
 // Devices (NIC engine, host proxy) are system-scope observers: they see memory only, tell
 // the model of their writes (mem::Observer) and of reads that missed buffered stores, which
-// the model keeps as notes for hang and failure reports.
+// the model keeps as notes for hang and failure reports. When the NIC's buffers are in GPU
+// memory it reads through the GPU's L2, so GPU scope reaches it (set_gpu_scope_reaches_devices).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +46,9 @@ class WeakMemory final : public mem::Observer {
 
   // A GPU thread (one lane) of global CTA `cta`; `name` appears in reports.
   uint32_t add_thread(uint32_t cta, std::string name);
+  // The NIC's buffers are in GPU memory and it reads them through the GPU's L2: what a
+  // GPU-scope fence makes visible, devices see too (the fence drains instead of promoting).
+  void set_gpu_scope_reaches_devices(bool on) { gpu_reaches_devices_ = on; }
   // Names addresses in reports (the scheduler's watched words).
   void set_namer(std::function<std::string(const void*)> fn) { namer_ = std::move(fn); }
 
@@ -146,6 +150,7 @@ class WeakMemory final : public mem::Observer {
   std::unordered_map<uintptr_t, History> hist_;    // 8-byte word -> recent values
   std::vector<Thread> threads_;
   std::function<std::string(const void*)> namer_;
+  bool gpu_reaches_devices_ = false;
   struct StaleLoad {
     uint32_t thread;
     uintptr_t word;

@@ -32,6 +32,7 @@ Program random_program(uint64_t seed, bool proxy) {
   p.batch_log = pick(0, 4);
   p.ibuf_slots = pick(0, 1) ? 1 : 2;
   p.cpu_proxy = proxy;
+  p.nic_buf_on_gpumem = pick(0, 1) != 0;  // GPU-scope fences for the NIC, or system-scope ones
   p.delay = pick(0, 1) ? 0 : 20;
   p.seed = seed;
   const uint32_t n = pick(6, 40);
@@ -51,9 +52,10 @@ Program random_program(uint64_t seed, bool proxy) {
   return p;
 }
 
-std::string run(uint64_t seed, uint32_t drop, gpu_sim::MemoryModel m, bool proxy) {
+std::string run(uint64_t seed, uint32_t drop, gpu_sim::MemoryModel m, bool proxy, bool gpu_fences_for_host = false) {
   Program p = random_program(seed, proxy);
   p.plant_drop = drop;
+  if (gpu_fences_for_host) p.nic_buf_on_gpumem = false, p.plant_gpu_scope_fences = true;
   gpu_sim::SchedOptions so;
   so.seed = seed;
   so.memory = m;
@@ -118,5 +120,19 @@ INSTANTIATE_TEST_SUITE_P(
                       Plant{kOrderProxyPublish, true, true, "read WQE"}),
     [](const ::testing::TestParamInfo<Plant>& i) { return std::string(ordering_name(i.param.drop)); });
 
+// NIC buffers in GPU memory let the doorbell path fence at GPU scope (the NIC reads through
+// L2). With the buffers in host memory that is too narrow: the weak mode must find it.
+TEST(WeakOrderings, GpuScopeFencesForHostMemoryBuffersAreFound) {
+  std::string why;
+  const uint64_t found = sweep_seeds(1, 3000, [&](uint64_t seed) {
+    why = run(seed, 0, gpu_sim::MemoryModel::kWeak, false, true);
+    return why.empty();
+  });
+  ASSERT_NE(found, 0u) << "GPU-scope fences with NIC buffers in host memory were not caught";
+  std::printf("[doorbell] GPU-scope NIC fences over host-memory buffers: caught at seed %llu:\n%s\n", (unsigned long long)found,
+              why.c_str());
+}
+
 }  // namespace
 }  // namespace doorbell::ibgda
+

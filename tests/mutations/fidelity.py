@@ -30,4 +30,5 @@ for f, old, new, binary, flt in M:
         print(f"{f}: {old[:60]!r} -> test {'FAILS' if r.returncode else 'PASSES (no teeth!)'}: {failed[:3]}")
     finally:
         shutil.move(f + ".orig", f)
+        os.utime(f)  # newer than the mutant's objects, or ninja keeps them
 subprocess.run(["ninja", "-C", "build"], capture_output=True)

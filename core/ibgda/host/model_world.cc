@@ -141,6 +141,7 @@ Status ModelWorld::build() {
     s.layout = cfg_.layout;
     s.group_switches = &pe.group_switch;
     s.opt = cfg_.opt;
+    s.opt.nic_buf_on_gpumem = cfg_.nic_buf_on_gpumem;
     s.error = &pe.error;
     s.keys.npes = n;
     uint32_t g = 0;
@@ -236,6 +237,8 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
     const std::string e = nic_errors();
     return e.empty() ? e : "NIC errors and events:\n" + e;
   });
+  // NIC buffers in GPU memory: the NICs read them through L2, where GPU scope reaches.
+  if (s.weak() != nullptr) s.weak()->set_gpu_scope_reaches_devices(cfg_.nic_buf_on_gpumem);
   const models::CostModel costs = s.options().costs;
   for (uint32_t p = 0; p < cfg_.npes; ++p) {
     mock_nic::Nic* nic = pes_[p]->nic.get();

@@ -19,6 +19,7 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   c.log_qp_depth = p.log_depth;
   c.opt.num_requests_in_batch = 1u << p.batch_log;
   c.opt.cpu_proxy = p.cpu_proxy;
+  c.nic_buf_on_gpumem = p.nic_buf_on_gpumem;
   c.opt.plant_no_idle_doorbell = p.plant_no_idle_doorbell;
   c.opt.plant_drop = p.plant_drop;
   c.ibuf_slots = p.ibuf_slots;
@@ -36,6 +37,8 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   auto w = ModelWorld::create(c);
   if (!w) return w.status().to_string();
   ModelWorld& world = **w;
+  if (p.plant_gpu_scope_fences)
+    for (uint32_t pe = 0; pe < p.npes; ++pe) world.state(pe).opt.nic_buf_on_gpumem = true;
   const uint64_t ro = *world.malloc(kProgramRo), ctr = *world.malloc(kProgramCounters * 8),
                  dst = *world.malloc(p.ops.size() * kProgramSlot);
   std::mt19937_64 rng(p.seed);

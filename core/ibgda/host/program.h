@@ -32,7 +32,9 @@ struct Program {
   uint32_t npes = 2, warps = 1, lanes = 1;
   uint32_t log_depth = 4, batch_log = 2, ibuf_slots = 8;
   bool cpu_proxy = false;
+  bool nic_buf_on_gpumem = true;        // WQ rings and DBRs in GPU memory (else host memory)
   bool plant_no_idle_doorbell = false;  // tests of the checkers only
+  bool plant_gpu_scope_fences = false;  // NIC buffers in host memory, fenced for GPU memory
   uint32_t plant_drop = 0;              // orderings dropped (ordering.h), for the weak memory mode
   uint32_t delay = 0;                   // NIC model: late responses
   uint64_t seed = 1;                    // world (response delays, source bytes)
