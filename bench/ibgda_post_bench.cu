@@ -67,6 +67,57 @@ __global__ void doorbell_kernel(uint32_t iters, unsigned long long* fails) {
   if (!ok) atomicAdd(fails, 1ull);
 }
 
+// One thread's puts through doorbell's post path (ibgda::post_rma's steps) cut into the
+// same phases as nvshmem_phase_kernel: lookup (QP, pieces and keys), reserve, write, submit.
+__global__ void doorbell_phase_kernel(uint32_t iters, unsigned long long* out) {
+  CudaCtx ctx;
+  const ibgda::DevState& st = c_state;
+  unsigned long long sum[kPhases] = {};
+  for (uint32_t i = 0; i < iters; ++i) {
+    long long t0 = clock64();
+    const ibgda::DevQp& qp = ibgda::select_qp(ctx, st, 1, ibgda::QpSelector{ibgda::QpSelector::kByCta, 0});
+    const uint32_t n = ibgda::count_pieces(st, 0, 0, kPutBytes, 1);
+    long long t1 = clock64();
+    uint64_t base = 0;
+    bool ok = ibgda::reserve(ctx, st, qp, n, &base) == ibgda::OpResult::kOk;
+    long long t2 = clock64();
+    ibgda::write_rma_wqes(ctx, st, qp, mlx5::WqeOpcode::kRdmaWrite, base, 0, 0, kPutBytes, 1);
+    long long t3 = clock64();
+    ok &= ibgda::submit(ctx, st, qp, base, n) == ibgda::OpResult::kOk;
+    long long t4 = clock64();
+    if (!ok) return;
+    sum[0] += t1 - t0, sum[1] += t2 - t1, sum[2] += t3 - t2, sum[3] += t4 - t3;
+  }
+  ibgda::quiet(ctx, st, ibgda::select_qp(ctx, st, 1, ibgda::QpSelector{ibgda::QpSelector::kByCta, 0}));
+  for (int k = 0; k < kPhases; ++k) out[k] = sum[k];
+}
+
+// What the primitives the post paths are made of cost one thread (cycles each, averaged).
+__global__ void primitive_kernel(uint64_t* word, unsigned long long* out) {
+  CudaCtx ctx;
+  constexpr int kN = 256;
+  auto time = [&](int k, auto op) {
+    const long long t0 = clock64();
+    for (int i = 0; i < kN; ++i) op(i);
+    out[k] = (clock64() - t0) / kN;
+  };
+  uint64_t sink = 0;
+  time(0, [&](int) { ctx.fence(exec::gpu_scope); });
+  time(1, [&](int) { __threadfence(); });
+  time(2, [&](int) { ctx.fence(exec::system_scope); });
+  time(3, [&](int) { ctx.fence(exec::cta_scope); });
+  time(4, [&](int i) { sink += ctx.atomic_add(exec::gpu_scope, word, 1) + i; });
+  time(5, [&](int) { sink += ctx.load(exec::gpu_scope, exec::acquire, word + 8); });
+  time(6, [&](int) { sink += *reinterpret_cast<volatile uint64_t*>(word + 8); });
+  time(7, [&](int i) { ctx.store(exec::gpu_scope, exec::release, word + 16, uint64_t(i)); });
+  time(8, [&](int i) { ctx.store(exec::system_scope, exec::relaxed, word + 16, uint64_t(i)); });
+  time(9, [&](int i) { ctx.mmio_store64(word + 24, uint64_t(i)); });
+  out[10] = sink;
+}
+inline constexpr const char* kPrimitives[] = {"fence.acq_rel.gpu", "__threadfence", "fence.acq_rel.sys", "fence.acq_rel.cta",
+                                              "atom.add.gpu", "ld.acquire.gpu", "ld.volatile", "st.release.gpu",
+                                              "st.relaxed.sys", "st.mmio"};
+
 // doorbell's device state over the shared rings: PE 0 posts to PE 1 on nqps QPs (QP-major).
 void doorbell_state(const Rings& r, uint32_t nqps, ibgda::Mvars** mvars) {
   const uint32_t npes = 2;
@@ -188,6 +239,29 @@ struct Bench {
     CHECK(cudaFree(mv));
     return ms;
   }
+  // Cycles per put of each phase, one thread on one QP, for both implementations.
+  void phases(uint32_t iters) {
+    const Shape s{"phases", 1, 1, 1, false, iters};
+    unsigned long long* out = dalloc<unsigned long long>(2 * kPhases);
+    ibgda::Mvars* mv = nullptr;
+    doorbell_state(r, 1, &mv);
+    run(s, "doorbell", [&] { doorbell_phase_kernel<<<1, 1, 0, work_stream>>>(iters, out); });
+    if (nvshmem_missing() == nullptr) {
+      nvshmem_prepare(r, s);
+      run(s, "NVSHMEM", [&] { nvshmem_phases(iters, out + kPhases, work_stream); });
+      nvshmem_release();
+    }
+    unsigned long long h[2 * kPhases];
+    CHECK(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost));
+    std::printf("one thread, one QP, %u puts: cycles per put  lookup  reserve  write  submit (with its doorbell)\n", iters);
+    const char* who[2] = {"doorbell", "NVSHMEM 3.4.5"};
+    for (int k = 0; k < 2; ++k)
+      std::printf("  %-14s %8.0f %8.0f %6.0f %7.0f\n", who[k], double(h[k * kPhases]) / iters, double(h[k * kPhases + 1]) / iters,
+                  double(h[k * kPhases + 2]) / iters, double(h[k * kPhases + 3]) / iters);
+    CHECK(cudaFree(mv));
+    CHECK(cudaFree(out));
+  }
+
   float nvshmem(const Shape& s) {
     nvshmem_prepare(r, s);
     const float ms = run(s, "NVSHMEM", [&] { nvshmem_launch(s, work_stream); });
@@ -235,6 +309,16 @@ int main(int argc, char** argv) {
     char ncell[32] = "-", ratio[16] = "-";
     if (nr > 0) std::snprintf(ncell, sizeof ncell, "%.3g M/s", nr / 1e6), std::snprintf(ratio, sizeof ratio, "%.2fx", dr / nr);
     std::printf("%-42s %14s %10.3g M/s %7s\n", s.name, ncell, dr / 1e6, ratio);
+  }
+  b.phases(4096);
+  {
+    uint64_t* word = dalloc<uint64_t>(32);
+    unsigned long long* out = dalloc<unsigned long long>(11);
+    primitive_kernel<<<1, 1>>>(word, out);
+    unsigned long long h[11];
+    CHECK(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost));
+    std::printf("primitives, one thread, cycles each:");
+    for (int k = 0; k < 10; ++k) std::printf(" %s %llu%s", kPrimitives[k], h[k], k < 9 ? "," : "\n");
   }
   unsigned long long fails = 0;
   CHECK(cudaMemcpy(&fails, b.fails, 8, cudaMemcpyDeviceToHost));

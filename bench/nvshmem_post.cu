@@ -14,6 +14,7 @@ namespace doorbell::postbench {
 #ifndef DOORBELL_WITH_NVSHMEM
 void nvshmem_prepare(const Rings&, const Shape&) {}
 void nvshmem_launch(const Shape&, cudaStream_t) {}
+void nvshmem_phases(uint32_t, unsigned long long*, cudaStream_t) {}
 void nvshmem_release() {}
 const char* nvshmem_missing() { return "built without NVSHMEM headers (gpu/run-post-bench finds them)"; }
 }  // namespace doorbell::postbench
@@ -39,6 +40,37 @@ __device__ nvshmemi_ibgda_device_qp_t* peer_qp(uint32_t id) {
 }
 
 #endif
+
+// One thread's puts, NVSHMEM's thread path (ibgda_rma_thread without a warp to coalesce)
+// cut into its phases.
+__global__ void nvshmem_phase_kernel(uint32_t iters, unsigned long long* out) {
+#ifdef __CUDA_ARCH__
+  const uint64_t local = uint64_t(nvshmemi_device_state_d.heap_base);
+  unsigned long long sum[kPhases] = {};
+  for (uint32_t i = 0; i < iters; ++i) {
+    long long t0 = clock64();
+    bool shared;
+    nvshmemi_ibgda_device_qp_t* qp = ibgda_get_qp(1, &shared);
+    __be32 lkey, rkey;
+    size_t lchunk, rchunk;
+    bool sysmem;
+    uint64_t raddr;
+    ibgda_get_lkey(local, &lkey, &lchunk, &sysmem, qp->dev_idx);
+    ibgda_get_raddr_rkey(local, 1, 1, &raddr, &rkey, &rchunk, qp->dev_idx);
+    long long t1 = clock64();
+    const uint64_t idx = ibgda_reserve_wqe_slots(qp, 1, shared);
+    long long t2 = clock64();
+    void* wqes[2] = {ibgda_get_wqe_ptr(qp, idx), ibgda_get_wqe_ptr(qp, idx + 1)};
+    ibgda_write_rdma_write_wqe<false>(qp, nullptr, local, lkey, raddr, rkey, kPutBytes, idx, MLX5_WQE_CTRL_CQ_UPDATE, wqes);
+    long long t3 = clock64();
+    ibgda_submit_requests<true>(qp, idx, 1);
+    long long t4 = clock64();
+    sum[0] += t1 - t0, sum[1] += t2 - t1, sum[2] += t3 - t2, sum[3] += t4 - t3;
+  }
+  ibgda_quiet(peer_qp(0));
+  for (int k = 0; k < kPhases; ++k) out[k] = sum[k];
+#endif
+}
 
 template <bool kWarp>
 __global__ void nvshmem_kernel(uint32_t iters) {
@@ -144,6 +176,11 @@ void nvshmem_prepare(const Rings& r, const Shape& sh) {
 void nvshmem_release() {
   for (void* p : g_allocs) CHECK(cudaFree(p));
   g_allocs.clear();
+}
+
+void nvshmem_phases(uint32_t iters, unsigned long long* out, cudaStream_t stream) {
+  nvshmem_phase_kernel<<<1, 1, 0, stream>>>(iters, out);
+  CHECK(cudaGetLastError());
 }
 
 void nvshmem_launch(const Shape& sh, cudaStream_t stream) {

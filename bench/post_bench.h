@@ -40,6 +40,10 @@ struct Shape {
 void nvshmem_prepare(const Rings& r, const Shape& s);
 void nvshmem_launch(const Shape& s, cudaStream_t stream);
 void nvshmem_release();
+// Phases of one thread's put (cycles summed over `iters` puts into out[0..3]: QP and key
+// lookup, reservation, WQE write, submission with its doorbell), NVSHMEM's code.
+void nvshmem_phases(uint32_t iters, unsigned long long* out, cudaStream_t stream);
+inline constexpr int kPhases = 4;
 const char* nvshmem_missing();  // why the peer is absent (built without it), or nullptr
 
 }  // namespace doorbell::postbench

@@ -20,7 +20,7 @@ DOORBELL_HD OpResult rma_nbi(C& ctx, const DevState& st, mlx5::WqeOpcode op, uin
     e.slot = select_slot(ctx, st, pe, sel), e.pe = pe, e.a = loff, e.b = roff, e.bytes = bytes;
     return nbi_failover(ctx, st, e);
   }
-  const DevQp& qp = select_qp(ctx, st, pe, sel);
+  const DevQp qp = select_qp(ctx, st, pe, sel);  // a copy: its fields stay in registers on a GPU
   uint64_t base;
   uint32_t n;
   return post_rma(ctx, st, qp, op, loff, roff, bytes, pe, &base, &n);
@@ -77,7 +77,7 @@ DOORBELL_HD OpResult put_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uin
     if (ctx.lane() == 0) r = put_nbi(ctx, st, dest, src, bytes, pe, QpSelector{QpSelector::kByWarp, 0});
     return OpResult(ctx.shfl(uint64_t(r), 0));
   }
-  const DevQp& qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
+  const DevQp qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
   const uint32_t n = count_pieces(st, src, dest, bytes, pe);
   uint64_t base = 0;
   OpResult r = OpResult::kOk;
@@ -115,7 +115,7 @@ DOORBELL_HD OpResult put_nbi_lanes(C& ctx, const DevState& st, uint64_t dest, ui
       if (ctx.lane() == k) r = put_nbi(ctx, st, dest, src, bytes, pe, QpSelector{QpSelector::kByWarp, 0});
     return r;
   }
-  const DevQp& qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
+  const DevQp qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
   const uint64_t mine = count_pieces(st, src, dest, bytes, pe);
   uint64_t end = mine;  // inclusive prefix sum of the lanes' piece counts
   for (uint32_t d = 1; d < ctx.warp_size(); d <<= 1) {

@@ -121,20 +121,29 @@ class CudaCtx {
 
   // One failed poll. Consecutive polls of the same wait share a deadline while the polled
   // value stays the same; a new value is progress (the next step's wait on the same flag).
+  // Kept cheap, for it runs in every contended loop: the clock is read every 64th poll,
+  // and the report is out of line (printf's argument block would otherwise give every
+  // caller a stack frame).
   __device__ bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
-    const uint64_t now = global_timer_ns();
     if (what != last_what_ || addr != last_addr_ || seen != last_seen_) {
-      last_what_ = what, last_addr_ = addr, last_seen_ = seen, since_ = now;
+      last_what_ = what, last_addr_ = addr, last_seen_ = seen, polls_ = 0, since_ = 0;
       return true;
     }
+    if ((++polls_ & 63) != 0) return true;
+    const uint64_t now = global_timer_ns();
+    if (since_ == 0) since_ = now;
     if (now - since_ < timeout_ns_) return true;
-    printf("doorbell: timeout after %llu ns: cta %u warp %u lane %u waits in \"%s\" on %p, last seen %llu\n",
-           (unsigned long long)(now - since_), cta(), warp(), lane(), what, addr, (unsigned long long)seen);
+    report_timeout(now - since_, what, addr, seen);
     last_what_ = nullptr;
     return false;
   }
 
  private:
+  __device__ __noinline__ void report_timeout(uint64_t ns, const char* what, const uint64_t* addr, uint64_t seen) const {
+    printf("doorbell: timeout after %llu ns: cta %u warp %u lane %u waits in \"%s\" on %p, last seen %llu\n",
+           (unsigned long long)ns, cta(), warp(), lane(), what, addr, (unsigned long long)seen);
+  }
+
   __device__ static void copy(void* dst, const void* src, size_t n) {
     if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src) | n) & 15) == 0) {
       for (size_t i = 0; i < n / 16; ++i) static_cast<uint4*>(dst)[i] = static_cast<const uint4*>(src)[i];
@@ -152,7 +161,8 @@ class CudaCtx {
   const char* last_what_ = nullptr;
   const uint64_t* last_addr_ = nullptr;
   uint64_t last_seen_ = 0;
-  uint64_t since_ = 0;
+  uint64_t since_ = 0;   // first clock reading of this wait (0: not read yet)
+  uint32_t polls_ = 0;
 };
 
 }  // namespace doorbell::cuda_exec
