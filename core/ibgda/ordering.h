@@ -1,13 +1,15 @@
 // The memory orderings the IBGDA paths rely on, one named function per race it prevents
-// (rdma-core's udma_barrier.h habit): protocol code calls these, never a bare fence. A test
-// may drop one (Options::plant_drop, host builds only) to check that the weak memory mode
-// finds the race it guards against; on a GPU build the plants compile away.
+// (rdma-core's udma_barrier.h habit), built on core/sync/ordering.h's publish / ring pair:
+// protocol code calls these, never a bare fence. A test may drop one (Options::plant_drop,
+// host builds only) to check that the weak memory mode finds the race it guards against;
+// on a GPU build the plants compile away.
 #pragma once
 
 #include <cstdint>
 
 #include "core/exec/context.h"
 #include "core/ibgda/state.h"
+#include "core/sync/ordering.h"
 
 namespace doorbell::ibgda {
 
@@ -45,7 +47,7 @@ DOORBELL_HD bool dropped(const Options& o, Ordering x) {
 // visible GPU-wide before ready_head covers them.
 template <class C>
 DOORBELL_HD void publish_wqes(C& ctx, const Options& o) {
-  if (!dropped(o, kOrderWqesBeforeReady)) ctx.fence(exec::gpu_scope);
+  sync::publish_entries(ctx, dropped(o, kOrderWqesBeforeReady));
 }
 
 // A fence wide enough for the NIC's reads of the WQ ring and the DBR: GPU scope when they
@@ -63,11 +65,11 @@ DOORBELL_HD void wqes_before_dbr(C& ctx, const Options& o) {
   if (!dropped(o, kOrderWqesBeforeDbr)) fence_for_nic(ctx, o);
 }
 
-// The doorbell MMIO is not ordered after plain stores on Hopper: without this the NIC may
-// take the doorbell, read the old DBR and go idle.
+// Ring the BlueFlame doorbell. The MMIO is not ordered after plain stores on Hopper:
+// without the fence the NIC may take the doorbell, read the old DBR and go idle.
 template <class C>
-DOORBELL_HD void dbr_before_doorbell(C& ctx, const Options& o) {
-  if (!dropped(o, kOrderDbrBeforeDoorbell)) fence_for_nic(ctx, o);
+DOORBELL_HD void ring_nic_doorbell(C& ctx, const Options& o, uint64_t* bf, uint64_t value) {
+  sync::ring_doorbell(ctx, [&o](C& c) { fence_for_nic(c, o); }, bf, value, dropped(o, kOrderDbrBeforeDoorbell));
 }
 
 // CPU-handler variant: the host proxy reads WQEs once it sees proxy_prod move.

@@ -165,8 +165,7 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
     } else {
       wqes_before_dbr(ctx, st.opt);
       ctx.store(system_scope, relaxed, qp.dbr, dbr_word(upto));
-      dbr_before_doorbell(ctx, st.opt);
-      ctx.mmio_store64(qp.bf, doorbell_value(upto, qp.qpn));
+      ring_nic_doorbell(ctx, st.opt, qp.bf, doorbell_value(upto, qp.qpn));
     }
   }
   ctx.store(gpu_scope, release, &qp.mv->post_send_lock, 0);

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "core/exec/context.h"
+#include "core/sync/ordering.h"
 #include "core/sync/submit_rule.h"
 
 namespace doorbell::sync {
@@ -36,10 +37,7 @@ DOORBELL_HD exec::WaitResult ring_post(C& ctx, PublishRing* r, uint64_t upto) {
   while (ctx.atomic_cas(exec::gpu_scope, &r->post_lock, 0, 1) != 0)
     if (!ctx.spin("ring_post: post_lock", &r->post_lock, 1)) return exec::WaitResult::kTimeout;
   const uint64_t old = ctx.atomic_max(exec::gpu_scope, &r->prod, upto);
-  if (upto > old) {
-    if (!r->plant_no_doorbell_fence) ctx.fence(exec::system_scope);  // slots visible before the doorbell
-    ctx.mmio_store64(&r->doorbell, upto);
-  }
+  if (upto > old) ring_doorbell(ctx, [](C& c) { c.fence(exec::system_scope); }, &r->doorbell, upto, r->plant_no_doorbell_fence);
   ctx.store(exec::gpu_scope, exec::release, &r->post_lock, 0);
   return exec::WaitResult::kOk;
 }
@@ -61,8 +59,7 @@ DOORBELL_HD exec::WaitResult ring_produce(C& ctx, PublishRing* r, uint64_t n, ui
   if (ctx.shfl(uint64_t(res), 0) != uint64_t(exec::WaitResult::kOk)) return exec::WaitResult::kTimeout;
   for (uint64_t i = ctx.lane(); i < n; i += ctx.warp_size())
     ctx.store(gpu_scope, exec::relaxed, &r->slots[(base + i) & (r->nslots - 1)], ring_payload(base + i));
-  // Other CTAs may ring the doorbell for these slots: make them visible GPU-wide first.
-  if (!r->plant_no_publish_fence) ctx.fence(gpu_scope);
+  publish_entries(ctx, r->plant_no_publish_fence);
   ctx.syncwarp();
   const uint64_t next = base + n;
   if (ctx.lane() == 0) {
