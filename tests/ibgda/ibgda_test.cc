@@ -193,5 +193,44 @@ TEST(Ibgda, BlockScopePutIsIssuedByOneWarp) {
   EXPECT_EQ(st->qps[1].mv->resv_head, count_pieces(*st, buf, buf, 200 << 10, 1));  // one warp's WQEs only
 }
 
+// put_nbi_lanes: each lane its own transfer (none, one piece, or two across a heap chunk end), one
+// reservation per warp; the data lands whole and the ring holds exactly every lane's pieces.
+TEST(Ibgda, LanesPutTheirOwnTransfersInOneReservation) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    auto w = ModelWorld::create(world_cfg(2, 7));
+    ASSERT_TRUE(w.is_ok());
+    ModelWorld& world = **w;
+    constexpr uint64_t kChunk = 64 << 10, kSlot = 3000, kDst = 16 * kChunk;
+    const uint64_t buf = *world.malloc(2 * kDst + kChunk, kChunk);
+    for (uint64_t i = 0; i < kDst; ++i) world.at(0, buf)[i] = uint8_t(i * 7 + seed);
+    // Lane l of warp w: its own chunk, starting 500 bytes before the chunk's end, so a
+    // transfer of more than 500 bytes is two pieces (two WQEs); every third lane sends none.
+    auto slot_of = [&](uint32_t warp, uint32_t lane) { return buf + (warp * 8 + lane) * kChunk + kChunk - 500; };
+    auto bytes_of = [&](uint32_t warp, uint32_t lane) -> uint64_t {
+      return (lane + warp) % 3 == 0 ? 0 : 1 + (lane * 997 + warp * 131 + seed * 61) % kSlot;
+    };
+    Scheduler s(sched(seed));
+    DevState* st = &world.state(0);
+    s.launch("pe0", {1, 2, 8}, [&](SimCtx& ctx) {
+      const uint64_t off = slot_of(ctx.warp(), ctx.lane());
+      EXPECT_EQ(put_nbi_lanes(ctx, *st, off + kDst, off, bytes_of(ctx.warp(), ctx.lane()), 1), OpResult::kOk);
+      EXPECT_EQ(quiet_all(ctx, *st), OpResult::kOk);
+    });
+    world.attach(s);
+    const auto r = s.run();
+    ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.report;
+    uint64_t pieces = 0;
+    for (uint32_t wp = 0; wp < 2; ++wp)
+      for (uint32_t l = 0; l < 8; ++l) {
+        const uint64_t off = slot_of(wp, l), n = bytes_of(wp, l);
+        EXPECT_EQ(0, std::memcmp(world.at(1, off + kDst), world.at(0, off), n)) << "warp " << wp << " lane " << l;
+        if (n != 0) pieces += count_pieces(*st, off, off + kDst, n, 1);
+      }
+    uint64_t reserved = 0;
+    for (uint32_t q = 0; q < st->npes * st->num_rc_per_pe; ++q) reserved += st->qps[q].mv->resv_head;
+    EXPECT_EQ(reserved, pieces) << "seed " << seed;
+  }
+}
+
 }  // namespace
 }  // namespace doorbell::ibgda
