@@ -69,7 +69,7 @@ __global__ void doorbell_kernel(uint32_t iters, unsigned long long* fails) {
 
 // One thread's puts through doorbell's post path (ibgda::post_rma's steps) cut into the
 // same phases as nvshmem_phase_kernel: lookup (QP, pieces and keys), reserve, write, submit.
-__global__ void doorbell_phase_kernel(uint32_t iters, unsigned long long* out) {
+__global__ void doorbell_phase_kernel(uint32_t iters, unsigned long long* out, unsigned long long* fails) {
   CudaCtx ctx;
   const ibgda::DevState& st = c_state;
   unsigned long long sum[kPhases] = {};
@@ -85,7 +85,10 @@ __global__ void doorbell_phase_kernel(uint32_t iters, unsigned long long* out) {
     long long t3 = clock64();
     ok &= ibgda::submit(ctx, st, qp, base, n) == ibgda::OpResult::kOk;
     long long t4 = clock64();
-    if (!ok) return;
+    if (!ok) {
+      atomicAdd(fails, 1ull);
+      return;
+    }
     sum[0] += t1 - t0, sum[1] += t2 - t1, sum[2] += t3 - t2, sum[3] += t4 - t3;
   }
   ibgda::quiet(ctx, st, ibgda::select_qp(ctx, st, 1, ibgda::QpSelector{ibgda::QpSelector::kByCta, 0}));
@@ -93,6 +96,8 @@ __global__ void doorbell_phase_kernel(uint32_t iters, unsigned long long* out) {
 }
 
 // What the primitives the post paths are made of cost one thread (cycles each, averaged).
+// Fences, atomics and the acquire load are waited for; plain stores and the volatile load
+// are not (nothing depends on them), so theirs is an issue cost, not a latency.
 __global__ void primitive_kernel(uint64_t* word, unsigned long long* out) {
   CudaCtx ctx;
   constexpr int kN = 256;
@@ -119,9 +124,10 @@ inline constexpr const char* kPrimitives[] = {"fence.acq_rel.gpu", "__threadfenc
                                               "st.relaxed.sys", "st.mmio"};
 
 // doorbell's device state over the shared rings: PE 0 posts to PE 1 on nqps QPs (QP-major).
-void doorbell_state(const Rings& r, uint32_t nqps, ibgda::Mvars** mvars) {
+// Returns its device allocations, for the caller to free once the fake NIC has stopped.
+std::vector<void*> doorbell_state(const Rings& r, uint32_t nqps) {
   const uint32_t npes = 2;
-  *mvars = dalloc<ibgda::Mvars>(npes * nqps);
+  ibgda::Mvars* mvars = dalloc<ibgda::Mvars>(npes * nqps);
   std::vector<ibgda::DevQp> qps(npes * nqps);
   for (uint32_t slot = 0; slot < qps.size(); ++slot) {
     const uint32_t q = slot / npes;  // QP-major: slot = q * npes + pe
@@ -131,7 +137,7 @@ void doorbell_state(const Rings& r, uint32_t nqps, ibgda::Mvars** mvars) {
     d.dbr = r.dbr + q * 8;
     d.bf = r.bf + q * 8;
     d.cqe = reinterpret_cast<const mlx5::Cqe64*>(r.cqe + q * 64);
-    d.mv = *mvars + slot;
+    d.mv = mvars + slot;
     d.ibuf = r.ibuf + size_t(q) * 4096, d.ibuf_lkey = 0x9000 + q, d.ibuf_nslots = 8;
   }
   ibgda::DevState s;
@@ -148,6 +154,7 @@ void doorbell_state(const Rings& r, uint32_t nqps, ibgda::Mvars** mvars) {
   s.keys.lkeys_const[0] = {0x1000u, bases[0] + kHeapBytes};
   for (uint32_t p = 0; p < npes; ++p) s.keys.rkeys_const[p] = {0x1000u + p * 16, bases[p] + kHeapBytes};
   CHECK(cudaMemcpyToSymbol(c_state, &s, sizeof(s)));
+  return {mvars, s.qps, s.group_switches, s.heap_bases, s.error};
 }
 
 // POST_TRACE=1: each step of a run on stderr (to find where a run hangs).
@@ -224,8 +231,7 @@ struct Bench {
   }
 
   float doorbell(const Shape& s) {
-    ibgda::Mvars* mv = nullptr;
-    doorbell_state(r, s.nqps, &mv);
+    const std::vector<void*> allocs = doorbell_state(r, s.nqps);
     auto launch = [&](uint32_t iters) {
       if (s.warp) doorbell_kernel<true><<<s.ctas, s.warps * 32, 0, work_stream>>>(iters, fails);
       else doorbell_kernel<false><<<s.ctas, s.warps * 32, 0, work_stream>>>(iters, fails);
@@ -236,16 +242,15 @@ struct Bench {
     launch(0);
     CHECK(cudaStreamSynchronize(work_stream));
     const float ms = run(s, "doorbell", [&] { launch(s.iters); });
-    CHECK(cudaFree(mv));
+    for (void* p : allocs) CHECK(cudaFree(p));
     return ms;
   }
   // Cycles per put of each phase, one thread on one QP, for both implementations.
   void phases(uint32_t iters) {
     const Shape s{"phases", 1, 1, 1, false, iters};
     unsigned long long* out = dalloc<unsigned long long>(2 * kPhases);
-    ibgda::Mvars* mv = nullptr;
-    doorbell_state(r, 1, &mv);
-    run(s, "doorbell", [&] { doorbell_phase_kernel<<<1, 1, 0, work_stream>>>(iters, out); });
+    const std::vector<void*> allocs = doorbell_state(r, 1);
+    run(s, "doorbell", [&] { doorbell_phase_kernel<<<1, 1, 0, work_stream>>>(iters, out, fails); });
     if (nvshmem_missing() == nullptr) {
       nvshmem_prepare(r, s);
       run(s, "NVSHMEM", [&] { nvshmem_phases(iters, out + kPhases, work_stream); });
@@ -258,7 +263,7 @@ struct Bench {
     for (int k = 0; k < 2; ++k)
       std::printf("  %-14s %8.0f %8.0f %6.0f %7.0f\n", who[k], double(h[k * kPhases]) / iters, double(h[k * kPhases + 1]) / iters,
                   double(h[k * kPhases + 2]) / iters, double(h[k * kPhases + 3]) / iters);
-    CHECK(cudaFree(mv));
+    for (void* p : allocs) CHECK(cudaFree(p));
     CHECK(cudaFree(out));
   }
 
