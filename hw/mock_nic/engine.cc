@@ -18,6 +18,7 @@
 #include "hw/mlx5/wqe.h"
 #include "hw/mock_nic/fabric.h"
 #include "hw/mock_nic/nic.h"
+#include "hw/mock_nic/wqe_check.h"
 
 namespace doorbell::mock_nic {
 
@@ -40,8 +41,6 @@ Outcome error(CqeSyndrome s, uint8_t vendor) {
   o.vendor = vendor;
   return o;
 }
-
-inline uint32_t load_be32(const std::byte* p) { return reinterpret_cast<const mlx5::Be32*>(p)->get(); }
 
 uint64_t masked_add(uint64_t a, uint64_t b, uint64_t boundary) {
   // Add field by field: clearing each field's top bit stops carries crossing a boundary.
@@ -125,8 +124,7 @@ struct Engine {
     return qp.staging;
   }
 
-  static Outcome exec_write(Nic& nic, Qp& qp, const std::byte* w, uint32_t ds, bool with_imm, uint32_t imm,
-                            uint16_t* rq_index) {
+  static Outcome exec_write(Nic& nic, Qp& qp, const WqeView& v, bool with_imm, uint32_t imm, uint16_t* rq_index) {
     struct Piece {
       const std::byte* src;
       uint32_t len;
@@ -134,33 +132,21 @@ struct Engine {
     };
     bool phantom = false;
     Piece pieces[mlx5::kMaxDs];
-    uint32_t np = 0;
-    uint64_t total = 0;
-    if (ds < 2) return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
-    for (uint32_t i = 2; i < ds;) {
-      const std::byte* seg = w + 16 * i;
-      const uint32_t bc = load_be32(seg);
-      if (bc & mlx5::kInlineSegFlag) {
-        const uint32_t len = bc & ~mlx5::kInlineSegFlag;
-        const uint32_t segs = (4 + len + 15) / 16;
-        if (len > (ds - i) * 16 || i + segs > ds) return error(CqeSyndrome::kLocalLengthErr, vendor::kBadSegment);
-        pieces[np++] = {seg + 4, len, 0};
-        total += len;
-        i += segs;
-      } else {
-        const auto* d = reinterpret_cast<const mlx5::WqeDataSeg*>(seg);
-        const uint32_t len = bc != 0 ? bc : 0x80000000u;
-        KeyFault f{};
-        bool ph = false;
-        const std::byte* src = nic.mrs_.resolve(d->lkey.get(), qp.attr.pd, d->addr.get(), len, 0, &f, &ph);
-        if (src == nullptr) return error(CqeSyndrome::kLocalProtErr, uint8_t(vendor::kLocalKeyBase + uint8_t(f)));
-        phantom |= ph;
-        pieces[np++] = {src, len, d->addr.get()};
-        total += len;
-        ++i;
+    const uint32_t np = v.npieces;
+    const uint64_t total = v.total;
+    for (uint32_t k = 0; k < np; ++k) {
+      const WqePiece& p = v.pieces[k];
+      if (p.inline_data != nullptr) {
+        pieces[k] = {p.inline_data, p.len, 0};
+        continue;
       }
+      KeyFault f{};
+      bool ph = false;
+      const std::byte* src = nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, 0, &f, &ph);
+      if (src == nullptr) return error(CqeSyndrome::kLocalProtErr, uint8_t(vendor::kLocalKeyBase + uint8_t(f)));
+      phantom |= ph;
+      pieces[k] = {src, p.len, p.addr};
     }
-    if (total > 0x80000000ull) return error(CqeSyndrome::kLocalLengthErr, vendor::kLengthTooLarge);
     Peer r;
     if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
     if (!(r.qp->remote_access & kRemoteWrite))
@@ -172,15 +158,14 @@ struct Engine {
       if (r.qp->attr.recv_cqn == 0 || !have) return error(CqeSyndrome::kRnrRetryExcErr, vendor::kRnr);
     }
     if (total != 0) {  // a zero-length write carries no key to check
-      const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
       KeyFault f{};
       bool ph = false;
-      std::byte* dst = r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, ra->raddr.get(), total, kRemoteWrite, &f, &ph);
+      std::byte* dst = r.nic->mrs_.resolve(v.rkey, r.qp->attr.pd, v.raddr, total, kRemoteWrite, &f, &ph);
       if (dst == nullptr)
         return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr,
                                uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
       phantom |= ph;
-      uint64_t dva = ra->raddr.get();
+      uint64_t dva = v.raddr;
       if (!phantom) wrote(*r.nic, dst, total);
       for (uint32_t k = 0; k < np; ++k) {
         if (phantom) nic.phantom_log_.push_back({dva, pieces[k].va, pieces[k].len});
@@ -205,51 +190,39 @@ struct Engine {
     return o;
   }
 
-  // Local scatter list of a READ / atomic: segments [first, ds) must be plain data segments
-  // the QP may write.
-  static Outcome gather_scatter(Nic& nic, Qp& qp, const std::byte* w, uint32_t first, uint32_t ds,
-                                std::vector<Inflight::Scatter>* out, uint64_t* total, bool* phantom = nullptr) {
-    *total = 0;
-    for (uint32_t i = first; i < ds; ++i) {
-      const auto* d = reinterpret_cast<const mlx5::WqeDataSeg*>(w + 16 * i);
-      const uint32_t bc = d->byte_count.get();
-      if (bc & mlx5::kInlineSegFlag) return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadSegment);
-      const uint32_t len = bc != 0 ? bc : 0x80000000u;
+  // Local scatter list of a READ / atomic: every piece's key must let the QP write there.
+  static Outcome gather_scatter(Nic& nic, Qp& qp, const WqeView& v, std::vector<Inflight::Scatter>* out, bool* phantom = nullptr) {
+    for (uint32_t k = 0; k < v.npieces; ++k) {
+      const WqePiece& p = v.pieces[k];
       KeyFault f{};
       bool ph = false;
-      if (nic.mrs_.resolve(d->lkey.get(), qp.attr.pd, d->addr.get(), len, kLocalWrite, &f, &ph) == nullptr)
+      if (nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, kLocalWrite, &f, &ph) == nullptr)
         return error(CqeSyndrome::kLocalProtErr, uint8_t(vendor::kLocalKeyBase + uint8_t(f)));
       if (phantom != nullptr) *phantom |= ph;
-      out->push_back({d->lkey.get(), d->addr.get(), len});
-      *total += len;
+      out->push_back({p.lkey, p.addr, p.len});
     }
-    if (*total > 0x80000000ull) return error(CqeSyndrome::kLocalLengthErr, vendor::kLengthTooLarge);
     return {};
   }
 
-  static Outcome exec_read(Nic& nic, Qp& qp, const std::byte* w, uint32_t ds) {
-    if (ds < 2) return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
+  static Outcome exec_read(Nic& nic, Qp& qp, const WqeView& v) {
     Outcome o;
-    uint64_t total;
+    const uint64_t total = v.total;
     Inflight& resp = stage(qp);
     bool phantom = false;
-    if (Outcome e = gather_scatter(nic, qp, w, 2, ds, &resp.scatter, &total, &phantom); e.syndrome != CqeSyndrome::kNone)
-      return e;
+    if (Outcome e = gather_scatter(nic, qp, v, &resp.scatter, &phantom); e.syndrome != CqeSyndrome::kNone) return e;
     Peer r;
     if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
     if (!(r.qp->remote_access & kRemoteRead))
       return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
     if (total != 0) {
-      const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
       KeyFault f{};
-      const std::byte* src =
-          r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, ra->raddr.get(), total, kRemoteRead, &f, &phantom);
+      const std::byte* src = r.nic->mrs_.resolve(v.rkey, r.qp->attr.pd, v.raddr, total, kRemoteRead, &f, &phantom);
       if (src == nullptr)
         return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr,
                                uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
       if (phantom) {
         uint64_t off = 0;
-        for (const auto& s : resp.scatter) nic.phantom_log_.push_back({s.addr, ra->raddr.get() + off, s.len}), off += s.len;
+        for (const auto& s : resp.scatter) nic.phantom_log_.push_back({s.addr, v.raddr + off, s.len}), off += s.len;
       } else {
         resp.data.resize(total);
         std::memcpy(resp.data.data(), src, total);  // the responder reads now; the data lands later
@@ -262,42 +235,32 @@ struct Engine {
     return o;
   }
 
-  static Outcome exec_atomic(Nic& nic, Qp& qp, const std::byte* w, uint32_t ds, WqeOpcode op, uint8_t opmod) {
+  static Outcome exec_atomic(Nic& nic, Qp& qp, const WqeView& v) {
+    const WqeOpcode op = v.op;
     const bool masked = op == WqeOpcode::kAtomicMaskedCs || op == WqeOpcode::kAtomicMaskedFa;
-    uint32_t size = 8;
-    if (masked) {
-      if (opmod != mlx5::ext_atomic_opmod(4) && opmod != mlx5::ext_atomic_opmod(8))
-        return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadSegment);
-      size = opmod == mlx5::ext_atomic_opmod(4) ? 4 : 8;
-    } else if (opmod != 0) {
-      return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadSegment);
-    }
-    const uint32_t want_ds = (op == WqeOpcode::kAtomicMaskedCs && size == 8) ? 5 : 4;
-    if (ds != want_ds) return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
+    const uint32_t size = v.atomic_size;
     Outcome o;
-    uint64_t total;
     Inflight& resp = stage(qp);
-    if (Outcome e = gather_scatter(nic, qp, w, ds - 1, ds, &resp.scatter, &total); e.syndrome != CqeSyndrome::kNone) return e;
-    if (total != size) return error(CqeSyndrome::kLocalLengthErr, vendor::kAtomicBadLength);
+    if (Outcome e = gather_scatter(nic, qp, v, &resp.scatter); e.syndrome != CqeSyndrome::kNone) return e;
+    if (v.total != size) return error(CqeSyndrome::kLocalLengthErr, vendor::kAtomicBadLength);
     Peer r;
     if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
     if (!(r.qp->remote_access & kRemoteAtomic))
       return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
     if (masked && r.qp->atomic_mode < 3)  // extended atomics need qpc.atomic_mode >= 3 (8 bytes)
       return responder_error(r, AsyncEvent::kQpRequestError, CqeSyndrome::kRemoteInvalReqErr, vendor::kExtAtomicMode);
-    const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
-    const uint64_t raddr = ra->raddr.get();
+    const uint64_t raddr = v.raddr;
     if (raddr % size != 0)
       return responder_error(r, AsyncEvent::kQpRequestError, CqeSyndrome::kRemoteInvalReqErr, vendor::kAtomicMisaligned);
     KeyFault f{};
     bool phantom = false;
-    std::byte* tgt = r.nic->mrs_.resolve(ra->rkey.get(), r.qp->attr.pd, raddr, size, kRemoteAtomic, &f, &phantom);
+    std::byte* tgt = r.nic->mrs_.resolve(v.rkey, r.qp->attr.pd, raddr, size, kRemoteAtomic, &f, &phantom);
     if (tgt == nullptr)
       return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr,
                              uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
     if (phantom) return error(CqeSyndrome::kRemoteOpErr, vendor::kPhantomAtomic);
     wrote(*r.nic, tgt, size);
-    const std::byte* args = w + 32;
+    const std::byte* args = v.atomic_args;
     uint64_t old = 0;
     if (size == 8) {
       auto* t = reinterpret_cast<uint64_t*>(tgt);
@@ -345,20 +308,15 @@ struct Engine {
     return o;
   }
 
-  static Outcome exec_dump(Nic& nic, Qp& qp, const std::byte* w, uint32_t ds) {
-    if (ds < 2) return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
-    uint64_t total = 0;
-    for (uint32_t i = 1; i < ds; ++i) {
-      const auto* d = reinterpret_cast<const mlx5::WqeDataSeg*>(w + 16 * i);
-      const uint32_t bc = d->byte_count.get();
-      if (bc & mlx5::kInlineSegFlag) return error(CqeSyndrome::kLocalQpOpErr, vendor::kBadSegment);
+  static Outcome exec_dump(Nic& nic, Qp& qp, const WqeView& v) {
+    for (uint32_t k = 0; k < v.npieces; ++k) {
+      const WqePiece& p = v.pieces[k];
       KeyFault f{};
-      if (nic.mrs_.resolve(d->lkey.get(), qp.attr.pd, d->addr.get(), bc != 0 ? bc : 0x80000000u, 0, &f) == nullptr)
+      if (nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, 0, &f) == nullptr)
         return error(CqeSyndrome::kLocalProtErr, uint8_t(vendor::kLocalKeyBase + uint8_t(f)));
-      total += bc;
     }
     Outcome o;
-    o.byte_cnt = uint32_t(total);
+    o.byte_cnt = uint32_t(v.total);
     return o;
   }
 
@@ -493,33 +451,27 @@ struct Engine {
          "WQE", idx);
     Outcome o;
     uint16_t rq_index = 0;
-    if (ctrl.qpn() != qp.qpn) {
-      o = error(CqeSyndrome::kLocalQpOpErr, vendor::kQpnMismatch);
-    } else if (nic.cfg_.check_wqe_index && ctrl.wqe_index() != uint16_t(idx)) {
-      o = error(CqeSyndrome::kLocalQpOpErr, vendor::kWqeIndexMismatch);
-    } else if (!ds_ok) {
-      o = error(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
+    const uint64_t ring_bytes = (qp.sq_mask + 1) * mlx5::kWqebb;
+    if (ds_ok && off + ds * mlx5::kDsBytes > ring_bytes) {  // the WQE wraps: gather it contiguously
+      const uint64_t first = ring_bytes - off;
+      std::memcpy(qp.scratch, w, first);
+      std::memcpy(qp.scratch + first, qp.sq, ds * mlx5::kDsBytes - first);
+      w = qp.scratch;
+    }
+    WqeView v;  // the structure checks (wqe_check.h, shared with the GPU twin), then execution
+    if (const WqeFault f = check_wqe(w, qp.qpn, uint16_t(idx), nic.cfg_.check_wqe_index, qp.attr.max_ds, &v); f.failed()) {
+      o = error(f.syndrome, f.vendor);
     } else {
-      const uint64_t ring_bytes = (qp.sq_mask + 1) * mlx5::kWqebb;
-      if (off + ds * mlx5::kDsBytes > ring_bytes) {  // the WQE wraps: gather it contiguously
-        const uint64_t first = ring_bytes - off;
-        std::memcpy(qp.scratch, w, first);
-        std::memcpy(qp.scratch + first, qp.sq, ds * mlx5::kDsBytes - first);
-        w = qp.scratch;
-      }
       switch (op) {
-        case WqeOpcode::kNop: break;
         case WqeOpcode::kRdmaWrite:
-        case WqeOpcode::kRdmaWriteImm:
-          o = exec_write(nic, qp, w, ds, op == WqeOpcode::kRdmaWriteImm, ctrl.imm.get(), &rq_index);
-          break;
-        case WqeOpcode::kRdmaRead: o = exec_read(nic, qp, w, ds); break;
+        case WqeOpcode::kRdmaWriteImm: o = exec_write(nic, qp, v, op == WqeOpcode::kRdmaWriteImm, ctrl.imm.get(), &rq_index); break;
+        case WqeOpcode::kRdmaRead: o = exec_read(nic, qp, v); break;
         case WqeOpcode::kAtomicCs:
         case WqeOpcode::kAtomicFa:
         case WqeOpcode::kAtomicMaskedCs:
-        case WqeOpcode::kAtomicMaskedFa: o = exec_atomic(nic, qp, w, ds, op, ctrl.opmod()); break;
-        case WqeOpcode::kDump: o = exec_dump(nic, qp, w, ds); break;
-        default: o = error(CqeSyndrome::kLocalQpOpErr, vendor::kBadOpcode); break;  // SEND & co. not modelled
+        case WqeOpcode::kAtomicMaskedFa: o = exec_atomic(nic, qp, v); break;
+        case WqeOpcode::kDump: o = exec_dump(nic, qp, v); break;
+        default: break;  // NOP
       }
     }
     if ((o.syndrome == CqeSyndrome::kTransportRetryExcErr && o.vendor == vendor::kRemoteNotReady) ||

@@ -1,10 +1,10 @@
 # Each ConnectX-fidelity fix of the NIC model (and the driver / doorbell fixes beside it), undone
 # one at a time: the test named beside it must fail. Run from the repository root after
 # `bash ci/build release`: python3 tests/mutations/fidelity.py (restores every file it touches).
-import subprocess, sys, shutil
+import os, subprocess, sys, shutil
 # (file, old, new, test binary, gtest filter)
 M = [
- ("core/ibgda/queue.h", "ctx.mmio_store64(qp.bf, doorbell_value(upto, qp.qpn));", "ctx.mmio_store64(qp.bf, *reinterpret_cast<const uint64_t*>(wqe_at(qp, upto - 1)));", "ibgda_protocol_test", "*DoorbellValue*"),
+ ("core/ibgda/queue.h", "ring_nic_doorbell(ctx, st.opt, qp.bf, doorbell_value(upto, qp.qpn));", "ring_nic_doorbell(ctx, st.opt, qp.bf, *reinterpret_cast<const uint64_t*>(wqe_at(qp, upto - 1)));", "ibgda_protocol_test", "*DoorbellValue*"),
  ("hw/mock_nic/cq.cc", "if (!overrun_ignore) {", "if (!collapsed) {", "mock_nic_fidelity_test", "CqOverrun.*"),
  ("hw/mlx5_devx/driver.cc", "  DB_SET(create_cq_in, p, cq_context.oi, s.overrun_ignore ? 1 : 0);\n", "", "mlx5_devx_prm_golden_test", "PrmGolden.CreateCq"),
  ("hw/mock_nic/engine.cc", "      if (!retries_left_out(nic, qp, rnr, rnr_ns)) return false;  // not answered yet: try again later", "", "mock_nic_fidelity_test", "RetryTimer.*:RnrTimer.*"),
