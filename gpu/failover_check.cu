@@ -169,7 +169,7 @@ Outcome run(bool failover, uint64_t fail_after) {
   for (uint32_t p = 0; p < kNpes; ++p) {
     heap[p] = dalloc<uint8_t>(kHeap);
     bases.push_back(reinterpret_cast<uint64_t>(heap[p]));
-    for (uint32_t c = 0; c < kHeap / kChunk; ++c) regions.push_back({bases[p] + c * kChunk, kChunk, 0x1000u + p * 16 + c});
+    for (uint32_t c = 0; c < kHeap / kChunk; ++c) regions.push_back({bases[p] + c * kChunk, kChunk, gpu_nic::key_of(0x10 + p * 16 + c)});
     std::vector<uint8_t> src(8192);
     for (size_t i = 0; i < src.size(); ++i) src[i] = uint8_t(i * 7 + p * 3 + 1);
     CHECK(cudaMemcpy(heap[p] + kSrc, src.data(), src.size(), cudaMemcpyHostToDevice));
@@ -201,7 +201,7 @@ Outcome run(bool failover, uint64_t fail_after) {
       d.cqe = reinterpret_cast<const mlx5::Cqe64*>(cq + q * 64);
       d.mv = mvars + q;
       d.ibuf = ibuf + size_t(q) * (kIbufSlots + 1) * ibgda::kIbufSlotBytes;
-      d.ibuf_lkey = 0x9000 + p * 64 + q;
+      d.ibuf_lkey = gpu_nic::key_of(0x90 + p * 64 + q);
       d.ibuf_nslots = kIbufSlots;
       d.hp = failover ? health[p] + q : nullptr;
       regions.push_back({reinterpret_cast<uint64_t>(d.ibuf), (kIbufSlots + 1) * ibgda::kIbufSlotBytes, d.ibuf_lkey});
@@ -216,8 +216,8 @@ Outcome run(bool failover, uint64_t fail_after) {
     s.error = dalloc<uint64_t>(1);
     s.keys.npes = kNpes, s.keys.log2_granularity = 20, s.keys.nchunks = kHeap / kChunk;
     for (uint32_t c = 0; c < kHeap / kChunk; ++c) {
-      s.keys.lkeys_const[c] = {0x1000u + p * 16 + c, bases[p] + (c + 1) * kChunk};
-      for (uint32_t q = 0; q < kNpes; ++q) s.keys.rkeys_const[c * kNpes + q] = {0x1000u + q * 16 + c, bases[q] + (c + 1) * kChunk};
+      s.keys.lkeys_const[c] = {gpu_nic::key_of(0x10 + p * 16 + c), bases[p] + (c + 1) * kChunk};
+      for (uint32_t q = 0; q < kNpes; ++q) s.keys.rkeys_const[c * kNpes + q] = {gpu_nic::key_of(0x10 + q * 16 + c), bases[q] + (c + 1) * kChunk};
     }
     if (failover) {
       s.backups = dqps[p] + kNpes;
@@ -235,8 +235,9 @@ Outcome run(bool failover, uint64_t fail_after) {
     if (p == 0) fa[1] = fail_after;  // PE 0's main QP to PE 1
     e.fail_after = fails[p] = dcopy(fa);
   }
-  gpu_nic::Region* dregions = dcopy(regions);
-  for (auto& e : engines) e.mrs = dregions, e.nmrs = uint32_t(regions.size());
+  const std::vector<mock_nic::MemoryRegion> table = gpu_nic::region_table(regions);
+  const mock_nic::MemoryRegion* dmrs = dcopy(table);
+  for (auto& e : engines) e.mrs = dmrs, e.nmrs = uint32_t(table.size());
   // Pairs: QP q of PE p talks to QP (q - q % kNpes + p) of PE q % kNpes.
   std::vector<ibgda::PairRecovery> pairs;
   for (uint32_t p = 0; p < kNpes; ++p)

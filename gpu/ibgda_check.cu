@@ -44,7 +44,7 @@ GpuWorld build(uint32_t batch) {
   for (uint32_t p = 0; p < kNpes; ++p) {
     g.heap[p] = dalloc<uint8_t>(kHeap);
     for (uint32_t c = 0; c < kHeap / kChunk; ++c)
-      regions.push_back({reinterpret_cast<uint64_t>(g.heap[p]) + c * kChunk, kChunk, 0x1000u + p * 16 + c});
+      regions.push_back({reinterpret_cast<uint64_t>(g.heap[p]) + c * kChunk, kChunk, gpu_nic::key_of(0x10 + p * 16 + c)});
   }
   std::vector<ibgda::DevState> states(kNpes);
   std::vector<gpu_nic::Engine> engines(kNpes);
@@ -74,7 +74,7 @@ GpuWorld build(uint32_t batch) {
       d.cqe = reinterpret_cast<const mlx5::Cqe64*>(cq + q * 64);
       d.mv = g.mvars[p] + q;
       d.ibuf = ibuf + size_t(q) * (kIbufSlots + 1) * ibgda::kIbufSlotBytes;
-      d.ibuf_lkey = 0x9000 + p * 64 + q;
+      d.ibuf_lkey = gpu_nic::key_of(0x90 + p * 64 + q);
       d.ibuf_nslots = kIbufSlots;
       regions.push_back({reinterpret_cast<uint64_t>(d.ibuf), (kIbufSlots + 1) * ibgda::kIbufSlotBytes, d.ibuf_lkey});
     }
@@ -94,8 +94,8 @@ GpuWorld build(uint32_t batch) {
     s.keys.log2_granularity = 20;
     s.keys.nchunks = kHeap / kChunk;
     for (uint32_t c = 0; c < kHeap / kChunk; ++c) {
-      s.keys.lkeys_const[c] = {0x1000u + p * 16 + c, bases[p] + (c + 1) * kChunk};
-      for (uint32_t q = 0; q < kNpes; ++q) s.keys.rkeys_const[c * kNpes + q] = {0x1000u + q * 16 + c, bases[q] + (c + 1) * kChunk};
+      s.keys.lkeys_const[c] = {gpu_nic::key_of(0x10 + p * 16 + c), bases[p] + (c + 1) * kChunk};
+      for (uint32_t q = 0; q < kNpes; ++q) s.keys.rkeys_const[c * kNpes + q] = {gpu_nic::key_of(0x10 + q * 16 + c), bases[q] + (c + 1) * kChunk};
     }
     engines[p].qps = dqps;
     engines[p].nqps = nqp;
@@ -104,8 +104,9 @@ GpuWorld build(uint32_t batch) {
     engines[p].executed = g.executed;
     engines[p].errors = g.errors;
   }
-  gpu_nic::Region* dregions = dcopy(regions);
-  for (auto& e : engines) e.mrs = dregions, e.nmrs = uint32_t(regions.size());
+  const std::vector<mock_nic::MemoryRegion> table = gpu_nic::region_table(regions);
+  const mock_nic::MemoryRegion* dmrs = dcopy(table);
+  for (auto& e : engines) e.mrs = dmrs, e.nmrs = uint32_t(table.size());
   g.states = dcopy(states);
   g.engines = dcopy(engines);
   return g;
