@@ -228,6 +228,8 @@ Outcome run(bool failover, uint64_t fail_after) {
     e.qps = dqps[p], e.nqps = kQps;
     e.heads = heads[p] = dalloc<uint64_t>(kQps);
     e.dead = dalloc<uint32_t>(kQps);
+    e.rung = dalloc<uint64_t>(kQps);
+    e.awake = dalloc<uint32_t>(kQps);
     e.executed = executed, e.errors = errors;
     e.cmd = dalloc<uint32_t>(kQps);
     e.executed_upto = dalloc<uint64_t>(kQps);

@@ -1,5 +1,8 @@
-// A GPU-resident software NIC for the Hopper checks: one warp per PE polls the send DBRs of
-// its QPs (WQ, DBR and CQ all in GPU memory), consumes WQEs in order, executes RDMA WRITE
+// A GPU-resident software NIC for the Hopper checks: one warp per PE watches its QPs'
+// BlueFlame doorbell words (WQ, DBR, doorbell and CQ all in GPU memory); a doorbell wakes a
+// QP, which then consumes WQEs in order up to its DBR, as a ConnectX does (a doorbell that is
+// lost leaves posted WQEs unexecuted until the next one: `lost_doorbells` plants that).
+// It executes RDMA WRITE
 // (data or inline), READ, ATOMIC_FA / ATOMIC_CS and DUMP, and writes collapsed CQEs (slot 0)
 // for CQ_UPDATE WQEs, the CQE's last 8 bytes in one store after the data. Its checks are the
 // NIC model's own (hw/mock_nic/wqe_check.h for the WQE's structure, mr_resolve.h for keys,
@@ -59,6 +62,9 @@ struct Engine {
   uint32_t nmrs = 0;
   unsigned long long* executed = nullptr;
   unsigned long long* errors = nullptr;
+  uint64_t* rung = nullptr;      // per QP: the last doorbell word seen at its BlueFlame register
+  uint32_t* awake = nullptr;     // per QP: a doorbell came since the QP last drained to its DBR
+  unsigned long long* lost_doorbells = nullptr;  // planted: the next N doorbells are lost (null: none)
   // Failover (null: unused), per QP: a command the engine clears once done, the WQE index
   // after the last request it executed, and an injected error after that many WQEs.
   uint32_t* cmd = nullptr;
@@ -162,6 +168,17 @@ __device__ inline mock_nic::WqeFault execute(const Engine& e, const ibgda::DevQp
   }
 }
 
+// The planted fault: true while lost_doorbells still counts (engines may share the counter).
+__device__ inline bool lose_doorbell(const Engine& e) {
+  if (e.lost_doorbells == nullptr) return false;
+  for (unsigned long long n = *reinterpret_cast<volatile unsigned long long*>(e.lost_doorbells); n != 0;) {
+    const unsigned long long was = atomicCAS(e.lost_doorbells, n, n - 1);
+    if (was == n) return true;
+    n = was;
+  }
+  return false;
+}
+
 // One pass over every QP; returns the WQEs executed.
 __device__ inline uint32_t engine_pass(const Engine& e) {
   uint32_t done = 0;
@@ -172,17 +189,30 @@ __device__ inline uint32_t engine_pass(const Engine& e) {
         if (c == kCmdToErr) e.dead[i] = 1;
         if (c == kCmdReset) {  // nobody posts to it now: its DBR restarts at 0 with the ring
           *reinterpret_cast<volatile uint64_t*>(q.dbr) = 0;
-          e.heads[i] = 0, e.executed_upto[i] = 0, e.dead[i] = 0;
+          // The doorbell word too (a register on a ConnectX, memory here): the ring's first
+          // doorbell may repeat the last one before the reset, and must still be heard.
+          *reinterpret_cast<volatile uint64_t*>(q.bf) = 0;
+          e.heads[i] = 0, e.executed_upto[i] = 0, e.dead[i] = 0, e.awake[i] = 0, e.rung[i] = 0;
         }
         __threadfence();
         reinterpret_cast<volatile uint32_t*>(e.cmd)[i] = kCmdNone;
       }
     }
     if (e.dead[i] && e.cmd == nullptr) continue;
+    // A new word at the BlueFlame register is a doorbell (consecutive ones differ: each
+    // carries a larger producer index); unless it is lost, it wakes the QP.
+    if (const uint64_t bell = *reinterpret_cast<const volatile uint64_t*>(q.bf); bell != e.rung[i]) {
+      e.rung[i] = bell;
+      if (!lose_doorbell(e)) e.awake[i] = 1;
+    }
+    if (!e.awake[i] && !e.dead[i]) continue;  // (a QP in ERR flushes what its DBR shows)
     const uint32_t snd = mlx5::bswap32(uint32_t(*reinterpret_cast<const volatile uint64_t*>(q.dbr) >> 32));
     uint64_t head = e.heads[i];
     const uint64_t prod = head + uint16_t(uint16_t(snd) - uint16_t(head));
-    if (prod == head) continue;
+    if (prod == head) {
+      e.awake[i] = 0;  // drained: the next doorbell wakes it
+      continue;
+    }
     __threadfence();  // the DBR was written after the WQEs: read them after it
     if (e.dead[i]) {  // ERR: what was posted is flushed (the collapsed CQ keeps the last)
       write_cqe(q, uint16_t(prod - 1), uint8_t(mlx5::CqeOpcode::kReqErr), uint8_t(mlx5::CqeSyndrome::kWrFlushErr));

@@ -2,8 +2,9 @@
 // core/ibgda — the same source the CPU-model tests run — executes as device code with
 // CudaCtx against the GPU-resident software NIC (gpu_nic.cuh); WQ rings, DBRs, collapsed
 // CQs, management words, ibufs and the PEs' symmetric heaps all live in GPU memory. Two PEs
-// share the GPU. Checks put / get (crossing heap chunks) / fetch-add results, then measures
-// 8-byte put_nbi throughput. Exits non-zero on a wrong result.
+// share the GPU. Checks put / get (crossing heap chunks) / fetch-add results, measures 8-byte
+// put_nbi throughput, and plants a lost doorbell (the NIC must not run the put it announced,
+// so its quiet times out). Exits non-zero on a wrong result.
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -61,7 +62,7 @@ GpuWorld build(uint32_t batch) {
     uint8_t* cq = dalloc<uint8_t>(nqp * 64, 0xff);  // collapsed CQs, invalid until written
     g.mvars[p] = dalloc<ibgda::Mvars>(nqp);
     uint8_t* ibuf = dalloc<uint8_t>(size_t(nqp) * (kIbufSlots + 1) * ibgda::kIbufSlotBytes);
-    uint64_t* bf = dalloc<uint64_t>(1);
+    uint64_t* bf = dalloc<uint64_t>(nqp * 8);  // a BlueFlame word per QP: the engine hears each QP's doorbells
     std::vector<ibgda::DevQp> qps(nqp);
     for (uint32_t q = 0; q < nqp; ++q) {
       ibgda::DevQp& d = qps[q];
@@ -70,7 +71,7 @@ GpuWorld build(uint32_t batch) {
       d.nwqes = kDepth;
       d.wq = wq + size_t(q) * kDepth * 64;
       d.dbr = dbr + q * 8;
-      d.bf = bf;
+      d.bf = bf + q * 8;
       d.cqe = reinterpret_cast<const mlx5::Cqe64*>(cq + q * 64);
       d.mv = g.mvars[p] + q;
       d.ibuf = ibuf + size_t(q) * (kIbufSlots + 1) * ibgda::kIbufSlotBytes;
@@ -101,6 +102,8 @@ GpuWorld build(uint32_t batch) {
     engines[p].nqps = nqp;
     engines[p].heads = dalloc<uint64_t>(nqp);
     engines[p].dead = dalloc<uint32_t>(nqp);
+    engines[p].rung = dalloc<uint64_t>(nqp);
+    engines[p].awake = dalloc<uint32_t>(nqp);
     engines[p].executed = g.executed;
     engines[p].errors = g.errors;
   }
@@ -113,7 +116,7 @@ GpuWorld build(uint32_t batch) {
 }
 
 struct Work {
-  int kind;               // 0: correctness mix, 1: put_nbi storm, 2: warp-collective storm
+  int kind;               // 0: correctness mix, 1: put_nbi storm, 2: warp-collective storm, 3: one put and quiet
   uint32_t ctas_per_pe;
   uint32_t per_thread;
   unsigned long long* fetched;  // kind 0: old values
@@ -154,6 +157,11 @@ __global__ void ibgda_kernel(const gpu_nic::Engine* engines, const ibgda::DevSta
     ok &= ibgda::atomic_fetch_add(ctx, st, kCtrOff, 1, peer, &old) == OpResult::kOk;
     w.fetched[pe * 65536 + t] = old;
     ok &= quiet(ctx, st) == OpResult::kOk;
+  } else if (w.kind == 3) {  // one thread, one put: its doorbell is the only one
+    if (pe == 0 && t == 0) {
+      ok &= ibgda::put_nbi(ctx, st, kDstSlots, kSlots, 8, 1) == OpResult::kOk;
+      ok &= quiet(ctx, st) == OpResult::kOk;
+    }
   } else if (pe == 0) {
     auto* buf = reinterpret_cast<uint64_t*>(heap + kSlots);
     for (uint32_t i = 0; i < w.per_thread && ok; ++i) {
@@ -258,6 +266,28 @@ int main() {
                   (unsigned long long)mv.cons_idx, ok ? "OK" : "FAIL");
       ok ? ++passed : ++failed;
     }
+  {  // planted: the NIC loses the put's doorbell. It must not run the WQE (it hears no doorbell),
+     // so the put's quiet times out: the check sees the hang a lost doorbell causes.
+    GpuWorld g = build(32);
+    unsigned long long* lost = dalloc<unsigned long long>(1);
+    const unsigned long long one = 1;
+    CHECK(cudaMemcpy(lost, &one, 8, cudaMemcpyHostToDevice));
+    gpu_nic::Engine e0;
+    CHECK(cudaMemcpy(&e0, g.engines, sizeof e0, cudaMemcpyDeviceToHost));
+    e0.lost_doorbells = lost;
+    CHECK(cudaMemcpy(g.engines, &e0, sizeof e0, cudaMemcpyHostToDevice));
+    Work w{3, 1, 1, nullptr, dalloc<unsigned>(1), dalloc<unsigned long long>(1)};
+    ibgda_kernel<<<kNpes + kNpes, 32>>>(g.engines, g.states, w);
+    CHECK(cudaDeviceSynchronize());
+    unsigned long long fails = 0, executed = 0, left = 0;
+    CHECK(cudaMemcpy(&fails, w.failures, 8, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(&executed, g.executed, 8, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(&left, lost, 8, cudaMemcpyDeviceToHost));
+    const bool caught = fails == 1 && executed == 0 && left == 0;
+    std::printf("planted lost doorbell: the put's quiet %s, NIC executed %llu WQEs: %s\n", fails == 1 ? "timed out" : "returned",
+                executed, caught ? "caught" : "NOT CAUGHT");
+    caught ? ++passed : ++failed;
+  }
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
