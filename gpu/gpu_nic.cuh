@@ -204,6 +204,7 @@ __device__ inline uint32_t engine_pass(const Engine& e) {
     if (const uint64_t bell = *reinterpret_cast<const volatile uint64_t*>(q.bf); bell != e.rung[i]) {
       e.rung[i] = bell;
       if (!lose_doorbell(e)) e.awake[i] = 1;
+      __threadfence();  // the DBR the doorbell announces was written before it: read it after
     }
     if (!e.awake[i] && !e.dead[i]) continue;  // (a QP in ERR flushes what its DBR shows)
     const uint32_t snd = mlx5::bswap32(uint32_t(*reinterpret_cast<const volatile uint64_t*>(q.dbr) >> 32));
