@@ -209,7 +209,7 @@ void Scheduler::map_mmio(uint64_t base, uint64_t size, std::function<void(uint64
 
 void Scheduler::yield() { Fiber::switch_to(*cur_lane_->fiber, main_); }
 
-void Scheduler::point() {
+void Scheduler::point_slow() {
   if (aborted_ || (stopping_ && cur_agent_->daemon)) throw KernelAborted{};
   if (opt_.policy != Policy::kRunToCompletion) {
     yield();
@@ -252,18 +252,10 @@ void Scheduler::wrote(const void* addr) {
   if (opt_.policy == Policy::kTimed && addr != nullptr) write_ns_[addr] = now();
 }
 
-void Scheduler::record(Access kind, uint64_t value, bool changed, const void* addr) {
-  ++accesses_;
-  if (opt_.policy == Policy::kTimed && kind != Access::kDevice) {
-    observe(addr);  // what it read was written no earlier than this
-    advance(kind == Access::kMmio ? opt_.costs.doorbell_mmio_ns : opt_.costs.gpu_access_ns);
-    if (changed || kind == Access::kMmio) wrote(addr);
-  }
-  if (changed) ++version_;
-  // FNV-1a over 64-bit words: who, what kind, which value.
-  const uint64_t who = (uint64_t(cur_agent_->index) << 40) | (uint64_t(cur_lane_->index) << 32) | uint64_t(kind);
-  hash_ = (hash_ ^ who) * 0x100000001b3ull;
-  hash_ = (hash_ ^ value) * 0x100000001b3ull;
+void Scheduler::record_timed(Access kind, bool changed, const void* addr) {
+  observe(addr);  // what it read was written no earlier than this
+  advance(kind == Access::kMmio ? opt_.costs.doorbell_mmio_ns : opt_.costs.gpu_access_ns);
+  if (changed || kind == Access::kMmio) wrote(addr);
 }
 
 void Scheduler::mmio_store(uint64_t* addr, uint64_t value) {
@@ -379,6 +371,8 @@ void Scheduler::finish_lane(Agent& a, Lane& l) {
 void Scheduler::resume(Agent& a, Lane& l) {
   cur_agent_ = &a;
   cur_lane_ = &l;
+  cur_who_ = (uint64_t(a.index) << 40) | (uint64_t(l.index) << 32);
+  cur_daemon_ = a.daemon;
   ++l.resumes;
   ++steps_;
   Fiber::switch_to(main_, *l.fiber);

@@ -106,8 +106,19 @@ class Scheduler {
   std::string memory_report() const { return weak_ ? weak_->report() : std::string(); }
 
   // ---- used by SimCtx / AgentCtx from inside running fibers ----
-  void point();                                   // a scheduling point before an access
-  void record(Access kind, uint64_t value, bool changed, const void* addr = nullptr);
+  // A scheduling point before an access, and the record of one (both on every simulated
+  // access: inline, with what needs the agent's details out of line).
+  void point() {
+    if (aborted_ || (stopping_ && cur_daemon_) || opt_.policy != Policy::kRunToCompletion) point_slow();
+  }
+  void record(Access kind, uint64_t value, bool changed, const void* addr = nullptr) {
+    ++accesses_;
+    if (opt_.policy == Policy::kTimed && kind != Access::kDevice) record_timed(kind, changed, addr);
+    if (changed) ++version_;
+    // FNV-1a over 64-bit words: who, what kind, which value.
+    hash_ = (hash_ ^ (cur_who_ | uint64_t(kind))) * 0x100000001b3ull;
+    hash_ = (hash_ ^ value) * 0x100000001b3ull;
+  }
   // kTimed (no-ops otherwise): charge the running lane; make it wait for the time `addr`
   // was last written (it observed that write); note that it wrote `addr` now.
   void advance(double ns);
@@ -125,6 +136,8 @@ class Scheduler {
   void fence(exec::Scope s);
 
  private:
+  void point_slow();
+  void record_timed(Access kind, bool changed, const void* addr);
   struct Lane;
   struct Agent;
   struct CtaBarrier;
@@ -146,6 +159,8 @@ class Scheduler {
   Fiber main_;
   Agent* cur_agent_ = nullptr;
   Lane* cur_lane_ = nullptr;
+  uint64_t cur_who_ = 0;       // the running lane in record()'s hash: agent << 40 | lane << 32
+  bool cur_daemon_ = false;    // the running agent is a daemon (stops with the run)
   uint64_t rng_;
   uint64_t version_ = 0;        // bumps on every change to shared state
   uint64_t steps_ = 0, accesses_ = 0, hash_ = 0xcbf29ce484222325ull;
