@@ -115,14 +115,12 @@ __device__ inline mock_nic::WqeFault execute(const Engine& e, const ibgda::DevQp
   auto local = [&](const mock_nic::WqePiece& p, uint32_t need, std::byte** out) -> mock_nic::WqeFault {
     KeyFault k{};
     *out = mock_nic::resolve_key(e.mrs, e.nmrs, p.lkey, kPd, p.addr, p.len, need, &k);
-    if (*out == nullptr) return {CqeSyndrome::kLocalProtErr, uint8_t(vendor::kLocalKeyBase + uint8_t(k))};
-    return {};
+    return *out == nullptr ? mock_nic::local_key_fault(k) : mock_nic::WqeFault{};
   };
   auto remote = [&](uint64_t len, uint32_t need, std::byte** out) -> mock_nic::WqeFault {
     KeyFault k{};
     *out = mock_nic::resolve_key(e.mrs, e.nmrs, v.rkey, kPd, v.raddr, len, need, &k);
-    if (*out == nullptr) return {CqeSyndrome::kRemoteAccessErr, uint8_t(vendor::kRemoteKeyBase + uint8_t(k))};
-    return {};
+    return *out == nullptr ? mock_nic::remote_key_fault(k) : mock_nic::WqeFault{};
   };
   std::byte* at[mlx5::kMaxDs];
   switch (v.op) {

@@ -73,12 +73,15 @@ DOORBELL_HD void poll_acquired(C& ctx, ScopeTag<S> s, uint64_t relaxed_polls) {
 template <class C, Scope S, class Pred>
 DOORBELL_HD WaitResult wait_until(C& ctx, ScopeTag<S> s, const char* what, const uint64_t* addr, Pred pred) {
   uint64_t v = ctx.load(s, acquire, addr);
-  for (uint64_t polls = 0; !pred(v); ++polls) {
+  if (pred(v)) return WaitResult::kOk;
+  for (;;) {
     if (!ctx.spin(what, addr, v)) return WaitResult::kTimeout;
     v = ctx.load(s, relaxed, addr);
-    if (pred(v)) poll_acquired(ctx, s, polls + 1);
+    if (pred(v)) {
+      poll_acquired(ctx, s, 1);
+      return WaitResult::kOk;
+    }
   }
-  return WaitResult::kOk;
 }
 // The same at GPU scope (words written by threads of the same GPU).
 template <class C, class Pred>

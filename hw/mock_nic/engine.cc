@@ -41,6 +41,7 @@ Outcome error(CqeSyndrome s, uint8_t vendor) {
   o.vendor = vendor;
   return o;
 }
+Outcome error(WqeFault f) { return error(f.syndrome, f.vendor); }
 
 uint64_t masked_add(uint64_t a, uint64_t b, uint64_t boundary) {
   // Add field by field: clearing each field's top bit stops carries crossing a boundary.
@@ -100,6 +101,7 @@ struct Engine {
     r.nic->raise({k, r.qp->qpn, uint8_t(s)});
     return error(s, vendor);
   }
+  static Outcome responder_error(const Peer& r, AsyncEvent::Kind k, WqeFault f) { return responder_error(r, k, f.syndrome, f.vendor); }
 
   static uint64_t response_due(Nic& nic, Qp& qp) {
     uint64_t d = 0;
@@ -125,27 +127,21 @@ struct Engine {
   }
 
   static Outcome exec_write(Nic& nic, Qp& qp, const WqeView& v, bool with_imm, uint32_t imm, uint16_t* rq_index) {
-    struct Piece {
-      const std::byte* src;
-      uint32_t len;
-      uint64_t va;  // 0 for inline data
-    };
     bool phantom = false;
-    Piece pieces[mlx5::kMaxDs];
+    const std::byte* src[mlx5::kMaxDs];  // each piece's bytes: inline in the WQE, or through its lkey
     const uint32_t np = v.npieces;
     const uint64_t total = v.total;
     for (uint32_t k = 0; k < np; ++k) {
       const WqePiece& p = v.pieces[k];
       if (p.inline_data != nullptr) {
-        pieces[k] = {p.inline_data, p.len, 0};
+        src[k] = p.inline_data;
         continue;
       }
       KeyFault f{};
       bool ph = false;
-      const std::byte* src = nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, 0, &f, &ph);
-      if (src == nullptr) return error(CqeSyndrome::kLocalProtErr, uint8_t(vendor::kLocalKeyBase + uint8_t(f)));
+      src[k] = nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, 0, &f, &ph);
+      if (src[k] == nullptr) return error(local_key_fault(f));
       phantom |= ph;
-      pieces[k] = {src, p.len, p.addr};
     }
     Peer r;
     if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
@@ -162,16 +158,16 @@ struct Engine {
       bool ph = false;
       std::byte* dst = r.nic->mrs_.resolve(v.rkey, r.qp->attr.pd, v.raddr, total, kRemoteWrite, &f, &ph);
       if (dst == nullptr)
-        return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr,
-                               uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
+        return responder_error(r, AsyncEvent::kQpAccessError, remote_key_fault(f));
       phantom |= ph;
       uint64_t dva = v.raddr;
       if (!phantom) wrote(*r.nic, dst, total);
       for (uint32_t k = 0; k < np; ++k) {
-        if (phantom) nic.phantom_log_.push_back({dva, pieces[k].va, pieces[k].len});
-        else std::memmove(dst, pieces[k].src, pieces[k].len);  // loopback ranges may overlap
-        dst += pieces[k].len;
-        dva += pieces[k].len;
+        const uint32_t len = v.pieces[k].len;
+        if (phantom) nic.phantom_log_.push_back({dva, v.pieces[k].addr, len});  // addr 0: inline
+        else std::memmove(dst, src[k], len);  // loopback ranges may overlap
+        dst += len;
+        dva += len;
       }
     }
     if (with_imm) {
@@ -197,7 +193,7 @@ struct Engine {
       KeyFault f{};
       bool ph = false;
       if (nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, kLocalWrite, &f, &ph) == nullptr)
-        return error(CqeSyndrome::kLocalProtErr, uint8_t(vendor::kLocalKeyBase + uint8_t(f)));
+        return error(local_key_fault(f));
       if (phantom != nullptr) *phantom |= ph;
       out->push_back({p.lkey, p.addr, p.len});
     }
@@ -218,8 +214,7 @@ struct Engine {
       KeyFault f{};
       const std::byte* src = r.nic->mrs_.resolve(v.rkey, r.qp->attr.pd, v.raddr, total, kRemoteRead, &f, &phantom);
       if (src == nullptr)
-        return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr,
-                               uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
+        return responder_error(r, AsyncEvent::kQpAccessError, remote_key_fault(f));
       if (phantom) {
         uint64_t off = 0;
         for (const auto& s : resp.scatter) nic.phantom_log_.push_back({s.addr, v.raddr + off, s.len}), off += s.len;
@@ -256,8 +251,7 @@ struct Engine {
     bool phantom = false;
     std::byte* tgt = r.nic->mrs_.resolve(v.rkey, r.qp->attr.pd, raddr, size, kRemoteAtomic, &f, &phantom);
     if (tgt == nullptr)
-      return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr,
-                             uint8_t(vendor::kRemoteKeyBase + uint8_t(f)));
+      return responder_error(r, AsyncEvent::kQpAccessError, remote_key_fault(f));
     if (phantom) return error(CqeSyndrome::kRemoteOpErr, vendor::kPhantomAtomic);
     wrote(*r.nic, tgt, size);
     const std::byte* args = v.atomic_args;
@@ -313,7 +307,7 @@ struct Engine {
       const WqePiece& p = v.pieces[k];
       KeyFault f{};
       if (nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, 0, &f) == nullptr)
-        return error(CqeSyndrome::kLocalProtErr, uint8_t(vendor::kLocalKeyBase + uint8_t(f)));
+        return error(local_key_fault(f));
     }
     Outcome o;
     o.byte_cnt = uint32_t(v.total);
@@ -361,7 +355,7 @@ struct Engine {
       std::byte* dst = nic.mrs_.resolve(s.lkey, qp.attr.pd, s.addr, s.len, kLocalWrite, &f);
       if (dst == nullptr) {
         e.syndrome = uint8_t(CqeSyndrome::kLocalProtErr);
-        e.vendor = uint8_t(vendor::kLocalKeyBase + uint8_t(f));
+        e.vendor = local_key_fault(f).vendor;
         return;
       }
       wrote(nic, dst, s.len);
@@ -460,7 +454,7 @@ struct Engine {
     }
     WqeView v;  // the structure checks (wqe_check.h, shared with the GPU twin), then execution
     if (const WqeFault f = check_wqe(w, qp.qpn, uint16_t(idx), nic.cfg_.check_wqe_index, qp.attr.max_ds, &v); f.failed()) {
-      o = error(f.syndrome, f.vendor);
+      o = error(f);
     } else {
       switch (op) {
         case WqeOpcode::kRdmaWrite:

@@ -21,6 +21,15 @@ struct WqeFault {
   DOORBELL_HD constexpr bool failed() const { return syndrome != mlx5::CqeSyndrome::kNone; }
 };
 
+// A failed key check as the CQE reports it: the requester's own key (local protection
+// error) or the responder's (remote access error), the KeyFault in the vendor code.
+DOORBELL_HD constexpr WqeFault local_key_fault(KeyFault f) {
+  return {mlx5::CqeSyndrome::kLocalProtErr, uint8_t(vendor::kLocalKeyBase + uint8_t(f))};
+}
+DOORBELL_HD constexpr WqeFault remote_key_fault(KeyFault f) {
+  return {mlx5::CqeSyndrome::kRemoteAccessErr, uint8_t(vendor::kRemoteKeyBase + uint8_t(f))};
+}
+
 // One piece of a WQE's gather / scatter list: a data segment, or (WRITE only) inline bytes.
 struct WqePiece {  // no initialisers: a WqeView's 63 of them are filled, not cleared
   uint32_t lkey;
