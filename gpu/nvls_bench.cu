@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/nvls/collective.h"
@@ -25,15 +26,45 @@ using namespace doorbell;
 namespace {
 
 constexpr int kRanks = 2;
-uint32_t g_channels = 16, g_threads = 512;
+uint32_t g_channels = 16, g_threads = 512, g_reducers = 4;
 // The GPU each rank runs on: 0 and 1, or both on GPU 0 (a one-GPU machine: a check of the
 // kernels, not a bandwidth figure).
 int g_dev[kRanks] = {0, 1};
-uint64_t g_slot = 256 << 10;
+uint64_t g_slot = 512 << 10;
 
-__global__ void nvls_kernel(EmuMcs mcs, nvls::Args a, unsigned* bad) {
-  CudaCtx ctx;
-  if (!nvls::nvls_cta(ctx, mcs, a, blockIdx.x, threadIdx.x, blockDim.x) && threadIdx.x == 0) atomicAdd(bad, 1u);
+// CudaCtx that also adds up the cycles its thread spends in failed polls (a poll's cycles
+// count when the one before it was of the same wait): where a role waits, and for how long.
+class WaitClockCtx : public CudaCtx {
+ public:
+  __device__ explicit WaitClockCtx(unsigned long long* sum) : sum_(sum) {}
+  __device__ bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
+    const long long t = clock64();
+    if (what == what_ && addr == addr_ && seen == seen_) waited_ += t - last_;
+    what_ = what, addr_ = addr, seen_ = seen, last_ = t;
+    return CudaCtx::spin(what, addr, seen);
+  }
+  __device__ ~WaitClockCtx() {
+    if (sum_ != nullptr && waited_ != 0) atomicAdd(sum_, (unsigned long long)waited_);
+  }
+
+ private:
+  unsigned long long* sum_;
+  const char* what_ = nullptr;
+  const uint64_t* addr_ = nullptr;
+  uint64_t seen_ = 0;
+  long long last_ = 0, waited_ = 0;
+};
+
+// prof (optional): cycles waited by scatter, reduce and gather CTAs, and their clocks in all.
+__global__ void nvls_kernel(EmuMcs mcs, nvls::Args a, unsigned* bad, unsigned long long* prof) {
+  const uint32_t r = blockIdx.x % nvls::ctas_per_channel(a);
+  const int role = r < a.nranks ? 0 : r < a.nranks + a.reducers ? 1 : 2;
+  const long long t0 = clock64();
+  {
+    WaitClockCtx ctx(prof != nullptr && threadIdx.x == 0 ? prof + role : nullptr);
+    if (!nvls::nvls_cta(ctx, mcs, a, blockIdx.x, threadIdx.x, blockDim.x) && threadIdx.x == 0) atomicAdd(bad, 1u);
+  }
+  if (prof != nullptr && threadIdx.x == 0) atomicAdd(prof + 3 + role, (unsigned long long)(clock64() - t0));
 }
 
 struct Rank {
@@ -41,6 +72,7 @@ struct Rank {
   EmuMc* views = nullptr;         // device array, same order
   uint8_t *in = nullptr, *out = nullptr;
   unsigned* bad = nullptr;
+  unsigned long long* prof = nullptr;  // NVLS_PROFILE=1: see nvls_kernel
   cudaStream_t stream;
 };
 
@@ -49,15 +81,15 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 // Calls of any size and type follow each other on the same regions: the steps run on.
-void allreduce(std::vector<Rank>& rk, nvls::DType t, nvls::RedOp op, uint64_t count) {
+void allreduce(std::vector<Rank>& rk, nvls::DType t, nvls::RedOp op, uint64_t count, bool profiled = false) {
   for (int r = 0; r < kRanks; ++r) {
     nvls::Args a;
-    a.nranks = kRanks, a.rank = r, a.channels = g_channels;
+    a.nranks = kRanks, a.rank = r, a.channels = g_channels, a.reducers = g_reducers;
     a.dtype = t, a.op = op, a.allreduce = true, a.count = count;
     a.region.slot_bytes = g_slot;
     a.input = rk[r].in, a.output = rk[r].out;
     CHECK(cudaSetDevice(g_dev[r]));
-    nvls_kernel<<<nvls::ctas_per_rank(a), g_threads, 0, rk[r].stream>>>(EmuMcs{rk[r].views, g_channels}, a, rk[r].bad);
+    nvls_kernel<<<nvls::ctas_per_rank(a), g_threads, 0, rk[r].stream>>>(EmuMcs{rk[r].views, g_channels}, a, rk[r].bad, profiled ? rk[r].prof : nullptr);
     CHECK(cudaGetLastError());
   }
 }
@@ -80,6 +112,11 @@ int main(int argc, char** argv) {
   if (argc > 1) g_channels = uint32_t(std::strtoul(argv[1], nullptr, 10));
   if (argc > 2) g_threads = uint32_t(std::strtoul(argv[2], nullptr, 10));
   if (argc > 3) g_slot = std::strtoull(argv[3], nullptr, 10);
+  if (argc > 4) g_reducers = uint32_t(std::strtoul(argv[4], nullptr, 10));
+  if (g_reducers == 0 || g_reducers > nvls::kMaxReducers) {
+    std::printf("nvls_bench: reducers is 1 to %u\n", nvls::kMaxReducers);
+    return 1;
+  }
   if (g_slot == 0 || g_slot % 16 != 0) {
     std::printf("nvls_bench: the slot size must be a positive multiple of 16 bytes\n");
     return 1;
@@ -91,6 +128,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const bool one_gpu = ngpu < kRanks;
+  const bool profile = std::getenv("NVLS_PROFILE") != nullptr && std::string(std::getenv("NVLS_PROFILE")) == "1";
   if (one_gpu) g_dev[1] = 0;
   const uint64_t max_bytes = 1ull << 30;
   nvls::Region region{g_slot};
@@ -108,6 +146,7 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&rk[r].out, max_bytes));
     CHECK(cudaMalloc(&rk[r].bad, sizeof(unsigned)));
     CHECK(cudaMemset(rk[r].bad, 0, sizeof(unsigned)));
+    if (profile) CHECK(cudaMalloc(&rk[r].prof, 6 * sizeof(unsigned long long)));
     CHECK(cudaStreamCreateWithFlags(&rk[r].stream, cudaStreamNonBlocking));
   }
   for (int r = 0; r < kRanks; ++r) {
@@ -126,7 +165,7 @@ int main(int argc, char** argv) {
   // Every CTA of both ranks spins on others: all must be resident at once.
   {
     nvls::Args probe;
-    probe.nranks = kRanks, probe.channels = g_channels;
+    probe.nranks = kRanks, probe.channels = g_channels, probe.reducers = g_reducers;
     int per_sm = 0;
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, nvls_kernel, int(g_threads), 0));
     const uint64_t need = uint64_t(nvls::ctas_per_rank(probe)) * (one_gpu ? kRanks : 1), have = uint64_t(per_sm) * prop.multiProcessorCount;
@@ -137,9 +176,13 @@ int main(int argc, char** argv) {
     }
   }
   if (one_gpu) std::printf("nvls_bench: ONE GPU: both ranks on GPU 0 (kernel check; no bandwidth comparison)\n");
-  std::printf("nvls_bench: %d x %s, core/nvls AllReduce over emulated multicast (peer access), %u channels x %u CTAs per rank, "
-              "%u threads, %llu KiB slots\n", kRanks, prop.name, g_channels, nvls::ctas_per_rank({kRanks, 0, g_channels}), g_threads,
-              (unsigned long long)(g_slot >> 10));
+  {
+    nvls::Args shape;
+    shape.nranks = kRanks, shape.channels = g_channels, shape.reducers = g_reducers;
+    std::printf("nvls_bench: %d x %s, core/nvls AllReduce over emulated multicast (peer access), %u channels x %u CTAs per rank "
+                "(%u reducers each), %u threads, %llu KiB slots\n", kRanks, prop.name, g_channels, nvls::ctas_per_channel(shape),
+                g_reducers, g_threads, (unsigned long long)(g_slot >> 10));
+  }
 
   // Every (type, op) multimem has, on an odd count: equal to the host reference.
   int status = 0;
@@ -193,7 +236,9 @@ int main(int argc, char** argv) {
   ncclComm_t comms[kRanks];
   int devs[kRanks] = {0, 1};
   NCCLCHECK(ncclCommInitAll(comms, kRanks, devs));
-  std::printf("NCCL %d, NCCL_NVLS_ENABLE=%s\n", NCCL_VERSION_CODE, std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "(unset)");
+  int nccl_version = 0;
+  NCCLCHECK(ncclGetVersion(&nccl_version));
+  std::printf("NCCL %d (headers %d), NCCL_NVLS_ENABLE=%s\n", nccl_version, NCCL_VERSION_CODE, std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "(unset)");
 #endif
   std::printf("\n%-28s %12s %12s %10s %8s %8s\n", "allreduce f32 sum", "size(B)", "count", "time(us)", "algbw", "busbw");
   for (uint64_t bytes = 64ull << 20; bytes <= max_bytes; bytes *= 4) {
@@ -216,6 +261,20 @@ int main(int argc, char** argv) {
                   algbw * 2 * (kRanks - 1) / kRanks);
     };
     row("doorbell NVLS (emulated)", rounds([&] { allreduce(rk, nvls::DType::kF32, nvls::RedOp::kSum, n); }));
+    if (profile) {  // one more call, counted: the share of each role's cycles spent waiting, rank 0
+      for (int r = 0; r < kRanks; ++r) {
+        CHECK(cudaSetDevice(g_dev[r]));
+        CHECK(cudaMemset(rk[r].prof, 0, 6 * sizeof(unsigned long long)));
+        CHECK(cudaDeviceSynchronize());
+      }
+      allreduce(rk, nvls::DType::kF32, nvls::RedOp::kSum, n, true);
+      sync_all(rk);
+      unsigned long long p[6];
+      CHECK(cudaSetDevice(g_dev[0]));
+      CHECK(cudaMemcpy(p, rk[0].prof, sizeof p, cudaMemcpyDeviceToHost));
+      std::printf("  rank 0 waits: scatter %.0f %%, reduce %.0f %%, gather %.0f %% of their cycles\n", 100.0 * p[0] / p[3],
+                  100.0 * p[1] / p[4], 100.0 * p[2] / p[5]);
+    }
 #ifdef DOORBELL_WITH_NCCL
     row("NCCL", rounds([&] {
       NCCLCHECK(ncclGroupStart());

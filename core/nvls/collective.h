@@ -15,7 +15,10 @@
 // relaxed; consumers poll with acquire. Steps run on from call to call — each role keeps where
 // its next call starts in its own region copy — so calls of any size and kind follow each other
 // without clearing anything. A CTA takes one (role, head, channel); its thread 0
-// waits and posts, all its threads move data between CTA barriers. A wait that gives up (a GPU
+// waits and posts, all its threads move data between CTA barriers. The reduce may be shared
+// by `reducers` CTAs, each taking its own share of every step with its own red_head / bc_tail
+// (consumers wait for the least of them): on a GPU without a switch the reduce moves the
+// remote bytes, and one CTA per channel cannot keep the links busy. A wait that gives up (a GPU
 // timeout) leaves the CTA running through its steps without waiting, so no barrier is left
 // unmatched; the call then returns false.
 //
@@ -36,6 +39,9 @@
 namespace doorbell::nvls {
 
 inline constexpr uint32_t kSteps = 8;  // NCCL_STEPS
+#ifndef DOORBELL_NVLS_UNROLL
+#define DOORBELL_NVLS_UNROLL 4
+#endif
 
 // Planted bugs, for tests only.
 struct Plants {
@@ -43,28 +49,34 @@ struct Plants {
   bool own_flag_not_min = false;     // the head polls its own copy of a flag, not the min
   bool wrong_pack = false;           // 16-byte packs whatever the type and op
   bool receiver_ignores_tail = false;  // ring: read a slot without waiting for it to land
+  bool first_reducer_only = false;   // scatter and gather wait for reducer 0's flag, not the least
 };
 
-// A region's layout: the four flags and this member's four step bases (where each role's next
-// call starts), each on its own 128-byte line, then two FIFOs of kSteps slots (a
-// sizes-only run maps the flags alone).
+inline constexpr uint32_t kMaxReducers = 4;
+
+// A region's layout: the flags and this member's step bases (where each role's next call
+// starts), each on its own 128-byte line, then two FIFOs of kSteps slots (a sizes-only run
+// maps the flags alone).
 struct Region {
-  static constexpr uint64_t kFlagBytes = 8 * 128;
+  static constexpr uint64_t kFlagBytes = (4 + 4 * kMaxReducers) * 128;
   uint64_t slot_bytes = 0;
   DOORBELL_HD uint64_t flag(uint32_t i) const { return 128ull * i; }
   DOORBELL_HD uint64_t red(uint64_t step) const { return kFlagBytes + (step % kSteps) * slot_bytes; }
   DOORBELL_HD uint64_t bc(uint64_t step) const { return kFlagBytes + (kSteps + step % kSteps) * slot_bytes; }
   DOORBELL_HD uint64_t bytes() const { return kFlagBytes + 2 * kSteps * slot_bytes; }
 };
-// Flags, then the step bases: the reduce FIFO's (scatter, reduce) and the broadcast FIFO's
-// (reduce, gather) — a ReduceScatter call moves only the first pair.
+// The lines: the flags and step bases every member's scatter and gather own, then each
+// reducer's four (reducer_flag). Step bases: the reduce FIFO's (scatter, reduce) and the
+// broadcast FIFO's (reduce, gather) — a ReduceScatter call moves only the first pair.
 enum Flag : uint32_t {
-  kRedTail = 0, kRedHead = 1, kBcTail = 2, kBcHead = 3,
-  kScatterBase = 4, kReduceBase = 5, kBroadcastBase = 6, kGatherBase = 7
+  kRedTail = 0, kBcHead = 1, kScatterBase = 2, kGatherBase = 3,
+  kRedHead = 4, kBcTail = 5, kReduceBase = 6, kBroadcastBase = 7  // reducer 0's
 };
+DOORBELL_HD constexpr uint32_t reducer_flag(Flag f, uint32_t j) { return f + 4 * j; }
 
 struct Args {
   uint32_t nranks = 2, rank = 0, channels = 1;
+  uint32_t reducers = 1;  // CTAs sharing each reduce step, 1..kMaxReducers
   DType dtype = DType::kF32;
   RedOp op = RedOp::kSum;
   bool allreduce = true;
@@ -76,9 +88,10 @@ struct Args {
   Plants plants;
 };
 
-// The CTAs a rank launches: per channel, a scatter CTA per head, the reduce CTA of its own
-// head and (AllReduce) a gather CTA per head.
-DOORBELL_HD uint32_t ctas_per_rank(const Args& a) { return a.channels * (a.nranks * (a.allreduce ? 2 : 1) + 1); }
+// The CTAs a rank launches: per channel, a scatter CTA per head, the reducers of its own head
+// and (AllReduce) a gather CTA per head.
+DOORBELL_HD uint32_t ctas_per_channel(const Args& a) { return a.nranks * (a.allreduce ? 2 : 1) + a.reducers; }
+DOORBELL_HD uint32_t ctas_per_rank(const Args& a) { return a.channels * ctas_per_channel(a); }
 
 // Elements [lo, hi) of head h, channel c, in the slice's own numbering.
 struct Part {
@@ -100,11 +113,11 @@ DOORBELL_HD uint64_t input_base(const Args& a, uint32_t h) { return a.allreduce 
 // Where this role's steps start: every thread reads its own region copy's word (written at the
 // end of the previous call by thread 0, after a barrier).
 template <class C, class M>
-DOORBELL_HD uint64_t role_base(C& ctx, M& mc, const Args& a, Flag which) {
+DOORBELL_HD uint64_t role_base(C& ctx, M& mc, const Args& a, uint32_t which) {
   return ctx.load(exec::gpu_scope, exec::relaxed, reinterpret_cast<const uint64_t*>(mc.uc(a.region.flag(which))));
 }
 template <class C, class M>
-DOORBELL_HD void end_role(C& ctx, M& mc, const Args& a, Flag which, uint64_t next, uint32_t tid) {
+DOORBELL_HD void end_role(C& ctx, M& mc, const Args& a, uint32_t which, uint64_t next, uint32_t tid) {
   ctx.sync_cta();  // every thread has read the base
   if (tid == 0) ctx.store(exec::gpu_scope, exec::relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(which))), next);
 }
@@ -121,24 +134,49 @@ DOORBELL_HD void step_span(const Args& a, const Part& p, uint64_t s, uint64_t& l
   bytes = (p.hi - lo < per ? p.hi - lo : per) * dtype_bytes(a.dtype);
 }
 
-// A slot's bytes between private and shared memory, 16 at a time across the CTA's threads
-// (plain accesses through the context: the weak model sees them).
+// A slot's bytes between private and shared memory across the CTA's threads, 16 at a time:
+// each thread first reads kUnroll pieces, then writes them, so that many loads are in flight
+// (one at a time, a GPU copy runs at load latency). Plain accesses through the context: the
+// weak model sees them.
 template <class C>
-DOORBELL_HD void put_slot(C& ctx, uint8_t* shared, const uint8_t* mine, uint64_t n, uint32_t tid, uint32_t nthreads) {
-  for (uint64_t off = uint64_t(tid) * 16; off < n; off += uint64_t(nthreads) * 16) ctx.write_bytes(shared + off, mine + off, n - off < 16 ? n - off : 16);
-}
-template <class C>
-DOORBELL_HD void get_slot(C& ctx, uint8_t* mine, const uint8_t* shared, uint64_t n, uint32_t tid, uint32_t nthreads) {
-  for (uint64_t off = uint64_t(tid) * 16; off < n; off += uint64_t(nthreads) * 16) ctx.read_bytes(mine + off, shared + off, n - off < 16 ? n - off : 16);
+DOORBELL_HD void move_slot(C& ctx, uint8_t* dst, const uint8_t* src, uint64_t n, uint32_t tid, uint32_t nthreads) {
+  constexpr uint32_t kUnroll = 4;
+  const uint64_t stride = uint64_t(nthreads) * 16, hunk = kUnroll * stride;
+  uint64_t base = 0;
+  for (; base + hunk <= n; base += hunk) {
+    alignas(16) uint8_t v[kUnroll][16];
+    for (uint32_t u = 0; u < kUnroll; ++u) ctx.read_bytes(v[u], src + base + u * stride + tid * 16, 16);
+    for (uint32_t u = 0; u < kUnroll; ++u) ctx.write_bytes(dst + base + u * stride + tid * 16, v[u], 16);
+  }
+  for (uint64_t off = base + uint64_t(tid) * 16; off < n; off += stride) ctx.write_bytes(dst + off, src + off, n - off < 16 ? n - off : 16);
 }
 
-// Poll until pred(value) — the MIN over members (min = true) or this member's copy — holds.
+// Where a polled value comes from: the MIN over members of a flag (multimem
+// ld_reduce.acquire.min), this member's copy, or the least of this member's copies of every
+// reducer's flag.
+enum class From { kMembersMin, kOwn, kReducersMin };
+
+// Poll until pred(value) holds. `seen` is the value this thread last read of the same flag:
+// flags only grow, so a value that already satisfies pred needs no new poll (NCCL keeps such
+// step caches too) — and its acquire, made then, still orders what follows.
 template <class C, class M, class Pred>
-DOORBELL_HD bool wait_flag(C& ctx, M& mc, uint64_t off, bool min, const char* what, Pred pred) {
+DOORBELL_HD bool wait_flag(C& ctx, M& mc, const Args& a, uint32_t flag, From from, const char* what, uint64_t& seen, Pred pred) {
   using namespace exec;
+  if (pred(seen)) return true;
+  const uint64_t off = a.region.flag(flag);
   for (;;) {
-    const uint64_t v = min ? mc.ld_min(ctx, off)
-                           : ctx.load(system_scope, acquire, reinterpret_cast<const uint64_t*>(mc.uc(off)));
+    uint64_t v;
+    if (from == From::kMembersMin) {
+      v = mc.ld_min(ctx, off);
+    } else {
+      v = ~0ull;
+      const uint32_t n = from == From::kOwn || a.plants.first_reducer_only ? 1 : a.reducers;
+      for (uint32_t j = 0; j < n; ++j) {
+        const uint64_t x = ctx.load(system_scope, acquire, reinterpret_cast<const uint64_t*>(mc.uc(a.region.flag(flag + 4 * j))));
+        v = x < v ? x : v;
+      }
+    }
+    seen = v;
     if (pred(v)) return true;
     if (!ctx.spin(what, reinterpret_cast<const uint64_t*>(mc.uc(off)), v)) return false;
   }
@@ -150,7 +188,7 @@ DOORBELL_HD bool wait_flag(C& ctx, M& mc, uint64_t off, bool min, const char* wh
 template <class C, class M>
 DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t* out, bool bcast, uint64_t bc_off, uint64_t n,
                              uint32_t tid, uint32_t nthreads) {
-  constexpr uint32_t kUnroll = 4;
+  constexpr uint32_t kUnroll = DOORBELL_NVLS_UNROLL;
   const uint32_t es = dtype_bytes(a.dtype);
   const uint32_t pack = a.plants.wrong_pack ? 16 : multimem_pack_bytes(a.dtype, a.op);
   alignas(16) uint8_t acc[kUnroll][16];
@@ -167,7 +205,12 @@ DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t
   const uint64_t hunk = uint64_t(kUnroll) * nthreads * pack;
   const uint64_t hunks_end = pack == 0 ? 0 : n / hunk * hunk;
   for (uint64_t base = 0; base < hunks_end; base += hunk) {
-    for (uint32_t u = 0; u < kUnroll; ++u) mc.ld_reduce(ctx, src + base + (uint64_t(u) * nthreads + tid) * pack, a.dtype, a.op, pack, acc[u]);
+    // A view that can keep a hunk's loads in flight together (CUDA's emulation: remote loads
+    // are microseconds) takes the hunk at once.
+    if constexpr (requires { mc.template ld_reduce_n<kUnroll>(ctx, src, uint64_t(0), a.dtype, a.op, pack, acc); })
+      mc.template ld_reduce_n<kUnroll>(ctx, src + base + uint64_t(tid) * pack, uint64_t(nthreads) * pack, a.dtype, a.op, pack, acc);
+    else
+      for (uint32_t u = 0; u < kUnroll; ++u) mc.ld_reduce(ctx, src + base + (uint64_t(u) * nthreads + tid) * pack, a.dtype, a.op, pack, acc[u]);
     for (uint32_t u = 0; u < kUnroll; ++u) put(base + (uint64_t(u) * nthreads + tid) * pack, pack, acc[u]);
   }
   const uint64_t packs_end = pack == 0 ? 0 : n / pack * pack;
@@ -190,7 +233,7 @@ DOORBELL_HD void post_own(C& ctx, M& mc, const Args& a, Flag flag, uint64_t v, u
 template <class C, class Mcs>
 DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_t tid, uint32_t nthreads) {
   using namespace exec;
-  const uint32_t per_channel = a.nranks * (a.allreduce ? 2 : 1) + 1;
+  const uint32_t per_channel = ctas_per_channel(a);
   const uint32_t c = cta / per_channel, r = cta % per_channel;
   const uint32_t es = dtype_bytes(a.dtype);
   bool ok = true;
@@ -199,59 +242,66 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
     auto& mc = mcs.at(h, c);
     const Part p = part_of(a, h, c);
     const uint64_t steps = steps_of(a, p), b = role_base(ctx, mc, a, kScatterBase);
+    uint64_t seen_head = 0;  // flags start at 0 and only grow
     for (uint64_t s = 0; s < steps; ++s) {
       if (tid == 0 && ok && !a.plants.sender_ignores_head)
-        ok = wait_flag(ctx, mc, a.region.flag(kRedHead), false, "nvls scatter: reduce slot free (step < red_head + NCCL_STEPS)",
+        ok = wait_flag(ctx, mc, a, kRedHead, From::kReducersMin, "nvls scatter: reduce slot free (step < red_head + NCCL_STEPS)", seen_head,
                        [t = b + s](uint64_t head) { return t + 1 <= head + kSteps; });
       ctx.sync_cta();
       uint64_t lo, n;
       step_span(a, p, s, lo, n);
-      if (a.input != nullptr) put_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, nthreads);
+      if (a.input != nullptr) move_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, nthreads);
       post_own(ctx, mc, a, kRedTail, b + s + 1, n, tid);
     }
     end_role(ctx, mc, a, kScatterBase, b + steps, tid);
-  } else if (r == a.nranks) {  // reduce my own head's part
+  } else if (r < a.nranks + a.reducers) {  // reducer j of my own head's part: its share of each step
+    const uint32_t j = r - a.nranks;
     auto& mc = mcs.at(a.rank, c);
     const Part p = part_of(a, a.rank, c);
-    const uint64_t steps = steps_of(a, p), b = role_base(ctx, mc, a, kReduceBase);
-    const uint64_t bb = a.allreduce ? role_base(ctx, mc, a, kBroadcastBase) : 0;
-    const bool min = !a.plants.own_flag_not_min;
+    const uint64_t steps = steps_of(a, p), b = role_base(ctx, mc, a, reducer_flag(kReduceBase, j));
+    const uint64_t bb = a.allreduce ? role_base(ctx, mc, a, reducer_flag(kBroadcastBase, j)) : 0;
+    const From min = a.plants.own_flag_not_min ? From::kOwn : From::kMembersMin;
+    uint64_t seen_tail = 0, seen_head = 0;
     for (uint64_t s = 0; s < steps; ++s) {
       if (tid == 0 && ok) {
-        ok = wait_flag(ctx, mc, a.region.flag(kRedTail), min, "nvls reduce: every member staged (min red_tail > step)",
+        ok = wait_flag(ctx, mc, a, kRedTail, min, "nvls reduce: every member staged (min red_tail > step)", seen_tail,
                        [t = b + s](uint64_t tail) { return tail >= t + 1; });
         if (ok && a.allreduce)
-          ok = wait_flag(ctx, mc, a.region.flag(kBcHead), min, "nvls reduce: broadcast slot free (step < min bc_head + NCCL_STEPS)",
+          ok = wait_flag(ctx, mc, a, kBcHead, min, "nvls reduce: broadcast slot free (step < min bc_head + NCCL_STEPS)", seen_head,
                          [t = bb + s](uint64_t head) { return t + 1 <= head + kSteps; });
       }
       ctx.sync_cta();
       uint64_t lo, n;
       step_span(a, p, s, lo, n);
-      uint8_t* out = a.output == nullptr || a.allreduce ? nullptr : a.output + lo * es;  // ReduceScatter: my block
-      if (a.input != nullptr) reduce_copy(ctx, mc, a, a.region.red(b + s), out, a.allreduce, a.region.bc(bb + s), n, tid, nthreads);
+      // My share: bytes [n0, n1) of the step, cut on 16-byte multiples.
+      const uint64_t n0 = n * j / a.reducers / 16 * 16, n1 = j + 1 == a.reducers ? n : n * (j + 1) / a.reducers / 16 * 16;
+      uint8_t* out = a.output == nullptr || a.allreduce ? nullptr : a.output + lo * es + n0;  // ReduceScatter: my block
+      if (a.input != nullptr)
+        reduce_copy(ctx, mc, a, a.region.red(b + s) + n0, out, a.allreduce, a.region.bc(bb + s) + n0, n1 - n0, tid, nthreads);
       ctx.sync_cta();
       if (tid == 0) {
-        mc.charge_reduce(ctx, n, a.allreduce);
+        mc.charge_reduce(ctx, n1 - n0, a.allreduce);
         ctx.fence(system_scope);
-        mc.st_flag(ctx, a.region.flag(kRedHead), b + s + 1);
-        if (a.allreduce) mc.st_flag(ctx, a.region.flag(kBcTail), bb + s + 1);
+        mc.st_flag(ctx, a.region.flag(reducer_flag(kRedHead, j)), b + s + 1);
+        if (a.allreduce) mc.st_flag(ctx, a.region.flag(reducer_flag(kBcTail, j)), bb + s + 1);
       }
     }
-    end_role(ctx, mc, a, kReduceBase, b + steps, tid);
-    if (a.allreduce) end_role(ctx, mc, a, kBroadcastBase, bb + steps, tid);
+    end_role(ctx, mc, a, reducer_flag(kReduceBase, j), b + steps, tid);
+    if (a.allreduce) end_role(ctx, mc, a, reducer_flag(kBroadcastBase, j), bb + steps, tid);
   } else {  // gather head h's reduced part into my output
-    const uint32_t h = r - a.nranks - 1;
+    const uint32_t h = r - a.nranks - a.reducers;
     auto& mc = mcs.at(h, c);
     const Part p = part_of(a, h, c);
     const uint64_t steps = steps_of(a, p), b = role_base(ctx, mc, a, kGatherBase);
+    uint64_t seen_tail = 0;
     for (uint64_t s = 0; s < steps; ++s) {
       if (tid == 0 && ok)
-        ok = wait_flag(ctx, mc, a.region.flag(kBcTail), false, "nvls gather: broadcast landed (bc_tail > step)",
+        ok = wait_flag(ctx, mc, a, kBcTail, From::kReducersMin, "nvls gather: broadcast landed (bc_tail > step)", seen_tail,
                        [t = b + s](uint64_t tail) { return tail >= t + 1; });
       ctx.sync_cta();
       uint64_t lo, n;
       step_span(a, p, s, lo, n);
-      if (a.output != nullptr) get_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, nthreads);
+      if (a.output != nullptr) move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, nthreads);
       post_own(ctx, mc, a, kBcHead, b + s + 1, n, tid);
     }
     end_role(ctx, mc, a, kGatherBase, b + steps, tid);

@@ -69,38 +69,59 @@ DOORBELL_HD T combine(RedOp op, T a, T b) {
   return a;
 }
 
-// One element of an arithmetic type T at acc, combined with the one at in. Signed sums wrap
-// (as the switch's integer adds do), computed unsigned.
-template <class T, class U = T>
-DOORBELL_HD void combine_at(RedOp op, uint8_t* acc, const uint8_t* in) {
-  T a, b;
-  memcpy(&a, acc, sizeof a), memcpy(&b, in, sizeof b);
-  a = op == RedOp::kSum ? T(U(a) + U(b)) : combine(op, a, b);
-  memcpy(acc, &a, sizeof a);
-}
-
-// The same for a 16-bit float: widened to float, combined, rounded back.
-DOORBELL_HD void combine_half_at(RedOp op, bool bf, uint8_t* acc, const uint8_t* in) {
-  uint16_t a, b;
-  memcpy(&a, acc, 2), memcpy(&b, in, 2);
-  const float r = combine(op, bf ? bf16_to_float(a) : f16_to_float(a), bf ? bf16_to_float(b) : f16_to_float(b));
-  a = bf ? float_to_bf16(r) : float_to_f16(r);
-  memcpy(acc, &a, 2);
+// One element of type t, its bits in the low bytes of a and b (the rest zero): a op b, in
+// the same form. Signed sums wrap (as the switch's integer adds do), computed unsigned; 16-bit
+// floats are widened to float, combined and rounded back.
+DOORBELL_HD uint64_t combine_bits(DType t, RedOp op, uint64_t a, uint64_t b) {
+  switch (t) {
+    case DType::kF32: return float_to_bits(combine(op, bits_to_float(uint32_t(a)), bits_to_float(uint32_t(b))));
+    case DType::kF64: {
+      double x, y;
+      memcpy(&x, &a, 8), memcpy(&y, &b, 8);
+      x = combine(op, x, y);
+      memcpy(&a, &x, 8);
+      return a;
+    }
+    case DType::kF16: return float_to_f16(combine(op, f16_to_float(uint16_t(a)), f16_to_float(uint16_t(b))));
+    case DType::kBf16: return float_to_bf16(combine(op, bf16_to_float(uint16_t(a)), bf16_to_float(uint16_t(b))));
+    case DType::kI32: return op == RedOp::kSum ? uint32_t(a + b) : uint32_t(combine(op, int32_t(uint32_t(a)), int32_t(uint32_t(b))));
+    case DType::kU32: return combine(op, uint32_t(a), uint32_t(b));
+    case DType::kI64: return op == RedOp::kSum ? a + b : uint64_t(combine(op, int64_t(a), int64_t(b)));
+    case DType::kU64: return combine(op, a, b);
+  }
+  return a;
 }
 
 // acc[i] = acc[i] op in[i] over `bytes` of elements of type t (bytes a multiple of its size).
 DOORBELL_HD void reduce_into(DType t, RedOp op, uint8_t* acc, const uint8_t* in, uint32_t bytes) {
   const uint32_t es = dtype_bytes(t);
   for (uint32_t o = 0; o < bytes; o += es) {
-    switch (t) {
-      case DType::kF32: combine_at<float>(op, acc + o, in + o); break;
-      case DType::kF64: combine_at<double>(op, acc + o, in + o); break;
-      case DType::kF16: combine_half_at(op, false, acc + o, in + o); break;
-      case DType::kBf16: combine_half_at(op, true, acc + o, in + o); break;
-      case DType::kI32: combine_at<int32_t, uint32_t>(op, acc + o, in + o); break;
-      case DType::kU32: combine_at<uint32_t>(op, acc + o, in + o); break;
-      case DType::kI64: combine_at<int64_t, uint64_t>(op, acc + o, in + o); break;
-      case DType::kU64: combine_at<uint64_t>(op, acc + o, in + o); break;
+    uint64_t a = 0, b = 0;  // little-endian: the element in the low bytes
+    memcpy(&a, acc + o, es), memcpy(&b, in + o, es);
+    a = combine_bits(t, op, a, b);
+    memcpy(acc + o, &a, es);
+  }
+}
+
+// The same over one pack held as 32-bit words (registers on a GPU): w[i] = w[i] op v[i] for
+// the first `bytes` (4, 8 or 16) of the pack.
+DOORBELL_HD void reduce_words(DType t, RedOp op, uint32_t (&w)[4], const uint32_t (&v)[4], uint32_t bytes) {
+  const uint32_t es = dtype_bytes(t);
+  if (es == 8) {  // words i and i + 1
+    for (uint32_t i = 0; i < 4; i += 2) {
+      if (4 * i >= bytes) continue;
+      const uint64_t r = combine_bits(t, op, w[i] | uint64_t(w[i + 1]) << 32, v[i] | uint64_t(v[i + 1]) << 32);
+      w[i] = uint32_t(r), w[i + 1] = uint32_t(r >> 32);
+    }
+    return;
+  }
+  for (uint32_t i = 0; i < 4; ++i) {
+    if (4 * i >= bytes) continue;
+    if (es == 2) {
+      const uint64_t lo = combine_bits(t, op, w[i] & 0xffff, v[i] & 0xffff), hi = combine_bits(t, op, w[i] >> 16, v[i] >> 16);
+      w[i] = uint32_t(lo & 0xffff) | uint32_t(hi << 16);
+    } else {
+      w[i] = uint32_t(combine_bits(t, op, w[i], v[i]));
     }
   }
 }

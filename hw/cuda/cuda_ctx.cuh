@@ -145,6 +145,12 @@ class CudaCtx {
   }
 
   __device__ static void copy(void* dst, const void* src, size_t n) {
+    if (n == 16 && ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15) != 0) {
+      // Fixed indices, so that a 16-byte private buffer on either side can stay in registers.
+#pragma unroll
+      for (int i = 0; i < 16; ++i) static_cast<uint8_t*>(dst)[i] = static_cast<const uint8_t*>(src)[i];
+      return;
+    }
     if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src) | n) & 15) == 0) {
       for (size_t i = 0; i < n / 16; ++i) static_cast<uint4*>(dst)[i] = static_cast<const uint4*>(src)[i];
       return;

@@ -29,12 +29,33 @@ struct EmuMc {
       nvls::reduce_into(t, op, out, v, pack);
     }
   }
+  // A hunk of U packs at off, off + stride, ...: every member's U loads are issued before
+  // their reduce, so they are in flight together, and the packs stay in registers.
+  template <uint32_t U, class C>
+  __device__ void ld_reduce_n(C&, uint64_t off, uint64_t stride, nvls::DType t, nvls::RedOp op, uint32_t pack,
+                              uint8_t (&out)[U][16]) const {
+    uint32_t acc[U][4], v[U][4];
+#pragma unroll
+    for (uint32_t u = 0; u < U; ++u) load_words(members[0] + off + u * stride, acc[u], pack);
+    for (uint32_t m = 1; m < n; ++m) {
+#pragma unroll
+      for (uint32_t u = 0; u < U; ++u) load_words(members[m] + off + u * stride, v[u], pack);
+#pragma unroll
+      for (uint32_t u = 0; u < U; ++u) nvls::reduce_words(t, op, acc[u], v[u], pack);
+    }
+#pragma unroll
+    for (uint32_t u = 0; u < U; ++u) *reinterpret_cast<uint4*>(out[u]) = make_uint4(acc[u][0], acc[u][1], acc[u][2], acc[u][3]);
+  }
   template <class C>
   __device__ void st(C&, uint64_t off, const uint8_t* src, uint32_t bytes) const {
     for (uint32_t m = 0; m < n; ++m) {
       uint8_t* d = members[m] + off;
+      // Packs are 16, 8, 4 or 2 aligned bytes: one store each, with no byte loop (which would
+      // keep the caller's pack out of registers).
       if (bytes == 16) *reinterpret_cast<uint4*>(d) = *reinterpret_cast<const uint4*>(src);
-      else for (uint32_t i = 0; i < bytes; ++i) d[i] = src[i];
+      else if (bytes == 8) *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(src);
+      else if (bytes == 4) *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(src);
+      else *reinterpret_cast<unsigned short*>(d) = *reinterpret_cast<const unsigned short*>(src);
     }
   }
   template <class C>
@@ -61,6 +82,19 @@ struct EmuMc {
   }
 
  private:
+  // A pack of 4, 8 or 16 bytes into words (the rest zero).
+  __device__ static void load_words(const uint8_t* p, uint32_t (&w)[4], uint32_t bytes) {
+    w[0] = w[1] = w[2] = w[3] = 0;
+    if (bytes == 16) {
+      const uint4 x = __ldcv(reinterpret_cast<const uint4*>(p));
+      w[0] = x.x, w[1] = x.y, w[2] = x.z, w[3] = x.w;
+    } else if (bytes == 8) {
+      const uint2 x = __ldcv(reinterpret_cast<const uint2*>(p));
+      w[0] = x.x, w[1] = x.y;
+    } else {
+      w[0] = __ldcv(reinterpret_cast<const unsigned*>(p));
+    }
+  }
   __device__ static void load(const uint8_t* p, uint8_t* out, uint32_t bytes) {
     if (bytes == 16) {
       *reinterpret_cast<uint4*>(out) = __ldcv(reinterpret_cast<const uint4*>(p));
@@ -69,7 +103,7 @@ struct EmuMc {
     } else if (bytes == 4) {
       *reinterpret_cast<unsigned*>(out) = __ldcv(reinterpret_cast<const unsigned*>(p));
     } else {
-      for (uint32_t i = 0; i < bytes; ++i) out[i] = *reinterpret_cast<const volatile uint8_t*>(p + i);
+      *reinterpret_cast<unsigned short*>(out) = *reinterpret_cast<const volatile unsigned short*>(p);
     }
   }
 };

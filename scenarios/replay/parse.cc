@@ -1,6 +1,7 @@
 #include "scenarios/replay/parse.h"
 
 #include "core/ibgda/ordering.h"
+#include "core/nvls/collective.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -129,7 +130,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   if (!w) fail(root, "missing 'workload'");
   only_keys(w, "workload", {"ctas", "warps", "lanes", "ops", "alltoall", "dispatch", "p2p", "nvls"});
   if (const YAML::Node v = w["nvls"]) {
-    only_keys(v, "nvls", {"collective", "count", "dtype", "op", "channels", "slot_bytes"});
+    only_keys(v, "nvls", {"collective", "count", "dtype", "op", "channels", "reducers", "slot_bytes"});
     sc.nvls.on = true;
     if (!v["count"]) fail(v, "nvls needs 'count' (elements per rank)");
     sc.nvls.count = uint_of(v["count"], "count", 1, 1ull << 36);
@@ -137,6 +138,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (v["dtype"]) sc.nvls.dtype = choice_of(v["dtype"], "dtype", {"f32", "f16", "bf16", "f64", "i32", "i64", "u32", "u64"});
     if (v["op"]) sc.nvls.op = choice_of(v["op"], "op", {"sum", "min", "max"});
     if (v["channels"]) sc.nvls.channels = uint32_t(uint_of(v["channels"], "channels", 1, 32));
+    if (v["reducers"]) sc.nvls.reducers = uint32_t(uint_of(v["reducers"], "reducers", 1, nvls::kMaxReducers));
     if (v["slot_bytes"]) {
       sc.nvls.slot_bytes = uint_of(v["slot_bytes"], "slot_bytes", 16, 64ull << 20);
       if (sc.nvls.slot_bytes % 16 != 0) fail(v["slot_bytes"], "slot_bytes is a multiple of 16");

@@ -27,6 +27,7 @@ ReplayResult replay_nvls(const Scenario& sc, const ReplayOptions& opt) {
   nvls::NvlsRunConfig c;
   c.ranks = sc.pes;
   c.channels = sc.nvls.channels;
+  c.reducers = sc.nvls.reducers;
   c.dtype = dtype_of(sc.nvls.dtype);
   c.op = op_of(sc.nvls.op);
   c.allreduce = sc.nvls.allreduce;

@@ -42,14 +42,15 @@ struct P2pWorkload {
 };
 
 // An NVLS collective (core/nvls) on `pes` GPUs of one model NVSwitch: `count` elements per
-// rank (AllReduce) or out per rank (ReduceScatter), `channels` regions per head, FIFO slots of
-// `slot_bytes`. With `memory: phantom` and the timed schedule: sizes only, simulated busbw.
+// rank (AllReduce) or out per rank (ReduceScatter), `channels` regions per head, `reducers`
+// CTAs sharing each reduce step, FIFO slots of `slot_bytes`. With `memory: phantom` and the timed schedule: sizes only, simulated busbw.
 struct NvlsWorkload {
   bool on = false;
   bool allreduce = true;
   uint64_t count = 0;
   std::string dtype = "f32", op = "sum";
   uint32_t channels = 2;
+  uint32_t reducers = 1;
   uint64_t slot_bytes = 1 << 20;
 };
 

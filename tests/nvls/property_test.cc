@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "tests/sim_opts.h"
 
@@ -28,7 +29,7 @@ struct Case {
 };
 
 void showValue(const Case& k, std::ostream& os) {
-  os << (k.c.allreduce ? "allreduce" : "reducescatter") << " ranks=" << k.c.ranks << " channels=" << k.c.channels
+  os << (k.c.allreduce ? "allreduce" : "reducescatter") << " ranks=" << k.c.ranks << " channels=" << k.c.channels << " reducers=" << k.c.reducers
      << " dtype=" << dtype_name(k.c.dtype) << " op=" << redop_name(k.c.op) << " count=" << k.c.count << " slot=" << k.c.slot_bytes
      << " warps=" << k.c.warps_per_cta << " calls=" << k.c.calls << " seed=" << k.c.seed << " pct=" << k.pct << " weak=" << k.weak;
 }
@@ -39,6 +40,7 @@ rc::Gen<Case> gen_case() {
     Case k;
     k.c.ranks = *rc::gen::inRange(2u, 9u);
     k.c.channels = *rc::gen::inRange(1u, 3u);
+    k.c.reducers = *rc::gen::inRange(1u, 4u);
     k.c.allreduce = *rc::gen::arbitrary<bool>();
     do {
       k.c.dtype = DType(*rc::gen::inRange(0, 8));
@@ -70,10 +72,15 @@ RC_GTEST_PROP(NvlsProperty, AllReduceAndReduceScatterEqualTheReference, ()) {
 }
 
 TEST(NvlsProperty, FindsPlantedBugs) {
-  for (int plant = 0; plant < 3; ++plant) {
+  const std::pair<const char*, bool Plants::*> plants[] = {
+      {"sender ignores head + NCCL_STEPS", &Plants::sender_ignores_head},
+      {"head polls its own flag, not the min", &Plants::own_flag_not_min},
+      {"wrong pack size", &Plants::wrong_pack},
+      {"consumers wait for the first reducer only", &Plants::first_reducer_only},
+  };
+  for (const auto& [name, plant] : plants) {
     Plants pl;
-    const char* name = plant == 0 ? "sender ignores head + NCCL_STEPS" : plant == 1 ? "head polls its own flag, not the min" : "wrong pack size";
-    (plant == 0 ? pl.sender_ignores_head : plant == 1 ? pl.own_flag_not_min : pl.wrong_pack) = true;
+    pl.*plant = true;
     const auto held = rc::check(name, [&pl] {
       const Case k = *gen_case();
       RC_ASSERT(run_case(k, pl).empty());

@@ -64,8 +64,9 @@ struct RankMcs {
 NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
   NvlsRunResult r;
   const uint32_t n = c.ranks, es = dtype_bytes(c.dtype);
-  if (n < 2 || c.channels == 0 || c.slot_bytes % 16 != 0 || c.slot_bytes == 0) {
-    r.failure = "nvls: needs 2+ ranks, 1+ channels and a slot of a multiple of 16 bytes";
+  if (n < 2 || c.channels == 0 || c.slot_bytes % 16 != 0 || c.slot_bytes == 0 || c.reducers == 0 || c.reducers > kMaxReducers) {
+    r.failure = "nvls: needs 2+ ranks, 1+ channels, 1 to " + std::to_string(kMaxReducers) +
+                " reducers and a slot of a multiple of 16 bytes";
     return r;
   }
   if (c.ring && !c.allreduce) {
@@ -118,7 +119,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
   std::vector<Args> args(n);
   for (uint32_t g = 0; g < n; ++g) {
     Args& a = args[g];
-    a.nranks = n, a.rank = g, a.channels = c.channels;
+    a.nranks = n, a.rank = g, a.channels = c.channels, a.reducers = c.reducers;
     a.dtype = c.dtype, a.op = c.op, a.allreduce = c.allreduce, a.count = c.count;
     a.region = region;
     a.input = c.phantom ? nullptr : in[g].data();
@@ -128,11 +129,15 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     const std::string flag = "rank" + std::to_string(g) + ".";
     for (uint32_t i = 0; i < n * c.channels; ++i) {
       const std::string name = flag + "head" + std::to_string(i / c.channels) + ".ch" + std::to_string(i % c.channels) + ".";
-      s.watch(name + "red_tail", reinterpret_cast<const uint64_t*>(mcs[g].v[i].uc(region.flag(kRedTail))));
-      s.watch(name + "red_head", reinterpret_cast<const uint64_t*>(mcs[g].v[i].uc(region.flag(kRedHead))));
-      if (c.allreduce) {
-        s.watch(name + "bc_tail", reinterpret_cast<const uint64_t*>(mcs[g].v[i].uc(region.flag(kBcTail))));
-        s.watch(name + "bc_head", reinterpret_cast<const uint64_t*>(mcs[g].v[i].uc(region.flag(kBcHead))));
+      auto watch = [&](const std::string& what, uint32_t flag) {
+        s.watch(name + what, reinterpret_cast<const uint64_t*>(mcs[g].v[i].uc(region.flag(flag))));
+      };
+      watch("red_tail", kRedTail);
+      if (c.allreduce) watch("bc_head", kBcHead);
+      for (uint32_t j = 0; j < c.reducers; ++j) {
+        const std::string by = c.reducers > 1 ? "[" + std::to_string(j) + "]" : "";
+        watch("red_head" + by, reducer_flag(kRedHead, j));
+        if (c.allreduce) watch("bc_tail" + by, reducer_flag(kBcTail, j));
       }
     }
     launch_calls(s, "nvls " + std::string(c.allreduce ? "allreduce" : "reducescatter") + " rank" + std::to_string(g),

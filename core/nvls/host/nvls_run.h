@@ -17,6 +17,7 @@ namespace doorbell::nvls {
 
 struct NvlsRunConfig {
   uint32_t ranks = 2, channels = 1;
+  uint32_t reducers = 1;  // CTAs sharing each reduce step (Args::reducers)
   DType dtype = DType::kF32;
   RedOp op = RedOp::kSum;
   bool allreduce = true;
