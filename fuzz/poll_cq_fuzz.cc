@@ -1,9 +1,10 @@
 // Target 1: poll_cq's rebuilding of the 64-bit consumer index from the CQE's 16-bit
 // wqe_counter. The input is a program of producer advances, NIC completions (the collapsed
 // CQE reports the last completed WQE), error CQEs, polls and jumps far ahead (the state after
-// a long run: wraps of 2^16 and 2^32 are reached in a few steps), checked against a 64-bit
-// reference: a poll succeeds iff the reference says idx completed, and cons_idx then equals
-// the reference exactly, never moves back and never passes it.
+// a long run: wraps of 2^16 and 2^32 are reached in a few steps, and jumps land just below
+// them), checked against a 64-bit reference: a poll succeeds iff the reference says idx
+// completed (never for an idx not yet posted, though its low 16 bits may match the CQE's),
+// and cons_idx then equals the reference exactly, never moves back and never passes it.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstring>
@@ -57,9 +58,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           write_cqe(&cqe, completed, false, 0);
         }
         break;
-      case 2: {  // a poll for some idx up to the producer
+      case 2: {  // a poll: mostly for an idx up to the producer, at times for one never posted
         if (mv.prod_idx == 0) break;
-        const uint64_t idx = in.ConsumeIntegralInRange<uint64_t>(1, mv.prod_idx);
+        uint64_t idx = in.ConsumeIntegralInRange<uint64_t>(1, mv.prod_idx);
+        switch (in.ConsumeIntegralInRange<int>(0, 3)) {
+          case 0: idx = mv.prod_idx + in.ConsumeIntegralInRange<uint64_t>(1, qp.nwqes); break;  // just past it
+          case 1: idx += uint64_t(in.ConsumeIntegralInRange<uint32_t>(1, 4)) << 16; break;  // same 16 low bits
+          default: break;
+        }
         const uint64_t before = mv.cons_idx;
         const OpResult r = poll_cq(ctx, st, qp, idx);
         FUZZ_CHECK(mv.cons_idx >= before, "cons_idx moved back: %llu -> %llu", (unsigned long long)before,
@@ -68,6 +74,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                    (unsigned long long)mv.cons_idx, (unsigned long long)completed, (unsigned long long)idx, qp.nwqes);
         if (idx <= before) {
           FUZZ_CHECK(r == OpResult::kOk, "poll for a consumed idx failed");
+        } else if (idx > mv.prod_idx) {
+          FUZZ_CHECK(r == OpResult::kTimeout && mv.cons_idx == before, "poll for idx %llu, never posted (prod %llu), gave %d, cons %llu",
+                     (unsigned long long)idx, (unsigned long long)mv.prod_idx, int(r), (unsigned long long)mv.cons_idx);
         } else if (failed) {
           FUZZ_CHECK(r == OpResult::kCqError && error != 0, "error CQE not reported (result %d)", int(r));
         } else if (idx <= completed) {
@@ -86,9 +95,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           write_cqe(&cqe, completed + 1, true, in.ConsumeIntegral<uint8_t>());
         }
         break;
-      case 4: {  // far ahead: all indices of a drained queue jump (a long run in one step)
+      case 4: {  // far ahead: all indices of a drained queue jump (a long run in one step), half
+                 // the time to just below the next 2^16 or 2^32 boundary, where the carries are
         if (failed || mv.cons_idx != mv.prod_idx || completed != mv.prod_idx) break;
-        const uint64_t to = mv.prod_idx + in.ConsumeIntegralInRange<uint64_t>(0, uint64_t(1) << 40);
+        uint64_t to = mv.prod_idx + in.ConsumeIntegralInRange<uint64_t>(0, uint64_t(1) << 40);
+        if (in.ConsumeBool()) {
+          const uint64_t unit = in.ConsumeBool() ? uint64_t(1) << 32 : uint64_t(1) << 16;
+          const uint64_t below = (mv.prod_idx / unit + 1) * unit - in.ConsumeIntegralInRange<uint64_t>(1, qp.nwqes);
+          to = below > mv.prod_idx ? below : mv.prod_idx;
+        }
         mv.resv_head = mv.ready_head = mv.prod_idx = mv.cons_idx = completed = to;
         if (to != 0) write_cqe(&cqe, to, false, 0);
         break;

@@ -5,6 +5,9 @@
 #include "tools/devices.h"
 #include "tools/replay_cmd.h"
 
+#include <algorithm>
+#include <thread>
+
 int main(int argc, char** argv) {
   CLI::App app{"doorbell: GPU-initiated communication (IBGDA / NVLS / P2P) simulation and verification"};
   app.require_subcommand(1);
@@ -41,6 +44,9 @@ int main(int argc, char** argv) {
   x->add_option("--seeds", ex_seeds, "how many seeds (1..N)");
   x->add_option("--schedule", ex_schedule, "override the schedule")->check(CLI::IsMember({"random", "pct", "timed"}));
   x->add_option("--memory-model", ex_memory, "override the memory model")->check(CLI::IsMember({"sc", "weak"}));
+  unsigned ex_jobs = std::max(1u, std::thread::hardware_concurrency());
+  x->add_option("--jobs", ex_jobs, "threads running seeds (default: every core); the result is the serial one")
+      ->check(CLI::PositiveNumber);
 
   uint64_t lit_runs = 2000;
   std::string lit_memory = "weak";
@@ -57,7 +63,7 @@ int main(int argc, char** argv) {
     if (seed_opt->count() != 0) rep.seed = rep_seed;
     return doorbell::tools::run_replay(rep);
   }
-  if (x->parsed()) return doorbell::tools::run_explore(ex_file, ex_seeds, ex_schedule, ex_memory);
+  if (x->parsed()) return doorbell::tools::run_explore(ex_file, ex_seeds, ex_schedule, ex_memory, ex_jobs);
   if (lt->parsed()) return doorbell::tools::run_litmus(lit_runs, lit_memory);
   if (l->parsed()) return doorbell::tools::run_list(list_dir);
   if (d->parsed()) return doorbell::tools::run_demo(demo);

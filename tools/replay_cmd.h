@@ -20,8 +20,11 @@ struct ReplayCmd {
 
 // Exit status: 0 every expectation met, 1 one was not, 2 a scenario file is malformed.
 int run_replay(const ReplayCmd& c);
-// Seeds 1..n until one misses its expectation; prints the command that replays it.
-int run_explore(const std::string& file, uint64_t seeds, const std::string& schedule, const std::string& memory_model);
+// Seeds 1..n until one misses its expectation; prints the command that replays it. With jobs
+// > 1 the seeds run on that many threads, and the answer is the serial one: the least seed
+// that misses (every seed below it is run).
+int run_explore(const std::string& file, uint64_t seeds, const std::string& schedule, const std::string& memory_model,
+                unsigned jobs = 1);
 // The litmus suite on the CPU model (and the PTX verdict per cell).
 int run_litmus(uint64_t runs, const std::string& memory_model);
 // One line per scenario file in dir.

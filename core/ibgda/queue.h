@@ -116,7 +116,9 @@ DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64
   const uint16_t wc1 = uint16_t(wc + 1);
   uint64_t cons = (idx & ~uint64_t(0xffff)) | wc1;
   if (!st.opt.plant_no_carry && uint16_t(idx) > wc1) cons += 0x10000;  // wqe_counter wrapped past idx's block
-  ctx.atomic_max(gpu_scope, &qp.mv->cons_idx, cons);
+  // Raised, never stored: a slower poller's older value must not move it back.
+  if (st.opt.plant_cons_store) ctx.store(gpu_scope, relaxed, &qp.mv->cons_idx, cons);
+  else ctx.atomic_max(gpu_scope, &qp.mv->cons_idx, cons);
   return OpResult::kOk;
 }
 

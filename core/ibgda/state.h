@@ -24,6 +24,10 @@ struct Mvars {
   uint64_t post_send_lock = 0;
   uint64_t proxy_prod = 0;   // CPU-handler variant: producer index for the host proxy
 };
+// Mvars' words in order, as hang reports and timelines name them.
+inline constexpr const char* kMvarNames[] = {"resv_head", "ready_head", "prod_idx",  "cons_idx",       "get_head",
+                                             "get_tail",  "ibuf_head",  "ibuf_tail", "post_send_lock", "proxy_prod"};
+static_assert(sizeof(Mvars) == sizeof(kMvarNames) / sizeof(kMvarNames[0]) * sizeof(uint64_t), "a name for every word");
 
 inline constexpr uint32_t kIbufSlotBytes = 256;  // one uint64 per lane of a warp
 
@@ -86,6 +90,7 @@ struct Options {
   // Planted bugs, for tests only.
   bool plant_no_idle_doorbell = false;  // drop the "resv_head == new" doorbell rule
   bool plant_no_carry = false;          // drop the 0x10000 carry in poll_cq
+  bool plant_cons_store = false;        // poll_cq stores cons_idx instead of raising it (atomic max)
   uint32_t plant_drop = 0;              // orderings dropped (ordering.h), host builds only
   bool plant_replay_applied = false;    // failover replays an add the verdict says was applied
   bool plant_no_replay = false;         // failover drops logged puts / gets of a failed QP

@@ -205,6 +205,20 @@ void Scheduler::map_mmio(uint64_t base, uint64_t size, std::function<void(uint64
   mmio_.push_back({base, size, std::move(fn)});
 }
 
+void Scheduler::check_stores(const void* base, size_t bytes, std::function<std::string(const void*)> check) {
+  const auto b = reinterpret_cast<uintptr_t>(base);
+  auto at = std::upper_bound(checked_.begin(), checked_.end(), b, [](uintptr_t x, const Checked& c) { return x < c.base; });
+  checked_.insert(at, {b, bytes, std::move(check)});
+}
+
+void Scheduler::check_store(const void* addr) {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  auto it = std::upper_bound(checked_.begin(), checked_.end(), a, [](uintptr_t x, const Checked& c) { return x < c.base; });
+  if (addr == nullptr || it == checked_.begin() || !violation_.empty()) return;
+  const Checked& c = *std::prev(it);
+  if (a - c.base < c.bytes) violation_ = c.check(addr);
+}
+
 // ---- inside fibers ----
 
 void Scheduler::yield() { Fiber::switch_to(*cur_lane_->fiber, main_); }

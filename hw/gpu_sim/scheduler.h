@@ -94,6 +94,11 @@ class Scheduler {
   void add_reporter(std::function<std::string()> fn) { reporters_.push_back(std::move(fn)); }
   // Route 64-bit MMIO stores in [base, base+size) to a device.
   void map_mmio(uint64_t base, uint64_t size, std::function<void(uint64_t addr, uint64_t value)> fn);
+  // After every access that changes a word in [base, base + bytes), check(addr) says what
+  // broke ("" if nothing): invariants checked at each step that could break them, at the cost
+  // of one range lookup per change. The first thing broken is kept (violation()).
+  void check_stores(const void* base, size_t bytes, std::function<std::string(const void* addr)> check);
+  const std::string& violation() const { return violation_; }
 
   RunResult run();
   const SchedOptions& options() const { return opt_; }
@@ -114,7 +119,10 @@ class Scheduler {
   void record(Access kind, uint64_t value, bool changed, const void* addr = nullptr) {
     ++accesses_;
     if (opt_.policy == Policy::kTimed && kind != Access::kDevice) record_timed(kind, changed, addr);
-    if (changed) ++version_;
+    if (changed) {
+      ++version_;
+      if (!checked_.empty()) check_store(addr);
+    }
     // FNV-1a over 64-bit words: who, what kind, which value.
     hash_ = (hash_ ^ (cur_who_ | uint64_t(kind))) * 0x100000001b3ull;
     hash_ = (hash_ ^ value) * 0x100000001b3ull;
@@ -138,6 +146,7 @@ class Scheduler {
  private:
   void point_slow();
   void record_timed(Access kind, bool changed, const void* addr);
+  void check_store(const void* addr);
   struct Lane;
   struct Agent;
   struct CtaBarrier;
@@ -178,6 +187,12 @@ class Scheduler {
     std::function<void(uint64_t, uint64_t)> fn;
   };
   std::vector<Mmio> mmio_;
+  struct Checked {
+    uintptr_t base, bytes;
+    std::function<std::string(const void*)> check;
+  };
+  std::vector<Checked> checked_;  // sorted by base
+  std::string violation_;
   // PCT state.
   std::vector<uint64_t> change_points_;
   int64_t lowest_priority_ = 0;

@@ -108,7 +108,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (s["ibuf_slots"]) sc.ibuf_slots = pow2_of(s["ibuf_slots"], "ibuf_slots", 1, 1024);
   }
   if (const YAML::Node p = root["planted"]) {
-    only_keys(p, "planted", {"no_idle_doorbell", "no_carry", "drop_ordering"});
+    only_keys(p, "planted", {"no_idle_doorbell", "no_carry", "cons_store", "drop_ordering"});
     if (const YAML::Node d = p["drop_ordering"]) {
       if (!d.IsSequence()) fail(d, "'drop_ordering' must be a list of orderings");
       for (const YAML::Node& o : d) {
@@ -125,6 +125,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     }
     if (p["no_idle_doorbell"]) sc.plant_no_idle_doorbell = bool_of(p["no_idle_doorbell"], "no_idle_doorbell");
     if (p["no_carry"]) sc.plant_no_carry = bool_of(p["no_carry"], "no_carry");
+    if (p["cons_store"]) sc.plant_cons_store = bool_of(p["cons_store"], "cons_store");
   }
   const YAML::Node w = root["workload"];
   if (!w) fail(root, "missing 'workload'");

@@ -22,7 +22,6 @@ namespace {
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 uint8_t pattern(uint32_t pe, uint64_t i) { return uint8_t(i * 31 + pe * 7 + 1); }
 
-const char* mvar_names[] = {"resv_head", "ready_head", "prod_idx", "cons_idx", "get_head", "get_tail", "ibuf_head", "ibuf_tail", "post_send_lock"};
 
 }  // namespace
 
@@ -146,6 +145,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   c.opt.cpu_proxy = sc.cpu_proxy;
   c.opt.plant_no_idle_doorbell = sc.plant_no_idle_doorbell;
   c.opt.plant_no_carry = sc.plant_no_carry;
+  c.opt.plant_cons_store = sc.plant_cons_store;
   c.opt.plant_drop = sc.plant_drop;
   c.nic_buf_on_gpumem = sc.nic_buffers_on_gpu;
   c.ibuf_slots = sc.ibuf_slots;
@@ -224,25 +224,10 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
     obs.observe = [&](uint64_t step, double) { std::fprintf(stderr, "\r[doorbell] %s: step %llu", sc.name.c_str(), (unsigned long long)step); };
   }
   gpu_sim::Scheduler s(so);
-  for (uint32_t pe = 0; pe < sc.pes; ++pe)
-    for (uint32_t q = 0; q < sc.pes * sc.num_rc_per_pe; ++q) {
-      const DevQp& d = world.state(pe).qps[q];
-      const std::string pfx = "pe" + std::to_string(pe) + ".qp" + std::to_string(q) + ".";
-      const uint64_t* words = reinterpret_cast<const uint64_t*>(d.mv);
-      for (int k = 0; k < 9; ++k) s.watch(pfx + mvar_names[k], words + k);
-      s.watch(pfx + "cqe", reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(d.cqe) + 56));
-    }
   // Faults: the scenario's, or a random schedule drawn from the seed, early enough to meet
   // work in flight (the first 60 NIC actions on the step clock, 6 us simulated).
   const std::vector<WorldFault> faults = sc.random_faults ? random_faults(seed, sc.pes, 6e3) : sc.faults;
   world.inject(faults);
-  if (sc.failover)
-    for (uint32_t pe = 0; pe < sc.pes; ++pe)
-      for (uint32_t q = 0; q < sc.pes * sc.num_rc_per_pe; ++q) {
-        const std::string pfx = "pe" + std::to_string(pe) + ".qp" + std::to_string(q) + ".";
-        s.watch(pfx + "health", &world.state(pe).qps[q].hp->state);
-        s.watch(pfx + "backup.health", &world.state(pe).backups[q].hp->state);
-      }
   // Operations that failed (with failover: that recovery could not save), and fetch-adds
   // applied once whose result was lost.
   uint64_t failed_ops = 0, lost_results = 0;
@@ -282,12 +267,16 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
     });
   }
   world.attach(s);
+  world.check_every_store(s);  // the queue invariants, at each change of a QP's words
   const gpu_sim::RunResult r = s.run();
   if (opt.progress && opt.trace == nullptr) std::fprintf(stderr, "\r\033[K");
 
   // Classify, then check the data of a completed run.
   uint64_t phantom_transfers = 0;
-  if (r.outcome != gpu_sim::Outcome::kCompleted) {
+  if (!s.violation().empty()) {
+    out.outcome = "broken-invariant";
+    out.detail = s.violation();
+  } else if (r.outcome != gpu_sim::Outcome::kCompleted) {
     out.outcome = "hang";
     out.detail = r.report;
   } else if (std::string e = world.first_error(); (!sc.failover && !e.empty()) || failed_ops != 0) {

@@ -25,7 +25,7 @@ struct ReplayOptions {
 
 struct ReplayResult {
   bool met = false;           // the expectation held
-  std::string outcome;        // completed | hang | error | wrong-data
+  std::string outcome;        // completed | hang | error | wrong-data | broken-invariant
   std::string detail;         // hang report, error, or what differed
   nlohmann::ordered_json report;
   std::string summary;        // human-readable table

@@ -64,7 +64,7 @@ struct Scenario {
   bool pe_major = false, cst = false, cpu_proxy = false, nic_buffers_on_gpu = true;
   bool failover = false;                 // backup QPs, health, host recovery (core/ibgda/failover.h)
   uint32_t ack_timeout = 14, retry_count = 7, rnr_retry = 7;  // RC timers, as the driver sets them
-  bool plant_no_idle_doorbell = false, plant_no_carry = false;
+  bool plant_no_idle_doorbell = false, plant_no_carry = false, plant_cons_store = false;
   uint32_t plant_drop = 0;               // orderings dropped (core/ibgda/ordering.h bits)
   // workload
   uint32_t ctas = 1, warps = 1, lanes = 1;

@@ -49,15 +49,19 @@ rc::Gen<Case> gen_case() {
   });
 }
 
-// One generated case under its schedule in memory model m: nothing may break.
-void check(gpu_sim::MemoryModel m) {
-  const Case c = *gen_case();
+// A case under its schedule in memory model m: what broke, or "".
+std::string run_case(const Case& c, gpu_sim::MemoryModel m) {
   gpu_sim::SchedOptions so;
   so.seed = c.p.seed;
   so.policy = c.pct ? gpu_sim::Policy::kPct : gpu_sim::Policy::kRandom;
   so.hang_spins = 512;
   so.memory = m;
-  const std::string why = run_program(c.p, so);
+  return run_program(c.p, so);
+}
+
+// One generated case: nothing may break.
+void check(gpu_sim::MemoryModel m) {
+  const std::string why = run_case(*gen_case(), m);
   RC_LOG() << why;
   RC_ASSERT(why.empty());
 }
@@ -68,6 +72,25 @@ RC_GTEST_PROP(IbgdaProperty, MemoryEqualsSequentialReferenceAfterQuiet, ()) { ch
 // sit in store buffers and loads may read superseded values (tests/ibgda/weak_orderings_test
 // shows each ordering is needed).
 RC_GTEST_PROP(IbgdaProperty, MemoryEqualsSequentialReferenceUnderWeakMemory, ()) { check(gpu_sim::MemoryModel::kWeak); }
+
+// A poller that stores cons_idx rather than raising it can move it back when a slower poller
+// lands last; memory stays right, so only the check that indices never move back finds it.
+TEST(IbgdaProperty, FindsAnIndexMovingBack) {
+  std::string seen;
+  const bool held = rc::check("cons_idx stored, not raised", [&seen] {
+    Case c = *gen_case();
+    c.p.plant_cons_store = true;
+    // Many threads on few, shallow QPs: pollers race, which is when a stored index goes back.
+    c.p.npes = 2, c.p.warps = 3, c.p.lanes = 4, c.p.log_depth = 3;
+    c.p.ops.clear();
+    gen_ops(c.p, *rc::gen::inRange(40u, 80u));
+    const std::string why = run_case(c, gpu_sim::MemoryModel::kSc);
+    if (!why.empty()) seen = why;
+    RC_ASSERT(why.empty());
+  });
+  EXPECT_FALSE(held) << "an index moving back was not found";
+  EXPECT_NE(seen.find("cons_idx moved back"), std::string::npos) << seen;
+}
 
 }  // namespace
 }  // namespace doorbell::ibgda

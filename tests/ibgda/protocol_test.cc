@@ -4,6 +4,8 @@
 // CPU-handler variant, and both QP layouts.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <cstring>
 
 #include "core/ibgda/host/model_world.h"
@@ -322,6 +324,43 @@ TEST(IbgdaProtocol, DoorbellValueDoesNotDependOnTheRing) {
   EXPECT_EQ((*w)->nic(0).qp(qp.qpn)->stats.doorbells, 1u);
   const uint64_t v = doorbell_value(1, qp.qpn);
   EXPECT_EQ(mlx5::bswap32(uint32_t(v >> 32)) >> 8, qp.qpn);
+}
+
+// A poll for an index that was never posted must not complete, even where the CQE's 16-bit
+// wqe_counter matches it (2^16 past a completed WQE): poll_cq waits for the producer first.
+TEST(IbgdaProtocol, PollForAnIndexNeverPostedDoesNotComplete) {
+  auto w = ModelWorld::create(world_cfg(2, 4, 4));
+  ASSERT_TRUE(w.is_ok());
+  const uint64_t buf = *(*w)->malloc(4096);
+  DevState* st = &(*w)->state(0);
+  const DevQp& qp = st->qps[1];
+  OpResult done = OpResult::kTimeout;
+  std::optional<OpResult> never;  // stays empty if the model ends the run inside the wait
+  uint64_t base = 0, cons_before = 0;
+  Scheduler s(sched(1));
+  s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {
+    ASSERT_EQ(reserve(ctx, *st, qp, 1, &base), OpResult::kOk);
+    const heap::Piece p = heap::first_piece(st->keys, st->heap_bases[0], st->heap_bases[1], buf, buf, 16, 1);
+    alignas(16) uint8_t w[64] = {};
+    mlx5::set_ctrl_seg(reinterpret_cast<mlx5::WqeCtrlSeg*>(w), uint16_t(base), mlx5::WqeOpcode::kRdmaWrite, 0, qp.qpn,
+                       mlx5::kCtrlCqUpdate, 3);
+    mlx5::set_raddr_seg(reinterpret_cast<mlx5::WqeRaddrSeg*>(w + 16), p.raddr, p.rkey);
+    mlx5::set_data_seg(reinterpret_cast<mlx5::WqeDataSeg*>(w + 32), 16, p.lkey, p.laddr);
+    ctx.write_bytes(wqe_at(qp, base), w, 64);
+    ASSERT_EQ(submit(ctx, *st, qp, base, 1), OpResult::kOk);
+    done = poll_cq(ctx, *st, qp, base + 1);
+    cons_before = ctx.load(exec::gpu_scope, exec::relaxed, &qp.mv->cons_idx);
+    never = poll_cq(ctx, *st, qp, base + 1 + 0x10000);  // same low 16 bits as the completed one
+  });
+  (*w)->attach(s);
+  const RunResult r = s.run();
+  EXPECT_EQ(done, OpResult::kOk);
+  EXPECT_EQ(cons_before, base + 1);
+  // Nothing else runs, so the model calls the endless wait a hang and names it.
+  EXPECT_EQ(r.outcome, Outcome::kHang);
+  EXPECT_NE(r.report.find("poll_cq: prod_idx >= idx"), std::string::npos) << r.report;
+  EXPECT_TRUE(!never || *never == OpResult::kTimeout);
+  EXPECT_EQ(qp.mv->cons_idx, base + 1);
 }
 
 }  // namespace

@@ -233,6 +233,18 @@ void ModelWorld::inject(const std::vector<WorldFault>& faults) {
 void ModelWorld::attach(gpu_sim::Scheduler& s) {
   doorbell_ns_.assign(cfg_.npes, 0);
   if (cfg_.failover) add_recovery_agent(s);
+  // Every management word, by name, for hang reports: each QP's (and backup's) indices, lock
+  // and proxy word, its CQE's last word and, with failover, its health.
+  for (uint32_t p = 0; p < cfg_.npes; ++p)
+    for (const std::vector<DevQp>* set : {&pes_[p]->qps, &pes_[p]->backups})
+      for (size_t i = 0; i < set->size(); ++i) {
+        const DevQp& q = (*set)[i];
+        const std::string pfx = "pe" + std::to_string(p) + (set == &pes_[p]->qps ? ".qp" : ".backup") + std::to_string(i) + ".";
+        const uint64_t* words = reinterpret_cast<const uint64_t*>(q.mv);
+        for (size_t k = 0; k < std::size(kMvarNames); ++k) s.watch(pfx + kMvarNames[k], words + k);
+        s.watch(pfx + "cqe", reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(q.cqe) + 56));
+        if (q.hp != nullptr) s.watch(pfx + "health", &q.hp->state);
+      }
   s.add_reporter([this] {
     const std::string e = nic_errors();
     return e.empty() ? e : "NIC errors and events:\n" + e;
@@ -311,25 +323,62 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
   }
 }
 
+namespace {
+
+// The first broken queue invariant of one QP (its words now and, if `was` is given, at the
+// last check), or "".
+std::string first_violation(const Mvars& m, const Mvars* was, uint64_t fetched, uint32_t depth) {
+  const auto* now_w = reinterpret_cast<const uint64_t*>(&m);
+  const auto* was_w = reinterpret_cast<const uint64_t*>(was);
+  for (size_t k = 0; was != nullptr && k < std::size(kMvarNames); ++k)  // indices only move forward (the lock is no index)
+    if (&now_w[k] != &m.post_send_lock && now_w[k] < was_w[k])
+      return std::string(kMvarNames[k]) + " moved back from " + std::to_string(was_w[k]) + " to " + std::to_string(now_w[k]);
+  if (!(m.cons_idx <= m.prod_idx)) return "cons > prod";
+  if (!(m.prod_idx <= m.ready_head)) return "prod > ready";
+  if (!(m.ready_head <= m.resv_head)) return "ready > resv";
+  if (m.ready_head - m.cons_idx > depth) return "ready - cons > depth";
+  if (m.ibuf_tail > m.ibuf_head) return "ibuf tail > head";
+  if (fetched > m.ready_head) return "NIC fetched beyond ready_head";
+  return {};
+}
+
+}  // namespace
+
+std::string ModelWorld::check_qp(uint32_t p, bool backup, uint32_t slot) {
+  const DevQp& q = (backup ? pes_[p]->backups : pes_[p]->qps)[slot];
+  const Mvars& m = *q.mv;
+  const uint64_t fetched = pes_[p]->nic->qp(q.qpn)->head;
+  const uint32_t nqp = cfg_.npes * cfg_.num_rc_per_pe;
+  if (last_checked_.empty()) last_checked_.resize(size_t(cfg_.npes) * 2 * nqp);  // zeros: below any start
+  Checked& was = last_checked_[(size_t(p) * 2 + backup) * nqp + slot];
+  // A failed QP's words are reset by its recovery, which then opens a new epoch: indices
+  // only move forward within an epoch.
+  const bool same_epoch = q.hp == nullptr || (q.hp->state != uint64_t(Health::kFailed) && q.hp->epoch == was.epoch);
+  const std::string bad = first_violation(m, same_epoch ? &was.words : nullptr, fetched, q.nwqes);
+  was = {m, q.hp != nullptr ? q.hp->epoch : 0};
+  if (bad.empty()) return bad;
+  return "pe " + std::to_string(p) + " qpn " + std::to_string(q.qpn) + ": " + bad + " (resv " + std::to_string(m.resv_head) + " ready " +
+         std::to_string(m.ready_head) + " prod " + std::to_string(m.prod_idx) + " cons " + std::to_string(m.cons_idx) + " nic head " +
+         std::to_string(fetched) + ")";
+}
+
 std::string ModelWorld::check_invariants() {
   for (uint32_t p = 0; p < cfg_.npes; ++p)
-    for (const std::vector<DevQp>* set : {&pes_[p]->qps, &pes_[p]->backups})
-      for (const DevQp& q : *set) {
-        const Mvars& m = *q.mv;
-        const uint64_t fetched = pes_[p]->nic->qp(q.qpn)->head;
-        std::string bad;
-        if (!(m.cons_idx <= m.prod_idx)) bad = "cons > prod";
-        else if (!(m.prod_idx <= m.ready_head)) bad = "prod > ready";
-        else if (!(m.ready_head <= m.resv_head)) bad = "ready > resv";
-        else if (m.ready_head - m.cons_idx > q.nwqes) bad = "ready - cons > depth";
-        else if (m.ibuf_tail > m.ibuf_head) bad = "ibuf tail > head";
-        else if (fetched > m.ready_head) bad = "NIC fetched beyond ready_head";
-        if (!bad.empty())
-          return "pe " + std::to_string(p) + " qpn " + std::to_string(q.qpn) + ": " + bad + " (resv " + std::to_string(m.resv_head) +
-                 " ready " + std::to_string(m.ready_head) + " prod " + std::to_string(m.prod_idx) + " cons " +
-                 std::to_string(m.cons_idx) + " nic head " + std::to_string(fetched) + ")";
-      }
+    for (bool backup : {false, true})
+      for (uint32_t slot = 0; slot < (backup ? pes_[p]->backups : pes_[p]->qps).size(); ++slot)
+        if (std::string bad = check_qp(p, backup, slot); !bad.empty()) return bad;
   return {};
+}
+
+void ModelWorld::check_every_store(gpu_sim::Scheduler& s) {
+  for (uint32_t p = 0; p < cfg_.npes; ++p)
+    for (bool backup : {false, true}) {
+      const std::vector<Mvars>& mv = backup ? pes_[p]->backup_mvars : pes_[p]->mvars;
+      if (mv.empty()) continue;
+      s.check_stores(mv.data(), mv.size() * sizeof(Mvars), [this, p, backup, base = mv.data()](const void* addr) {
+        return check_qp(p, backup, uint32_t((static_cast<const uint8_t*>(addr) - reinterpret_cast<const uint8_t*>(base)) / sizeof(Mvars)));
+      });
+    }
 }
 
 Result<transport::ReachMap> ModelWorld::reach_map() const {

@@ -70,9 +70,13 @@ class ModelWorld {
   // Told of every doorbell (PE, simulated or step time) — for timelines.
   void on_doorbell(std::function<void(uint32_t pe, double when)> fn) { doorbell_observer_ = std::move(fn); }
   // Queue-index invariants of every QP: cons <= prod <= ready <= resv, ready - cons <= depth,
-  // ibuf head - tail <= nslots, and the NIC has fetched nothing beyond ready_head. Empty when
-  // they hold; else a description of the first violation.
+  // ibuf head - tail <= nslots, the NIC has fetched nothing beyond ready_head, and no index
+  // moved back since the last call. Empty when they hold; else a description of the first
+  // violation.
   std::string check_invariants();
+  // The same for one QP at each change of its words, through the scheduler (for runs too
+  // large to check every QP at every step): the first violation is s.violation().
+  void check_every_store(gpu_sim::Scheduler& s);
   // Which transport carries RMA / AMO between each pair of PEs (SPEC §2): here the one
   // transport is IBGDA, which reaches a peer when every QP to it is in RTS.
   Result<transport::ReachMap> reach_map() const;
@@ -120,6 +124,12 @@ class ModelWorld {
   uint64_t ticks_ = 0;               // untimed schedules: the NICs' shared step clock
   RecoveryStats recovery_;
   std::function<void(uint32_t, double)> doorbell_observer_;
+  std::string check_qp(uint32_t pe, bool backup, uint32_t slot);
+  struct Checked {
+    Mvars words;
+    uint64_t epoch = 0;
+  };
+  std::vector<Checked> last_checked_;  // every QP's words when last checked, by (pe, backup, slot)
   std::unique_ptr<heap::SymmetricHeap> heap_;
 };
 

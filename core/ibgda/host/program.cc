@@ -21,6 +21,7 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   c.opt.cpu_proxy = p.cpu_proxy;
   c.nic_buf_on_gpumem = p.nic_buf_on_gpumem;
   c.opt.plant_no_idle_doorbell = p.plant_no_idle_doorbell;
+  c.opt.plant_cons_store = p.plant_cons_store;
   c.opt.plant_drop = p.plant_drop;
   c.ibuf_slots = p.ibuf_slots;
   c.response_delay_max = p.delay;

@@ -34,6 +34,7 @@ struct Program {
   bool cpu_proxy = false;
   bool nic_buf_on_gpumem = true;        // WQ rings and DBRs in GPU memory (else host memory)
   bool plant_no_idle_doorbell = false;  // tests of the checkers only
+  bool plant_cons_store = false;        // (state.h)
   bool plant_gpu_scope_fences = false;  // NIC buffers in host memory, fenced for GPU memory
   uint32_t plant_drop = 0;              // orderings dropped (ordering.h), for the weak memory mode
   uint32_t delay = 0;                   // NIC model: late responses
