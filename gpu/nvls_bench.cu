@@ -30,7 +30,7 @@ uint32_t g_channels = 16, g_threads = 512, g_reducers = 4;
 // The GPU each rank runs on: 0 and 1, or both on GPU 0 (a one-GPU machine: a check of the
 // kernels, not a bandwidth figure).
 int g_dev[kRanks] = {0, 1};
-uint64_t g_slot = 512 << 10;
+uint64_t g_slot = 1 << 20;
 
 // CudaCtx that also adds up the cycles its thread spends in failed polls (a poll's cycles
 // count when the one before it was of the same wait): where a role waits, and for how long.
@@ -69,6 +69,7 @@ __global__ void nvls_kernel(EmuMcs mcs, nvls::Args a, unsigned* bad, unsigned lo
 
 struct Rank {
   std::vector<uint8_t*> regions;  // by head * channels + channel, on this GPU
+  std::vector<uint8_t*> at_head;  // the same, in the head's GPU (EmuMc::at_head; NVLS_EMU=pull: none)
   EmuMc* views = nullptr;         // device array, same order
   uint8_t *in = nullptr, *out = nullptr;
   unsigned* bad = nullptr;
@@ -81,12 +82,20 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 // Calls of any size and type follow each other on the same regions: the steps run on.
+// The step a call of `bytes` moves: NCCL-like, smaller for smaller messages (the pipeline
+// fills sooner), the whole slot from 1 GiB on (fewer flag round trips). NVLS_STEP overrides.
+uint64_t step_for(uint64_t bytes) {
+  if (const char* e = std::getenv("NVLS_STEP")) return std::strtoull(e, nullptr, 10);
+  return bytes >= (1ull << 30) ? g_slot : bytes >= (256ull << 20) ? g_slot / 2 : g_slot / 4;
+}
+
 void allreduce(std::vector<Rank>& rk, nvls::DType t, nvls::RedOp op, uint64_t count, bool profiled = false) {
   for (int r = 0; r < kRanks; ++r) {
     nvls::Args a;
     a.nranks = kRanks, a.rank = r, a.channels = g_channels, a.reducers = g_reducers;
     a.dtype = t, a.op = op, a.allreduce = true, a.count = count;
     a.region.slot_bytes = g_slot;
+    a.step_bytes = std::min(g_slot, step_for(count * nvls::dtype_bytes(t)) / 16 * 16);
     a.input = rk[r].in, a.output = rk[r].out;
     CHECK(cudaSetDevice(g_dev[r]));
     nvls_kernel<<<nvls::ctas_per_rank(a), g_threads, 0, rk[r].stream>>>(EmuMcs{rk[r].views, g_channels}, a, rk[r].bad, profiled ? rk[r].prof : nullptr);
@@ -129,6 +138,7 @@ int main(int argc, char** argv) {
   }
   const bool one_gpu = ngpu < kRanks;
   const bool profile = std::getenv("NVLS_PROFILE") != nullptr && std::string(std::getenv("NVLS_PROFILE")) == "1";
+  const bool push = std::getenv("NVLS_EMU") == nullptr || std::string(std::getenv("NVLS_EMU")) != "pull";
   if (one_gpu) g_dev[1] = 0;
   const uint64_t max_bytes = 1ull << 30;
   nvls::Region region{g_slot};
@@ -142,6 +152,14 @@ int main(int argc, char** argv) {
       CHECK(cudaMemset(p, 0, region.bytes()));
       rk[r].regions.push_back(p);
     }
+    for (uint32_t i = 0; push && i < kRanks * g_channels; ++i) {  // in head i / channels's GPU
+      uint8_t* p = nullptr;
+      CHECK(cudaSetDevice(g_dev[i / g_channels]));
+      CHECK(cudaMalloc(&p, region.bytes()));
+      CHECK(cudaMemset(p, 0, region.bytes()));
+      rk[r].at_head.push_back(p);
+    }
+    CHECK(cudaSetDevice(g_dev[r]));
     CHECK(cudaMalloc(&rk[r].in, max_bytes));
     CHECK(cudaMalloc(&rk[r].out, max_bytes));
     CHECK(cudaMalloc(&rk[r].bad, sizeof(unsigned)));
@@ -152,8 +170,11 @@ int main(int argc, char** argv) {
   for (int r = 0; r < kRanks; ++r) {
     std::vector<EmuMc> v(kRanks * g_channels);
     for (uint32_t i = 0; i < v.size(); ++i) {
-      v[i].n = kRanks, v[i].me = r;
-      for (int m = 0; m < kRanks; ++m) v[i].members[m] = rk[m].regions[i];
+      v[i].n = kRanks, v[i].me = r, v[i].region = region;
+      for (int m = 0; m < kRanks; ++m) {
+        v[i].members[m] = rk[m].regions[i];
+        if (push) v[i].at_head[m] = rk[m].at_head[i];
+      }
     }
     CHECK(cudaSetDevice(g_dev[r]));
     CHECK(cudaMalloc(&rk[r].views, v.size() * sizeof(EmuMc)));
@@ -179,9 +200,10 @@ int main(int argc, char** argv) {
   {
     nvls::Args shape;
     shape.nranks = kRanks, shape.channels = g_channels, shape.reducers = g_reducers;
-    std::printf("nvls_bench: %d x %s, core/nvls AllReduce over emulated multicast (peer access), %u channels x %u CTAs per rank "
-                "(%u reducers each), %u threads, %llu KiB slots\n", kRanks, prop.name, g_channels, nvls::ctas_per_channel(shape),
-                g_reducers, g_threads, (unsigned long long)(g_slot >> 10));
+    std::printf("nvls_bench: %d x %s, core/nvls AllReduce over emulated multicast (peer access; %s), %u channels x %u CTAs per "
+                "rank (%u reducers each), %u threads, %llu KiB slots (a step: a quarter of one below 256 MiB, half below 1 GiB)\n", kRanks, prop.name,
+                push ? "the head's reads placed in its GPU" : "every copy in its member's GPU", g_channels,
+                nvls::ctas_per_channel(shape), g_reducers, g_threads, (unsigned long long)(g_slot >> 10));
   }
 
   // Every (type, op) multimem has, on an odd count: equal to the host reference.
@@ -241,7 +263,7 @@ int main(int argc, char** argv) {
   std::printf("NCCL %d (headers %d), NCCL_NVLS_ENABLE=%s\n", nccl_version, NCCL_VERSION_CODE, std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "(unset)");
 #endif
   std::printf("\n%-28s %12s %12s %10s %8s %8s\n", "allreduce f32 sum", "size(B)", "count", "time(us)", "algbw", "busbw");
-  for (uint64_t bytes = 64ull << 20; bytes <= max_bytes; bytes *= 4) {
+  for (uint64_t bytes = 4ull << 20; bytes <= max_bytes; bytes *= 4) {
     const uint64_t n = bytes / 4;
     auto rounds = [&](auto op) {
       for (int i = 0; i < 3; ++i) op();

@@ -83,6 +83,10 @@ struct Args {
   // AllReduce: elements per rank in and out. ReduceScatter: elements out per rank (in: nranks x).
   uint64_t count = 0;
   Region region;
+  // Bytes a step moves: a multiple of 16 up to the slot (0: the slot). Chosen per call, as
+  // NCCL sizes its chunks by the message: small steps fill the pipeline sooner, large ones
+  // pay fewer flag round trips.
+  uint64_t step_bytes = 0;
   const uint8_t* input = nullptr;  // this rank's (null: phantom, sizes only)
   uint8_t* output = nullptr;
   Plants plants;
@@ -122,14 +126,17 @@ DOORBELL_HD void end_role(C& ctx, M& mc, const Args& a, uint32_t which, uint64_t
   if (tid == 0) ctx.store(exec::gpu_scope, exec::relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(which))), next);
 }
 
+DOORBELL_HD uint64_t step_of(const Args& a) {
+  return a.step_bytes != 0 && a.step_bytes < a.region.slot_bytes ? a.step_bytes : a.region.slot_bytes;
+}
 DOORBELL_HD uint64_t steps_of(const Args& a, const Part& p) {
-  const uint64_t per = a.region.slot_bytes / dtype_bytes(a.dtype);
+  const uint64_t per = step_of(a) / dtype_bytes(a.dtype);
   return (p.hi - p.lo + per - 1) / per;
 }
 
 // Step s of part p: its first element and its bytes (the last step may be short).
 DOORBELL_HD void step_span(const Args& a, const Part& p, uint64_t s, uint64_t& lo, uint64_t& bytes) {
-  const uint64_t per = a.region.slot_bytes / dtype_bytes(a.dtype);
+  const uint64_t per = step_of(a) / dtype_bytes(a.dtype);
   lo = p.lo + s * per;
   bytes = (p.hi - lo < per ? p.hi - lo : per) * dtype_bytes(a.dtype);
 }

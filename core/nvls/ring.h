@@ -31,7 +31,7 @@ template <class C, class L>
 DOORBELL_HD bool ring_allreduce_cta(C& ctx, L& link, const Args& a, const RingConn& k, uint32_t c, uint32_t tid, uint32_t nthreads) {
   using namespace exec;
   const uint32_t n = a.nranks, es = dtype_bytes(a.dtype);
-  const uint64_t slot = a.region.slot_bytes, per = slot / es;
+  const uint64_t slot = a.region.slot_bytes, per = step_of(a) / es;  // pieces of a step, in slots
   const uint64_t lo = a.count * c / a.channels, len = a.count * (c + 1) / a.channels - lo;
   auto chunk = [&](uint32_t i, uint64_t& b, uint64_t& e) {
     b = lo + len * i / n;

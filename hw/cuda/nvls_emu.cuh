@@ -1,13 +1,20 @@
 // NVLS multicast emulated over peer pointers, for GPUs where multicast objects must not be
-// created (the lent machines): the region's copy on every member GPU is reachable through peer
+// created (the lent machines): every member's copy of a region is reachable through peer
 // access; multimem.ld_reduce = a load of every member's copy, combined in member order;
 // multimem.st = a store to every member; the min-poll = the min of acquire loads of every
 // member's flag. Data loads bypass L1 (ld.cv): another GPU rewrites the slots.
+//
+// Where a copy lives is the emulation's choice; the semantics do not depend on it. On a switch
+// each member's copy is in its own GPU. Without one, NVLink moves stores better than loads, so
+// the emulation may place the copies a head reads with ld_reduce and min-polls (the reduce
+// FIFO, red_tail and bc_head: `at_head`) in the head's GPU: members then push their slots and
+// flags with remote stores, and every read the head makes is local.
 #pragma once
 
 #include <cuda/atomic>
 #include <cstdint>
 
+#include "core/nvls/collective.h"
 #include "core/nvls/pack.h"
 #include "core/nvls/reduce.h"
 
@@ -15,17 +22,24 @@ namespace doorbell::cuda_exec {
 
 struct EmuMc {
   static constexpr uint32_t kMaxMembers = 8;
-  uint8_t* members[kMaxMembers];
+  uint8_t* members[kMaxMembers];              // each member's copy, in its own GPU
+  uint8_t* at_head[kMaxMembers] = {};         // null, or each member's copy of the head-read parts, in the head's GPU
   uint32_t n = 0, me = 0;
+  nvls::Region region;
 
-  __device__ uint8_t* uc(uint64_t off) const { return members[me] + off; }
+  __device__ uint8_t* copy(uint32_t m, uint64_t off) const {
+    const bool head_reads = off - region.flag(nvls::kRedTail) < 8 || off - region.flag(nvls::kBcHead) < 8 ||
+                            (off >= nvls::Region::kFlagBytes && off < region.bc(0));
+    return (head_reads && at_head[m] != nullptr ? at_head[m] : members[m]) + off;
+  }
+  __device__ uint8_t* uc(uint64_t off) const { return copy(me, off); }
 
   template <class C>
   __device__ void ld_reduce(C&, uint64_t off, nvls::DType t, nvls::RedOp op, uint32_t pack, uint8_t* out) const {
-    load(members[0] + off, out, pack);
+    load(copy(0, off), out, pack);
     for (uint32_t m = 1; m < n; ++m) {
       alignas(16) uint8_t v[16];
-      load(members[m] + off, v, pack);
+      load(copy(m, off), v, pack);
       nvls::reduce_into(t, op, out, v, pack);
     }
   }
@@ -36,10 +50,10 @@ struct EmuMc {
                               uint8_t (&out)[U][16]) const {
     uint32_t acc[U][4], v[U][4];
 #pragma unroll
-    for (uint32_t u = 0; u < U; ++u) load_words(members[0] + off + u * stride, acc[u], pack);
+    for (uint32_t u = 0; u < U; ++u) load_words(copy(0, off + u * stride), acc[u], pack);
     for (uint32_t m = 1; m < n; ++m) {
 #pragma unroll
-      for (uint32_t u = 0; u < U; ++u) load_words(members[m] + off + u * stride, v[u], pack);
+      for (uint32_t u = 0; u < U; ++u) load_words(copy(m, off + u * stride), v[u], pack);
 #pragma unroll
       for (uint32_t u = 0; u < U; ++u) nvls::reduce_words(t, op, acc[u], v[u], pack);
     }
@@ -49,7 +63,7 @@ struct EmuMc {
   template <class C>
   __device__ void st(C&, uint64_t off, const uint8_t* src, uint32_t bytes) const {
     for (uint32_t m = 0; m < n; ++m) {
-      uint8_t* d = members[m] + off;
+      uint8_t* d = copy(m, off);
       // Packs are 16, 8, 4 or 2 aligned bytes: one store each, with no byte loop (which would
       // keep the caller's pack out of registers).
       if (bytes == 16) *reinterpret_cast<uint4*>(d) = *reinterpret_cast<const uint4*>(src);
@@ -62,7 +76,7 @@ struct EmuMc {
   __device__ uint64_t ld_min(C&, uint64_t off) const {
     uint64_t lo = ~0ull;
     for (uint32_t m = 0; m < n; ++m) {
-      cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> f(*reinterpret_cast<unsigned long long*>(members[m] + off));
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> f(*reinterpret_cast<unsigned long long*>(copy(m, off)));
       const uint64_t v = f.load(cuda::memory_order_acquire);
       lo = v < lo ? v : lo;
     }
@@ -76,7 +90,7 @@ struct EmuMc {
   template <class C>
   __device__ void st_flag(C&, uint64_t off, uint64_t v) const {
     for (uint32_t m = 0; m < n; ++m) {
-      cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> f(*reinterpret_cast<unsigned long long*>(members[m] + off));
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> f(*reinterpret_cast<unsigned long long*>(copy(m, off)));
       f.store(v, cuda::memory_order_relaxed);
     }
   }

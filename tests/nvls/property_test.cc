@@ -30,7 +30,7 @@ struct Case {
 
 void showValue(const Case& k, std::ostream& os) {
   os << (k.c.allreduce ? "allreduce" : "reducescatter") << " ranks=" << k.c.ranks << " channels=" << k.c.channels << " reducers=" << k.c.reducers
-     << " dtype=" << dtype_name(k.c.dtype) << " op=" << redop_name(k.c.op) << " count=" << k.c.count << " slot=" << k.c.slot_bytes
+     << " dtype=" << dtype_name(k.c.dtype) << " op=" << redop_name(k.c.op) << " count=" << k.c.count << " slot=" << k.c.slot_bytes << " step=" << k.c.step_bytes
      << " warps=" << k.c.warps_per_cta << " calls=" << k.c.calls << " seed=" << k.c.seed << " pct=" << k.pct << " weak=" << k.weak;
 }
 
@@ -47,6 +47,7 @@ rc::Gen<Case> gen_case() {
       k.c.op = RedOp(*rc::gen::inRange(0, 3));
     } while (multimem_pack_bytes(k.c.dtype, k.c.op) == 0);
     k.c.slot_bytes = 16 * *rc::gen::inRange<uint64_t>(1, 9);
+    k.c.step_bytes = *rc::gen::arbitrary<bool>() ? 16 * *rc::gen::inRange<uint64_t>(1, k.c.slot_bytes / 16 + 1) : 0;
     k.c.count = *rc::gen::inRange<uint64_t>(1, 600);
     k.c.warps_per_cta = *rc::gen::inRange(1u, 3u);
     k.c.lanes = *rc::gen::element(2u, 4u);

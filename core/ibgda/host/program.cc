@@ -44,7 +44,10 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
                  dst = *world.malloc(p.ops.size() * kProgramSlot);
   std::mt19937_64 rng(p.seed);
   for (uint32_t pe = 0; pe < p.npes; ++pe)
-    for (uint64_t i = 0; i < kProgramRo; ++i) world.at(pe, ro)[i] = uint8_t(rng());
+    for (uint64_t i = 0; i < kProgramRo; i += 8) {  // 8 bytes a draw: fuzz inputs build a world each
+      const uint64_t r = rng();
+      std::memcpy(world.at(pe, ro) + i, &r, 8);
+    }
   // Each thread's op list, in program order; op i writes slot i.
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::vector<size_t>> mine;
   for (size_t i = 0; i < p.ops.size(); ++i) mine[{p.ops[i].pe, p.ops[i].warp, p.ops[i].lane}].push_back(i);

@@ -64,9 +64,10 @@ struct RankMcs {
 NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
   NvlsRunResult r;
   const uint32_t n = c.ranks, es = dtype_bytes(c.dtype);
-  if (n < 2 || c.channels == 0 || c.slot_bytes % 16 != 0 || c.slot_bytes == 0 || c.reducers == 0 || c.reducers > kMaxReducers) {
+  if (n < 2 || c.channels == 0 || c.slot_bytes % 16 != 0 || c.slot_bytes == 0 || c.reducers == 0 || c.reducers > kMaxReducers ||
+      c.step_bytes % 16 != 0 || c.step_bytes > c.slot_bytes) {
     r.failure = "nvls: needs 2+ ranks, 1+ channels, 1 to " + std::to_string(kMaxReducers) +
-                " reducers and a slot of a multiple of 16 bytes";
+                " reducers, a slot of a multiple of 16 bytes and steps of a multiple of 16 up to the slot";
     return r;
   }
   if (c.ring && !c.allreduce) {
@@ -122,6 +123,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     a.nranks = n, a.rank = g, a.channels = c.channels, a.reducers = c.reducers;
     a.dtype = c.dtype, a.op = c.op, a.allreduce = c.allreduce, a.count = c.count;
     a.region = region;
+    a.step_bytes = c.step_bytes;
     a.input = c.phantom ? nullptr : in[g].data();
     a.output = c.phantom ? nullptr : r.outputs[g].data();
     a.plants = c.plants;

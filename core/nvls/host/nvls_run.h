@@ -23,6 +23,7 @@ struct NvlsRunConfig {
   bool allreduce = true;
   uint64_t count = 1024;       // elements per rank (AllReduce) / out per rank (ReduceScatter)
   uint64_t slot_bytes = 4096;  // FIFO slot
+  uint64_t step_bytes = 0;     // Args::step_bytes
   uint32_t warps_per_cta = 1, lanes = 4;
   uint32_t multicast_slots = 64;  // the switch's multicast objects
   uint32_t extra_objects = 0;     // held by others before this run creates its one
