@@ -113,7 +113,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(!st.is_ok(), "a reply shorter than a mailbox was accepted");
       continue;
     }
-    const uint32_t status = DB_GET(mbox_out, out.data(), status), syndrome = DB_GET(mbox_out, out.data(), syndrome);
+    const uint32_t status = uint32_t(DB_GET(mbox_out, out.data(), status)), syndrome = uint32_t(DB_GET(mbox_out, out.data(), syndrome));
     if (st.is_ok()) {
       FUZZ_CHECK(status == 0, "success with reply status 0x%x", status);
     } else {
