@@ -19,6 +19,17 @@ DOORBELL_HD uint32_t count_pieces(const DevState& st, uint64_t loff, uint64_t ro
   return n;
 }
 
+// How many bytes of [loff, +bytes) -> [roff, +bytes) the first `cap` pieces cover.
+DOORBELL_HD uint64_t bytes_in_pieces(const DevState& st, uint64_t loff, uint64_t roff, uint64_t bytes, uint32_t pe, uint32_t cap) {
+  uint64_t done = 0;
+  for (uint32_t n = 0; n < cap && done < bytes; ++n)
+    done += heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff + done, roff + done, bytes - done, pe).bytes;
+  return done;
+}
+// The most WQEs one transfer reserves at once: half a ring. A transfer of more pieces goes out
+// as several (one reservation larger than the ring would wait for room forever).
+DOORBELL_HD uint32_t max_transfer_wqes(const DevQp& qp) { return qp.nwqes / 2 > 0 ? qp.nwqes / 2 : 1; }
+
 // Write the RDMA WRITE / READ WQEs for a transfer at [base, base + pieces), signalling the
 // last unless the caller's batch has a later WQE that will.
 template <class C>
@@ -34,15 +45,28 @@ DOORBELL_HD void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp, mlx
   }
 }
 
-// Reserve, write and submit a transfer on `qp`; its WQEs are [*base, *base + *n).
+// Reserve, write and submit the n pieces of a transfer on `qp` at *base.
+template <class C>
+DOORBELL_HD OpResult post_pieces(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff,
+                                 uint64_t bytes, uint32_t pe, uint32_t n, uint64_t* base) {
+  if (OpResult r = reserve(ctx, st, qp, n, base); r != OpResult::kOk) return r;
+  write_rma_wqes(ctx, st, qp, op, *base, loff, roff, bytes, pe);
+  if (op == mlx5::WqeOpcode::kRdmaRead) ctx.atomic_max(exec::gpu_scope, &qp.mv->get_head, *base + n);
+  return submit(ctx, st, qp, *base, n);
+}
+
+// Reserve, write and submit a transfer on `qp`; its WQEs are [*base, *base + *n). One of more
+// than max_transfer_wqes pieces goes out in parts ([*base, *base + *n) is then the last).
 template <class C>
 DOORBELL_HD OpResult post_rma(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff,
                               uint64_t bytes, uint32_t pe, uint64_t* base, uint32_t* n) {
-  *n = count_pieces(st, loff, roff, bytes, pe);
-  if (OpResult r = reserve(ctx, st, qp, *n, base); r != OpResult::kOk) return r;
-  write_rma_wqes(ctx, st, qp, op, *base, loff, roff, bytes, pe);
-  if (op == mlx5::WqeOpcode::kRdmaRead) ctx.atomic_max(exec::gpu_scope, &qp.mv->get_head, *base + *n);
-  return submit(ctx, st, qp, *base, *n);
+  const uint32_t cap = max_transfer_wqes(qp);
+  while ((*n = count_pieces(st, loff, roff, bytes, pe)) > cap) {
+    const uint64_t part = bytes_in_pieces(st, loff, roff, bytes, pe, cap);
+    if (OpResult r = post_pieces(ctx, st, qp, op, loff, roff, part, pe, cap, base); r != OpResult::kOk) return r;
+    loff += part, roff += part, bytes -= part;
+  }
+  return post_pieces(ctx, st, qp, op, loff, roff, bytes, pe, *n, base);
 }
 
 // One atomic WQE (CS or FA) on pe's 8-byte word at `off`, result into local `result_addr`.

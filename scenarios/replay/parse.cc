@@ -224,7 +224,8 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (o["bytes"]) {
       if (o["bytes"].IsScalar() && !o["bytes"].Scalar().empty() && o["bytes"].Scalar()[0] == '-')
         fail(o["bytes"], "'bytes' must not be negative");
-      op.bytes = uint_of(o["bytes"], "bytes", 1, 1u << 24);
+      // Real memory: 16 MiB an op (the replay fills and checks every byte); phantom: sizes only.
+      op.bytes = uint_of(o["bytes"], "bytes", 1, sc.phantom ? 1ull << 40 : 1ull << 24);
       if ((op.kind == OpKind::kFetchAdd || op.kind == OpKind::kAdd) && op.bytes != 8) fail(o["bytes"], "atomics are 8 bytes");
     }
     if (o["count"]) op.count = uint32_t(uint_of(o["count"], "count", 1, 1u << 20));

@@ -130,8 +130,8 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   const uint64_t slot = round_up(max_bytes, 64);
   const Generated gen = generate(sc);
   const uint64_t big = gen.send_bytes + gen.recv_bytes;
-  const uint64_t gran = big >= (1ull << 30) ? 512ull << 20 : 64ull << 10;  // NVSHMEM's granularity for big heaps
   const uint64_t need = slot /*src*/ + uint64_t(threads) * sc.ops.size() * slot /*dst*/ + 64 /*counters*/ + big + 2 * 4096;
+  const uint64_t gran = need >= (1ull << 30) ? 512ull << 20 : 64ull << 10;  // NVSHMEM's granularity for big heaps
 
   WorldConfig c;
   c.npes = sc.pes;
@@ -308,6 +308,30 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
           break;
         }
       }
+      // Explicit puts and gets: the records inside each op's destination slot come from the
+      // matching source bytes and add up to its bytes times its count.
+      for (uint32_t pe = 0; pe < sc.pes && out.detail.empty(); ++pe)
+        for (uint64_t t = 0; t < threads && out.detail.empty(); ++t)
+          for (size_t j = 0; j < sc.ops.size() && out.detail.empty(); ++j) {
+            const Op& o = sc.ops[j];
+            if (o.pe != pe || (o.warp >= 0 && uint32_t(o.warp) != (t / sc.lanes) % sc.warps)) continue;
+            if (o.kind != OpKind::kPut && o.kind != OpKind::kGet) continue;
+            const uint64_t sl = dst + (t * sc.ops.size() + j) * slot;
+            const auto d = reinterpret_cast<uint64_t>(world.at(o.kind == OpKind::kPut ? o.target : pe, sl));
+            const auto from = reinterpret_cast<uint64_t>(world.at(o.kind == OpKind::kPut ? pe : o.target, src));
+            uint64_t got = 0;
+            for (auto it = std::lower_bound(log.begin(), log.end(), mock_nic::PhantomCopy{d, 0, 0}, by_dst);
+                 it != log.end() && it->dst < d + o.bytes; ++it) {
+              if (it->src - from != it->dst - d) got = ~0ull >> 1;  // from the wrong source bytes
+              got += it->len;
+            }
+            if (got != o.bytes * o.count) {
+              out.outcome = "wrong-data";
+              out.detail = "op " + std::to_string(j) + " of pe " + std::to_string(pe) + " thread " + std::to_string(t) + ": " +
+                           std::to_string(o.bytes * o.count) + " bytes expected in its destination, the NICs moved " +
+                           (got > (~0ull >> 2) ? std::string("some from the wrong source") : std::to_string(got));
+            }
+          }
       phantom_transfers = log.size();
     } else {
       for (const auto& per : gen.by_pe)
