@@ -197,21 +197,9 @@ DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
 // A non-blocking operation with failover; a full log is completed (quiet) first.
 template <class C>
 DOORBELL_HD OpResult nbi_failover(C& ctx, const DevState& st, const LogEntry& e) {
-  auto logged = [&](const LogEntry& x) {
-    if (my_log(ctx, st).n == kLogEntries)
-      if (OpResult r = quiet_log(ctx, st); r != OpResult::kOk) return r;
-    return nbi_issue(ctx, st, x);
-  };
-  // A transfer too large for one reservation is logged (and replayed) part by part.
-  const uint32_t cap = max_transfer_wqes(st.qps[e.slot]);
-  if (e.kind == LogEntry::kAdd || count_pieces(st, e.a, e.b, e.bytes, e.pe) <= cap) return logged(e);
-  LogEntry part = e;
-  for (uint64_t done = 0; done < e.bytes; done += part.bytes) {
-    part.a = e.a + done, part.b = e.b + done;
-    part.bytes = bytes_in_pieces(st, part.a, part.b, e.bytes - done, e.pe, cap);
-    if (OpResult r = logged(part); r != OpResult::kOk) return r;
-  }
-  return OpResult::kOk;
+  if (my_log(ctx, st).n == kLogEntries)
+    if (OpResult r = quiet_log(ctx, st); r != OpResult::kOk) return r;
+  return nbi_issue(ctx, st, e);
 }
 
 // A fetching atomic with failover: reconciled by the recovery's verdict, never applied twice.

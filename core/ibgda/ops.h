@@ -124,6 +124,8 @@ DOORBELL_HD OpResult put_nbi_lanes(C& ctx, const DevState& st, uint64_t dest, ui
   }
   const uint64_t total = ctx.shfl(end, ctx.warp_size() - 1);
   if (total == 0) return OpResult::kOk;
+  // More pieces than one reservation may take: each lane posts its own, in parts.
+  if (total > max_transfer_wqes(qp)) return put_nbi(ctx, st, dest, src, bytes, pe, QpSelector{QpSelector::kByWarp, 0});
   uint64_t base = 0;
   OpResult r = OpResult::kOk;
   if (ctx.lane() == 0) r = reserve(ctx, st, qp, uint32_t(total), &base);

@@ -55,18 +55,25 @@ DOORBELL_HD OpResult post_pieces(C& ctx, const DevState& st, const DevQp& qp, ml
   return submit(ctx, st, qp, *base, n);
 }
 
-// Reserve, write and submit a transfer on `qp`; its WQEs are [*base, *base + *n). One of more
-// than max_transfer_wqes pieces goes out in parts ([*base, *base + *n) is then the last).
+// Reserve, write and submit a transfer on `qp`; its WQEs lie in [*base, *base + *n). One of
+// more than max_transfer_wqes pieces goes out in parts, and the span then also holds other
+// threads' WQEs between them: polling to its end covers every part, and a failover replay
+// issues the whole transfer again (a part that fails may leave earlier ones posted: harmless
+// for puts and gets, which a replay may repeat anyway).
 template <class C>
 DOORBELL_HD OpResult post_rma(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff,
                               uint64_t bytes, uint32_t pe, uint64_t* base, uint32_t* n) {
   const uint32_t cap = max_transfer_wqes(qp);
+  uint64_t first = ~0ull;
   while ((*n = count_pieces(st, loff, roff, bytes, pe)) > cap) {
     const uint64_t part = bytes_in_pieces(st, loff, roff, bytes, pe, cap);
     if (OpResult r = post_pieces(ctx, st, qp, op, loff, roff, part, pe, cap, base); r != OpResult::kOk) return r;
+    if (first == ~0ull) first = *base;
     loff += part, roff += part, bytes -= part;
   }
-  return post_pieces(ctx, st, qp, op, loff, roff, bytes, pe, *n, base);
+  const OpResult r = post_pieces(ctx, st, qp, op, loff, roff, bytes, pe, *n, base);
+  if (first != ~0ull && r == OpResult::kOk) *n = uint32_t(*base + *n - first), *base = first;
+  return r;
 }
 
 // One atomic WQE (CS or FA) on pe's 8-byte word at `off`, result into local `result_addr`.
