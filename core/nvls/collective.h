@@ -39,9 +39,6 @@
 namespace doorbell::nvls {
 
 inline constexpr uint32_t kSteps = 8;  // NCCL_STEPS
-#ifndef DOORBELL_NVLS_UNROLL
-#define DOORBELL_NVLS_UNROLL 4
-#endif
 
 // Planted bugs, for tests only.
 struct Plants {
@@ -195,7 +192,7 @@ DOORBELL_HD bool wait_flag(C& ctx, M& mc, const Args& a, uint32_t flag, From fro
 template <class C, class M>
 DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t* out, bool bcast, uint64_t bc_off, uint64_t n,
                              uint32_t tid, uint32_t nthreads) {
-  constexpr uint32_t kUnroll = DOORBELL_NVLS_UNROLL;
+  constexpr uint32_t kUnroll = 4;
   const uint32_t es = dtype_bytes(a.dtype);
   const uint32_t pack = a.plants.wrong_pack ? 16 : multimem_pack_bytes(a.dtype, a.op);
   alignas(16) uint8_t acc[kUnroll][16];
