@@ -65,7 +65,8 @@ DOORBELL_HD OpResult post_rma(C& ctx, const DevState& st, const DevQp& qp, mlx5:
                               uint64_t bytes, uint32_t pe, uint64_t* base, uint32_t* n) {
   const uint32_t cap = max_transfer_wqes(qp);
   uint64_t first = ~0ull;
-  while ((*n = count_pieces(st, loff, roff, bytes, pe)) > cap) {
+  // A part ends at a piece boundary, so the rest keeps the other pieces: no recount.
+  for (*n = count_pieces(st, loff, roff, bytes, pe); *n > cap; *n -= cap) {
     const uint64_t part = bytes_in_pieces(st, loff, roff, bytes, pe, cap);
     if (OpResult r = post_pieces(ctx, st, qp, op, loff, roff, part, pe, cap, base); r != OpResult::kOk) return r;
     if (first == ~0ull) first = *base;

@@ -164,7 +164,7 @@ enum class From { kMembersMin, kOwn, kReducersMin };
 // flags only grow, so a value that already satisfies pred needs no new poll (NCCL keeps such
 // step caches too) — and its acquire, made then, still orders what follows.
 template <class C, class M, class Pred>
-DOORBELL_HD bool wait_flag(C& ctx, M& mc, const Args& a, uint32_t flag, From from, const char* what, uint64_t& seen, Pred pred) {
+DOORBELL_HD bool wait_flag(C& ctx, M& mc, const Args& a, Flag flag, From from, const char* what, uint64_t& seen, Pred pred) {
   using namespace exec;
   if (pred(seen)) return true;
   const uint64_t off = a.region.flag(flag);
@@ -176,7 +176,8 @@ DOORBELL_HD bool wait_flag(C& ctx, M& mc, const Args& a, uint32_t flag, From fro
       v = ~0ull;
       const uint32_t n = from == From::kOwn || a.plants.first_reducer_only ? 1 : a.reducers;
       for (uint32_t j = 0; j < n; ++j) {
-        const uint64_t x = ctx.load(system_scope, acquire, reinterpret_cast<const uint64_t*>(mc.uc(a.region.flag(flag + 4 * j))));
+        const uint64_t x =
+            ctx.load(system_scope, acquire, reinterpret_cast<const uint64_t*>(mc.uc(a.region.flag(reducer_flag(flag, j)))));
         v = x < v ? x : v;
       }
     }

@@ -339,15 +339,9 @@ TEST(IbgdaProtocol, PollForAnIndexNeverPostedDoesNotComplete) {
   uint64_t base = 0, cons_before = 0;
   Scheduler s(sched(1));
   s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {
-    ASSERT_EQ(reserve(ctx, *st, qp, 1, &base), OpResult::kOk);
-    const heap::Piece p = heap::first_piece(st->keys, st->heap_bases[0], st->heap_bases[1], buf, buf, 16, 1);
-    alignas(16) uint8_t w[64] = {};
-    mlx5::set_ctrl_seg(reinterpret_cast<mlx5::WqeCtrlSeg*>(w), uint16_t(base), mlx5::WqeOpcode::kRdmaWrite, 0, qp.qpn,
-                       mlx5::kCtrlCqUpdate, 3);
-    mlx5::set_raddr_seg(reinterpret_cast<mlx5::WqeRaddrSeg*>(w + 16), p.raddr, p.rkey);
-    mlx5::set_data_seg(reinterpret_cast<mlx5::WqeDataSeg*>(w + 32), 16, p.lkey, p.laddr);
-    ctx.write_bytes(wqe_at(qp, base), w, 64);
-    ASSERT_EQ(submit(ctx, *st, qp, base, 1), OpResult::kOk);
+    uint32_t n = 0;
+    ASSERT_EQ(post_rma(ctx, *st, qp, mlx5::WqeOpcode::kRdmaWrite, buf, buf, 16, 1, &base, &n), OpResult::kOk);
+    ASSERT_EQ(n, 1u);
     done = poll_cq(ctx, *st, qp, base + 1);
     cons_before = ctx.load(exec::gpu_scope, exec::relaxed, &qp.mv->cons_idx);
     never = poll_cq(ctx, *st, qp, base + 1 + 0x10000);  // same low 16 bits as the completed one
