@@ -1,11 +1,12 @@
 // Target 2: reserve / submit / post / poll from several agents. The input decodes a small
 // IBGDA program (core/ibgda/host/program.h: PEs, warps, lanes, queue depth, batch size, proxy
-// or BlueFlame, each thread's puts / gets / fetch-adds / adds, then quiet) and, from its
+// or BlueFlame, where the counters begin, each thread's puts / gets / fetch-adds / adds, then quiet) and, from its
 // remaining bytes, the schedule: which runnable agent (lane, NIC engine, proxy) moves next.
 // run_program checks the queue-index invariants after every step, no hang, no error CQE, and
 // memory equal to the sequential reference.
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <iterator>
 #include <vector>
 
 #include "core/ibgda/host/program.h"
@@ -24,6 +25,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   p.batch_log = in.ConsumeIntegralInRange<uint32_t>(0, 5);
   p.cpu_proxy = in.ConsumeBool();
   p.ibuf_slots = 1u << in.ConsumeIntegralInRange<uint32_t>(0, 2);
+  // Where the counters begin: 0, or a little below 2^16, 2^31, 2^32 or 2^63.
+  static constexpr uint64_t kBoundaries[] = {0, uint64_t(1) << 16, uint64_t(1) << 31, uint64_t(1) << 32, uint64_t(1) << 63};
+  const uint64_t boundary = kBoundaries[in.ConsumeIntegralInRange<size_t>(0, std::size(kBoundaries) - 1)];
+  p.start_index = boundary - (boundary != 0 ? in.ConsumeIntegralInRange<uint64_t>(0, 48) : 0);
 #ifdef DOORBELL_PLANT
   p.plant_no_idle_doorbell = true;  // planted: the last submitter of a burst does not ring
 #endif

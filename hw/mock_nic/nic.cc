@@ -318,6 +318,15 @@ Status Nic::force_qp_error(uint32_t qpn) {
   return modify_qp(qpn, QpState::kErr);
 }
 
+Status Nic::start_sq_at(uint32_t qpn, uint64_t idx) {
+  Qp* qp = find_qp(qpn);
+  if (qp == nullptr) return Status(Errc::kNotFound, "start_sq_at: unknown qpn " + std::to_string(qpn));
+  if (qp->head != 0 || qp->prod != 0 || qp->rcv_upto != 0 || !qp->inflight.empty() || qp->stats.wqes != 0)
+    return Status(Errc::kBadState, "start_sq_at: qpn " + std::to_string(qpn) + " has already worked");
+  qp->head = qp->prod = qp->rcv_upto = idx;
+  return {};
+}
+
 Status Nic::set_completion_delay(uint32_t cqn, uint64_t actions) {
   Cq* cq = find_cq(cqn);
   if (cq == nullptr) return Status(Errc::kNotFound, "set_completion_delay: unknown cqn");

@@ -94,6 +94,10 @@ class Nic {
   Status set_qp_access(uint32_t qpn, uint32_t access);
   Status set_qp_atomic_mode(uint32_t qpn, uint8_t mode);
   Status set_qp_timers(uint32_t qpn, const QpTimers& t);
+  // Harness reach (no hardware counterpart): the QP's send queue and, as responder, the peer
+  // index it expects next begin at `idx` instead of 0, so index arithmetic meets 2^16, 2^32
+  // and 2^63 within a short run. Only before the QP did any work; RST takes it back to 0.
+  Status start_sq_at(uint32_t qpn, uint64_t idx);
 
   // Shared receive queues: created in a PD, receives posted by count.
   Result<uint32_t> create_srq(uint32_t pd, uint32_t max_wr);

@@ -93,7 +93,9 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   }
   if (const YAML::Node s = root["stack"]) {
     only_keys(s, "stack", {"num_rc_per_pe", "qp_depth", "num_requests_in_batch", "qp_layout", "cst", "cpu_proxy", "nic_buffers", "ibuf_slots",
-                           "failover", "ack_timeout", "retry_count", "rnr_retry"});
+                           "failover", "ack_timeout", "retry_count", "rnr_retry", "start_index"});
+    // Below 2^64 by far more than a run posts: indices must not wrap the 64 bits.
+    if (s["start_index"]) sc.start_index = uint_of(s["start_index"], "start_index", 0, (uint64_t(3) << 62));
     if (s["failover"]) sc.failover = bool_of(s["failover"], "failover");
     if (s["ack_timeout"]) sc.ack_timeout = uint32_t(uint_of(s["ack_timeout"], "ack_timeout", 0, 31));
     if (s["retry_count"]) sc.retry_count = uint32_t(uint_of(s["retry_count"], "retry_count", 0, 7));

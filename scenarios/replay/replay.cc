@@ -151,6 +151,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   c.ibuf_slots = sc.ibuf_slots;
   c.response_delay_max = sc.response_delay;
   c.seed = seed;
+  c.start_index = sc.start_index;
   c.heap.granularity = gran;
   c.heap.heap_bytes = round_up(need + gran * 4, gran);
   c.heap.max_handle_bytes = std::max<uint64_t>(32 * (64 << 10), 4 * gran);  // at most 2 GiB per handle

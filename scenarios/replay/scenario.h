@@ -63,6 +63,7 @@ struct Scenario {
   uint32_t num_rc_per_pe = 1, qp_depth = 64, num_requests_in_batch = 32, ibuf_slots = 8;
   bool pe_major = false, cst = false, cpu_proxy = false, nic_buffers_on_gpu = true;
   bool failover = false;                 // backup QPs, health, host recovery (core/ibgda/failover.h)
+  uint64_t start_index = 0;              // where every QP's counters begin (near 2^16, 2^32, 2^63: reach)
   uint32_t ack_timeout = 14, retry_count = 7, rnr_retry = 7;  // RC timers, as the driver sets them
   bool plant_no_idle_doorbell = false, plant_no_carry = false, plant_cons_store = false;
   uint32_t plant_drop = 0;               // orderings dropped (core/ibgda/ordering.h bits)

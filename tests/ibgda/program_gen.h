@@ -8,6 +8,14 @@
 
 namespace doorbell::ibgda {
 
+// Where the QPs' counters begin: mostly 0, else a little below 2^16, 2^31, 2^32 or 2^63, so
+// a short program crosses what a long run would.
+inline uint64_t gen_start_index() {
+  const uint64_t boundary = *rc::gen::element(uint64_t(0), uint64_t(0), uint64_t(1) << 16, uint64_t(1) << 31,
+                                              uint64_t(1) << 32, uint64_t(1) << 63);
+  return boundary == 0 ? 0 : boundary - *rc::gen::inRange<uint64_t>(0, 64);
+}
+
 inline void gen_ops(Program& p, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) {
     ProgramOp o;

@@ -24,7 +24,7 @@ void showValue(const Case& c, std::ostream& os) {
   const Program& p = c.p;
   os << "npes=" << p.npes << " warps=" << p.warps << " lanes=" << p.lanes << " depth=" << (1u << p.log_depth)
      << " batch=" << (1u << p.batch_log) << " ibuf=" << p.ibuf_slots << " proxy=" << p.cpu_proxy << " pct=" << c.pct
-     << " delay=" << p.delay << " seed=" << p.seed << "\n";
+     << " delay=" << p.delay << " seed=" << p.seed << " start_index=" << p.start_index << "\n";
   for (const ProgramOp& o : p.ops)
     os << "  pe" << o.pe << "/w" << o.warp << "/l" << o.lane << " kind=" << int(o.kind) << " -> pe" << o.target
        << " bytes=" << o.bytes << " src=" << o.src << " ctr=" << o.counter << "\n";
@@ -44,6 +44,7 @@ rc::Gen<Case> gen_case() {
     c.pct = *rc::gen::arbitrary<bool>();
     p.delay = *rc::gen::element(0u, 0u, 20u);
     p.seed = *rc::gen::arbitrary<uint64_t>();
+    p.start_index = gen_start_index();
     gen_ops(p, *rc::gen::inRange(1u, 60u));
     return c;
   });
@@ -90,6 +91,20 @@ TEST(IbgdaProperty, FindsAnIndexMovingBack) {
   });
   EXPECT_FALSE(held) << "an index moving back was not found";
   EXPECT_NE(seen.find("cons_idx moved back"), std::string::npos) << seen;
+}
+
+// poll_cq without the carry into bit 16 completes the wrong WQEs once wqe_counter wraps:
+// found only when a run crosses 2^16, which the drawn start indices make short runs do.
+TEST(IbgdaProperty, FindsAMissingCarryAcrossTwoToThe16) {
+  std::string seen;
+  const bool held = rc::check("no carry in poll_cq", [&seen] {
+    Case c = *gen_case();
+    c.p.plant_no_carry = true;
+    const std::string why = run_case(c, gpu_sim::MemoryModel::kSc);
+    if (!why.empty()) seen = why;
+    RC_ASSERT(why.empty());
+  });
+  EXPECT_FALSE(held) << "the missing carry was not found";
 }
 
 }  // namespace

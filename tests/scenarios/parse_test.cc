@@ -39,6 +39,7 @@ const Case kCases[] = {
     {"alltoall_uneven.yaml", 4, "'bytes_per_pe' must split into 8-byte-aligned blocks for 3 PEs"},
     {"link_down_forever.yaml", 4, "link_down needs 'for_us' (how long the port is down)"},
     {"bad_fault_list.yaml", 3, "'faults' must be a list, or 'random'"},
+    {"start_index_too_high.yaml", 3, "'start_index' must be in 0..13835058055282163712, not 18446744073709551000"},
 };
 
 class BadScenario : public ::testing::TestWithParam<Case> {};

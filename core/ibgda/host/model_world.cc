@@ -91,7 +91,22 @@ Status ModelWorld::fill_qps(Pe& pe, bool backup) {
       d.ibuf_lkey = mr->lkey;
       d.ibuf_nslots = cfg_.ibuf_slots;
       d.hp = cfg_.failover ? &health[slot] : nullptr;
+      if (Status st = start_at(pe, d, cfg_.start_index); !st) return st;
     }
+  return {};
+}
+
+// A fresh QP whose counters begin at `s`: its words, the NIC's position, the doorbell record
+// it would have been rung with, and a collapsed CQE that reports WQE s - 1 done.
+Status ModelWorld::start_at(Pe& pe, DevQp& d, uint64_t s) {
+  if (s == 0) return {};
+  if (Status st = pe.nic->start_sq_at(d.qpn, s); !st) return st;
+  Mvars& m = *d.mv;
+  m.resv_head = m.ready_head = m.prod_idx = m.cons_idx = m.get_head = m.get_tail = s;
+  m.ibuf_head = m.ibuf_tail = m.proxy_prod = s;
+  *d.dbr = dbr_word(s);
+  auto* cqe = const_cast<mlx5::Cqe64*>(d.cqe);
+  cqe->wqe_counter.set(uint16_t(s - 1));
   return {};
 }
 
@@ -297,7 +312,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
     if (cfg_.opt.cpu_proxy) {
       Pe* pe = pes_[p].get();
       s.add_agent("proxy" + std::to_string(p), [this, p, pe, nic, rung_ns, costs](gpu_sim::AgentCtx& a) {
-        std::vector<uint64_t> rung(pe->qps.size());
+        std::vector<uint64_t> rung(pe->qps.size(), cfg_.start_index);
         for (;;) {
           a.point();
           bool did = false;

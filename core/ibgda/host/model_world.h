@@ -34,6 +34,10 @@ struct WorldConfig {
   heap::HeapConfig heap{0, 64ull << 20, 64ull << 10, 2ull << 30};  // npes filled in
   uint32_t response_delay_max = 0;    // NIC model: late READ / atomic responses
   uint64_t seed = 1;
+  // Where every QP's indices begin (WQE, CQ and ibuf counters, the NIC's view, the doorbell
+  // record and the CQE's wqe_counter): near 2^16, 2^32 or 2^63 a short run crosses the
+  // boundaries a long one would. Recovery resets a QP to 0, as hardware does.
+  uint64_t start_index = 0;
   devx::RtsSpec rts;                  // RC timers (ack_timeout, retry_count, rnr_retry) as the driver sets them
   // Failover (failover.h, recovery.cc): a backup QP per main QP, health words, per-thread
   // replay logs, and a host agent that recovers failed QP pairs and watches for stalls.
@@ -111,6 +115,7 @@ class ModelWorld {
   Status connect_all(bool backup);  // RST -> RTS, QP (rc * npes + peer) of PE p to (rc * npes + p) of peer
   static devx::QueueSet& queue_set(Pe& pe, bool backup) { return backup ? *pe.backup_queues : *pe.queues; }
   Status fill_qps(Pe& pe, bool backup);
+  static Status start_at(Pe& pe, DevQp& d, uint64_t s);
   void add_recovery_agent(gpu_sim::Scheduler& s);  // recovery.cc
   Status register_chunk(uint32_t chunk, const std::vector<uint8_t*>& addrs, uint64_t bytes);
   static void set_key(heap::KeyEntry* constant, std::vector<heap::KeyEntry>& global, heap::KeyEntry** global_ptr,

@@ -22,10 +22,12 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   c.nic_buf_on_gpumem = p.nic_buf_on_gpumem;
   c.opt.plant_no_idle_doorbell = p.plant_no_idle_doorbell;
   c.opt.plant_cons_store = p.plant_cons_store;
+  c.opt.plant_no_carry = p.plant_no_carry;
   c.opt.plant_drop = p.plant_drop;
   c.ibuf_slots = p.ibuf_slots;
   c.response_delay_max = p.delay;
   c.seed = p.seed;
+  c.start_index = p.start_index;
   c.heap.heap_bytes = p.heap_bytes;
   c.heap.granularity = 4096;  // many chunks: splits everywhere, keys beyond the constant table
   c.heap.max_handle_bytes = 64 << 10;
