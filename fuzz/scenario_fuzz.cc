@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(o.kind == OpKind::kQuiet || o.target < s.pes, "op targets PE %u of %u", o.target, s.pes);
     FUZZ_CHECK(o.warp < int32_t(s.warps), "op on warp %d of %u", o.warp, s.warps);
     FUZZ_CHECK(o.bytes >= 1 && o.count >= 1, "empty op");
-    FUZZ_CHECK(!(s.phantom && (o.kind == OpKind::kFetchAdd || o.kind == OpKind::kAdd)), "atomics on phantom memory");
+    FUZZ_CHECK(!(s.phantom && is_atomic(o.kind)), "atomics on phantom memory");
   }
   if (s.dispatch_experts != 0)
     FUZZ_CHECK(s.dispatch_experts % s.pes == 0 && s.dispatch_topk >= 1 && s.dispatch_topk <= s.dispatch_experts,

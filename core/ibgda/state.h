@@ -91,6 +91,7 @@ struct Options {
   bool plant_no_idle_doorbell = false;  // drop the "resv_head == new" doorbell rule
   bool plant_no_carry = false;          // drop the 0x10000 carry in poll_cq
   bool plant_cons_store = false;        // poll_cq stores cons_idx instead of raising it (atomic max)
+  bool plant_cas_swapped = false;       // compare-swap WQEs carry compare and swap exchanged
   uint32_t plant_drop = 0;              // orderings dropped (ordering.h), host builds only
   bool plant_replay_applied = false;    // failover replays an add the verdict says was applied
   bool plant_no_replay = false;         // failover drops logged puts / gets of a failed QP

@@ -110,7 +110,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (s["ibuf_slots"]) sc.ibuf_slots = pow2_of(s["ibuf_slots"], "ibuf_slots", 1, 1024);
   }
   if (const YAML::Node p = root["planted"]) {
-    only_keys(p, "planted", {"no_idle_doorbell", "no_carry", "cons_store", "drop_ordering"});
+    only_keys(p, "planted", {"no_idle_doorbell", "no_carry", "cons_store", "cas_swapped", "drop_ordering"});
     if (const YAML::Node d = p["drop_ordering"]) {
       if (!d.IsSequence()) fail(d, "'drop_ordering' must be a list of orderings");
       for (const YAML::Node& o : d) {
@@ -128,6 +128,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (p["no_idle_doorbell"]) sc.plant_no_idle_doorbell = bool_of(p["no_idle_doorbell"], "no_idle_doorbell");
     if (p["no_carry"]) sc.plant_no_carry = bool_of(p["no_carry"], "no_carry");
     if (p["cons_store"]) sc.plant_cons_store = bool_of(p["cons_store"], "cons_store");
+    if (p["cas_swapped"]) sc.plant_cas_swapped = bool_of(p["cas_swapped"], "cas_swapped");
   }
   const YAML::Node w = root["workload"];
   if (!w) fail(root, "missing 'workload'");
@@ -208,11 +209,19 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   if (need_ops && (!ops || !ops.IsSequence() || ops.size() == 0))
     fail(ops ? ops : w, "'workload.ops' must be a non-empty list of ops");
   for (const YAML::Node& o : need_ops ? ops : YAML::Node(YAML::NodeType::Sequence)) {
-    only_keys(o, "an op", {"op", "pe", "warp", "target", "bytes", "count"});
-    if (!o["op"]) fail(o, "an op needs 'op' (put, get, fetch_add, add, quiet)");
+    only_keys(o, "an op", {"op", "pe", "warp", "target", "bytes", "count", "word", "value", "compare"});
+    if (!o["op"]) fail(o, "an op needs 'op' (put, get, fetch_add, add, compare_swap, quiet)");
     Op op;
-    const std::string k = choice_of(o["op"], "op", {"put", "get", "fetch_add", "add", "quiet"});
-    op.kind = k == "put" ? OpKind::kPut : k == "get" ? OpKind::kGet : k == "fetch_add" ? OpKind::kFetchAdd : k == "add" ? OpKind::kAdd : OpKind::kQuiet;
+    const std::string k = choice_of(o["op"], "op", {"put", "get", "fetch_add", "add", "compare_swap", "quiet"});
+    op.kind = k == "put" ? OpKind::kPut : k == "get" ? OpKind::kGet : k == "fetch_add" ? OpKind::kFetchAdd : k == "add" ? OpKind::kAdd
+            : k == "compare_swap" ? OpKind::kCompareSwap : OpKind::kQuiet;
+    const bool atomic = is_atomic(op.kind);
+    for (const char* key : {"word", "value", "compare"})
+      if (o[key] && (!atomic || (std::string(key) == "compare" && op.kind != OpKind::kCompareSwap)))
+        fail(o[key], "'" + std::string(key) + "' is for " + (std::string(key) == "compare" ? "compare_swap" : "atomics") + ", not " + k);
+    if (o["word"]) op.word = uint32_t(uint_of(o["word"], "word", 0, kCounterWords - 1));
+    if (o["value"]) op.value = uint_of(o["value"], "value", 0, ~0ull);
+    if (o["compare"]) op.compare = uint_of(o["compare"], "compare", 0, ~0ull);
     if (o["pe"]) op.pe = uint32_t(uint_of(o["pe"], "pe", 0, 1u << 20));
 #ifndef DOORBELL_PLANT  // planted for fuzz/scenario_fuzz: PEs beyond the topology pass
     if (op.pe >= sc.pes) fail(o["pe"], "op on PE " + std::to_string(op.pe) + ", but the topology has " + std::to_string(sc.pes) + " PEs");
@@ -228,12 +237,18 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
         fail(o["bytes"], "'bytes' must not be negative");
       // Real memory: 16 MiB an op (the replay fills and checks every byte); phantom: sizes only.
       op.bytes = uint_of(o["bytes"], "bytes", 1, sc.phantom ? 1ull << 40 : 1ull << 24);
-      if ((op.kind == OpKind::kFetchAdd || op.kind == OpKind::kAdd) && op.bytes != 8) fail(o["bytes"], "atomics are 8 bytes");
+      if (atomic && op.bytes != 8) fail(o["bytes"], "atomics are 8 bytes");
     }
     if (o["count"]) op.count = uint32_t(uint_of(o["count"], "count", 1, 1u << 20));
     if (o["warp"]) op.warp = int32_t(uint_of(o["warp"], "warp", 0, sc.warps - 1));
-    if (sc.phantom && (op.kind == OpKind::kFetchAdd || op.kind == OpKind::kAdd))
-      fail(o["op"], "atomics need real memory, and this scenario has 'memory: phantom'");
+    if (sc.phantom && atomic) fail(o["op"], "atomics need real memory, and this scenario has 'memory: phantom'");
+    // The check explains a word's results by some order of its adds, or of its swaps.
+    if (atomic)
+      for (const Op& e : sc.ops)
+        if (is_atomic(e.kind) && e.target == op.target && e.word == op.word &&
+            (e.kind == OpKind::kCompareSwap) != (op.kind == OpKind::kCompareSwap))
+          fail(o, "word " + std::to_string(op.word) + " of PE " + std::to_string(op.target) +
+                      " takes adds and compare-swaps; give them different words");
     sc.ops.push_back(op);
   }
   if (const YAML::Node f = root["faults"]) {
@@ -271,7 +286,20 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   }
   const YAML::Node e = root["expect"];
   if (!e) fail(root, "missing 'expect' (completes, hangs or errors)");
-  only_keys(e, "expect", {"result", "syndrome", "waits_on", "max_sim_time_us"});
+  only_keys(e, "expect", {"result", "syndrome", "waits_on", "max_sim_time_us", "words"});
+  if (const YAML::Node ws = e["words"]) {
+    if (!ws.IsSequence()) fail(ws, "'words' must be a list of {pe, word, equals}");
+    for (const YAML::Node& x : ws) {
+      only_keys(x, "an expected word", {"pe", "word", "equals"});
+      if (!x["equals"]) fail(x, "an expected word needs 'equals'");
+      ExpectWord ew;
+      if (x["pe"]) ew.pe = uint32_t(uint_of(x["pe"], "pe", 0, sc.pes - 1));
+      if (x["word"]) ew.word = uint32_t(uint_of(x["word"], "word", 0, kCounterWords - 1));
+      ew.equals = uint_of(x["equals"], "equals", 0, ~0ull);
+      if (sc.phantom) fail(x, "expected words need real memory, and this scenario has 'memory: phantom'");
+      sc.expect_words.push_back(ew);
+    }
+  }
   if (e["max_sim_time_us"]) sc.expect_max_sim_us = double(uint_of(e["max_sim_time_us"], "max_sim_time_us", 1, 1ull << 40));
   if (!e["result"]) fail(e, "expect needs 'result'");
   const std::string res = choice_of(e["result"], "result", {"completes", "hangs", "errors"});

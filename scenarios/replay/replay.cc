@@ -8,7 +8,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
+#include "core/ibgda/host/atomic_check.h"
 #include "core/ibgda/host/model_world.h"
 #include "core/ibgda/ops.h"
 #include "hw/gpu_sim/sim_ctx.h"
@@ -146,6 +148,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   c.opt.plant_no_idle_doorbell = sc.plant_no_idle_doorbell;
   c.opt.plant_no_carry = sc.plant_no_carry;
   c.opt.plant_cons_store = sc.plant_cons_store;
+  c.opt.plant_cas_swapped = sc.plant_cas_swapped;
   c.opt.plant_drop = sc.plant_drop;
   c.nic_buf_on_gpumem = sc.nic_buffers_on_gpu;
   c.ibuf_slots = sc.ibuf_slots;
@@ -168,7 +171,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
     return out;
   }
   ModelWorld& world = **w;
-  const uint64_t src = *world.malloc(slot), ctr = *world.malloc(64),
+  const uint64_t src = *world.malloc(slot), ctr = *world.malloc(kCounterWords * 8),
                  dst = *world.malloc(std::max<uint64_t>(1, uint64_t(threads) * sc.ops.size() * slot));
   const uint64_t gen_send = gen.send_bytes ? *world.malloc(gen.send_bytes, 4096) : 0;
   const uint64_t gen_recv = gen.recv_bytes ? *world.malloc(gen.recv_bytes, 4096) : 0;
@@ -229,11 +232,10 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   // work in flight (the first 60 NIC actions on the step clock, 6 us simulated).
   const std::vector<WorldFault> faults = sc.random_faults ? random_faults(seed, sc.pes, 6e3) : sc.faults;
   world.inject(faults);
-  // Operations that failed (with failover: that recovery could not save), and fetch-adds
-  // applied once whose result was lost.
+  // Operations that failed (with failover: that recovery could not save), and fetching
+  // atomics applied once whose result was lost.
   uint64_t failed_ops = 0, lost_results = 0;
-  // What each fetch-add returned, per target PE: the counter's values before each add.
-  std::vector<std::vector<uint64_t>> fetched(sc.pes);
+  AtomicCheck atomics;  // what every atomic returned
   for (uint32_t pe = 0; pe < sc.pes; ++pe) {
     DevState* st = &world.state(pe);
     s.launch("pe" + std::to_string(pe), {sc.ctas, sc.warps, sc.lanes}, [&, st, pe](gpu_sim::SimCtx& ctx) {
@@ -245,18 +247,22 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
         for (uint32_t r = 0; r < o.count; ++r) {
           uint64_t old = 0;
           OpResult res = OpResult::kOk;
+          const uint64_t word = ctr + o.word * 8;
           switch (o.kind) {
             case OpKind::kPut: res = put_nbi(ctx, *st, my_slot, src, o.bytes, o.target); break;
             case OpKind::kGet: res = get_nbi(ctx, *st, my_slot, src, o.bytes, o.target); break;
-            case OpKind::kFetchAdd:
-              res = atomic_fetch_add(ctx, *st, ctr, 1, o.target, &old);
-              if (res == OpResult::kOk) fetched[o.target].push_back(old);
-              if (res == OpResult::kResultLost) ++lost_results, res = OpResult::kOk;
-              break;
-            case OpKind::kAdd: res = atomic_add(ctx, *st, ctr, 1, o.target); break;
+            case OpKind::kFetchAdd: res = atomic_fetch_add(ctx, *st, word, o.value, o.target, &old); break;
+            case OpKind::kAdd: res = atomic_add(ctx, *st, word, o.value, o.target); break;
+            case OpKind::kCompareSwap: res = atomic_compare_swap(ctx, *st, word, o.compare, o.value, o.target, &old); break;
             case OpKind::kQuiet: res = quiet_all(ctx, *st); break;
           }
+          // Applied once: a lost result leaves the value unknown (failover's kResultLost).
+          const std::optional<uint64_t> got = res == OpResult::kOk ? std::optional(old) : std::nullopt;
+          if (res == OpResult::kResultLost) ++lost_results, res = OpResult::kOk;
           if (res != OpResult::kOk) return void(++failed_ops);
+          if (o.kind == OpKind::kFetchAdd) atomics.fetch_add(o.target, o.word, o.value, got);
+          if (o.kind == OpKind::kAdd) atomics.add(o.target, o.word, o.value);
+          if (o.kind == OpKind::kCompareSwap) atomics.compare_swap(o.target, o.word, o.compare, o.value, got);
         }
       }
       // Generated messages (alltoall, dispatch), spread over the PE's threads.
@@ -344,14 +350,12 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
             }
     }
     // Explicit ops write real bytes only (phantom scenarios check their generated messages).
-    std::vector<uint64_t> adds(sc.pes);
     for (uint32_t pe = 0; pe < sc.pes && out.detail.empty() && !sc.phantom; ++pe)
       for (uint64_t t = 0; t < threads && out.detail.empty(); ++t)
         for (size_t j = 0; j < sc.ops.size(); ++j) {
           const Op& o = sc.ops[j];
           if (o.pe != pe || (o.warp >= 0 && uint32_t(o.warp) != (t / sc.lanes) % sc.warps)) continue;
           const uint64_t sl = dst + (t * sc.ops.size() + j) * slot;
-          if (o.kind == OpKind::kFetchAdd || o.kind == OpKind::kAdd) adds[o.target] += o.count;
           const uint8_t* got = o.kind == OpKind::kPut ? world.at(o.target, sl) : o.kind == OpKind::kGet ? world.at(pe, sl) : nullptr;
           const uint32_t from = o.kind == OpKind::kPut ? pe : o.target;
           for (uint64_t i = 0; got != nullptr && i < o.bytes; ++i)
@@ -362,22 +366,19 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
               break;
             }
         }
-    for (uint32_t pe = 0; pe < sc.pes && out.detail.empty() && !sc.phantom; ++pe)
-      if (*reinterpret_cast<uint64_t*>(world.at(pe, ctr)) != adds[pe]) {  // summed over threads above
-        out.outcome = "wrong-data";
-        out.detail = "counter on pe " + std::to_string(pe) + " wrong";
-      }
-    // Every add of 1 saw a different previous value, each below the final count.
-    for (uint32_t pe = 0; pe < sc.pes && out.detail.empty() && !sc.phantom; ++pe) {
-      std::vector<uint64_t>& f = fetched[pe];
-      std::sort(f.begin(), f.end());
-      for (size_t i = 0; i < f.size() && out.detail.empty(); ++i)
-        if ((i > 0 && f[i] == f[i - 1]) || f[i] >= adds[pe]) {
-          out.outcome = "wrong-data";
-          out.detail = "fetch-add on pe " + std::to_string(pe) + " returned " + std::to_string(f[i]) +
-                       (i > 0 && f[i] == f[i - 1] ? " twice" : ", beyond the final count " + std::to_string(adds[pe]));
-        }
+    // Atomics: some order of them explains every result and final value; then the values the
+    // scenario states.
+    auto word_at = [&](uint32_t pe, uint32_t w) { return *reinterpret_cast<const uint64_t*>(world.at(pe, ctr + w * 8)); };
+    if (std::string bad = atomics.check(word_at); out.detail.empty() && !bad.empty()) {
+      out.outcome = "wrong-data";
+      out.detail = "atomics: " + bad;
     }
+    for (const ExpectWord& e : sc.expect_words)
+      if (const uint64_t v = word_at(e.pe, e.word); out.detail.empty() && v != e.equals) {
+        out.outcome = "wrong-data";
+        out.detail = "pe " + std::to_string(e.pe) + " word " + std::to_string(e.word) + ": expected " + std::to_string(e.equals) +
+                     ", saw " + std::to_string(v);
+      }
   }
   // Weak memory: what was read stale explains an error or wrong data (hang reports have it).
   if (out.outcome == "error" || out.outcome == "wrong-data")

@@ -10,7 +10,7 @@
 
 namespace doorbell::scenario {
 
-enum class OpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd, kQuiet };
+enum class OpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd, kCompareSwap, kQuiet };
 enum class Expect : uint8_t { kCompletes, kHangs, kErrors };
 
 struct Op {
@@ -20,6 +20,19 @@ struct Op {
   uint64_t bytes = 8;
   uint32_t count = 1;     // repetitions
   int32_t warp = -1;      // only this warp of each CTA runs it (-1: every warp)
+  // Atomics: which 8-byte word of the target's counter block, the add (or the new value of
+  // a compare-swap), and a compare-swap's compare value. A word takes adds or compare-swaps.
+  uint32_t word = 0;
+  uint64_t value = 1, compare = 0;
+};
+
+inline constexpr uint32_t kCounterWords = 8;
+inline bool is_atomic(OpKind k) { return k == OpKind::kFetchAdd || k == OpKind::kAdd || k == OpKind::kCompareSwap; }
+
+// A word's value the run must end with (`expect: words`).
+struct ExpectWord {
+  uint32_t pe = 0, word = 0;
+  uint64_t equals = 0;
 };
 
 // A copy-engine P2P workload (core/p2p): `pes` GPUs exchange `bytes` per connection through
@@ -65,7 +78,7 @@ struct Scenario {
   bool failover = false;                 // backup QPs, health, host recovery (core/ibgda/failover.h)
   uint64_t start_index = 0;              // where every QP's counters begin (near 2^16, 2^32, 2^63: reach)
   uint32_t ack_timeout = 14, retry_count = 7, rnr_retry = 7;  // RC timers, as the driver sets them
-  bool plant_no_idle_doorbell = false, plant_no_carry = false, plant_cons_store = false;
+  bool plant_no_idle_doorbell = false, plant_no_carry = false, plant_cons_store = false, plant_cas_swapped = false;
   uint32_t plant_drop = 0;               // orderings dropped (core/ibgda/ordering.h bits)
   // workload
   uint32_t ctas = 1, warps = 1, lanes = 1;
@@ -90,6 +103,7 @@ struct Scenario {
   Expect expect = Expect::kCompletes;
   std::string expect_syndrome;   // kErrors: e.g. REMOTE_ACCESS_ERR
   std::string expect_waits_on;   // kHangs: text the hang report must contain
+  std::vector<ExpectWord> expect_words;
   double expect_max_sim_us = 0;  // timed schedule: the run must finish within this (0: no limit)
 };
 

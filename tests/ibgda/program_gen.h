@@ -22,12 +22,14 @@ inline void gen_ops(Program& p, uint32_t n) {
     o.pe = *rc::gen::inRange(0u, p.npes);
     o.warp = *rc::gen::inRange(0u, p.warps);
     o.lane = *rc::gen::inRange(0u, p.lanes);
-    o.kind = ProgramOpKind(*rc::gen::inRange(0, 4));
+    o.kind = ProgramOpKind(*rc::gen::inRange(0, 5));
     o.target = *rc::gen::inRange(0u, p.npes);
     o.bytes = *rc::gen::inRange(1u, uint32_t(kProgramSlot) + 1);
     o.src = *rc::gen::inRange(0u, uint32_t(kProgramRo) - o.bytes + 1);
     o.counter = *rc::gen::inRange(0u, kProgramCounters);
     o.add = *rc::gen::inRange(1u, 1000u);
+    if (o.kind == ProgramOpKind::kCompareSwap)  // few values: swaps chain and collide
+      o.compare = *rc::gen::inRange(0u, 4u), o.add = *rc::gen::inRange(0u, 4u);
     p.ops.push_back(o);
   }
 }

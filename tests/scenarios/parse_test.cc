@@ -20,7 +20,7 @@ const Case kCases[] = {
     {"unknown_key.yaml", 3, "unknown key 'qp_depht' in stack (known: num_rc_per_pe, qp_depth"},
     {"wrong_type.yaml", 3, "'qp_depth' must be a non-negative integer, not 'sixty-four'"},
     {"negative_size.yaml", 4, "'bytes' must not be negative"},
-    {"unknown_op.yaml", 4, "'op' must be one of put, get, fetch_add, add, quiet, not 'scatter'"},
+    {"unknown_op.yaml", 4, "'op' must be one of put, get, fetch_add, add, compare_swap, quiet, not 'scatter'"},
     {"unreachable_pe.yaml", 5, "target PE 5 is unreachable: the topology has 2 PEs"},
     {"not_power_of_two.yaml", 2, "'qp_depth' must be a power of two, not 100"},
     {"missing_expect.yaml", 1, "missing 'expect'"},
@@ -39,6 +39,9 @@ const Case kCases[] = {
     {"alltoall_uneven.yaml", 4, "'bytes_per_pe' must split into 8-byte-aligned blocks for 3 PEs"},
     {"link_down_forever.yaml", 4, "link_down needs 'for_us' (how long the port is down)"},
     {"bad_fault_list.yaml", 3, "'faults' must be a list, or 'random'"},
+    {"adds_and_swaps_on_one_word.yaml", 5, "word 2 of PE 1 takes adds and compare-swaps; give them different words"},
+    {"compare_on_fetch_add.yaml", 4, "'compare' is for compare_swap, not fetch_add"},
+    {"expected_word_without_equals.yaml", 8, "an expected word needs 'equals'"},
     {"start_index_too_high.yaml", 3, "'start_index' must be in 0..13835058055282163712, not 18446744073709551000"},
 };
 

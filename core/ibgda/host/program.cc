@@ -2,10 +2,11 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
-#include <set>
 #include <tuple>
 
+#include "core/ibgda/host/atomic_check.h"
 #include "core/ibgda/host/model_world.h"
 #include "core/ibgda/ops.h"
 #include "hw/gpu_sim/sim_ctx.h"
@@ -23,6 +24,7 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   c.opt.plant_no_idle_doorbell = p.plant_no_idle_doorbell;
   c.opt.plant_cons_store = p.plant_cons_store;
   c.opt.plant_no_carry = p.plant_no_carry;
+  c.opt.plant_cas_swapped = p.plant_cas_swapped;
   c.opt.plant_drop = p.plant_drop;
   c.ibuf_slots = p.ibuf_slots;
   c.response_delay_max = p.delay;
@@ -42,7 +44,7 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   ModelWorld& world = **w;
   if (p.plant_gpu_scope_fences)
     for (uint32_t pe = 0; pe < p.npes; ++pe) world.state(pe).opt.nic_buf_on_gpumem = true;
-  const uint64_t ro = *world.malloc(kProgramRo), ctr = *world.malloc(kProgramCounters * 8),
+  const uint64_t ro = *world.malloc(kProgramRo), ctr = *world.malloc(2 * kProgramCounters * 8),
                  dst = *world.malloc(p.ops.size() * kProgramSlot);
   std::mt19937_64 rng(p.seed);
   for (uint32_t pe = 0; pe < p.npes; ++pe)
@@ -76,6 +78,9 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
             case Kind::kGet: r = get_nbi(ctx, *st, slot, ro + o.src, o.bytes, o.target); break;
             case Kind::kFetchAdd: r = atomic_fetch_add(ctx, *st, ctr + o.counter * 8, o.add, o.target, &fetched[i]); break;
             case Kind::kAdd: r = atomic_add(ctx, *st, ctr + o.counter * 8, o.add, o.target); break;
+            case Kind::kCompareSwap:
+              r = atomic_compare_swap(ctx, *st, ctr + (kProgramCounters + o.counter) * 8, o.compare, o.add, o.target, &fetched[i]);
+              break;
           }
           results[i] = r;
           if (r != OpResult::kOk && r != OpResult::kResultLost) return;
@@ -97,9 +102,8 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   for (OpResult r : results) op_failed |= r != OpResult::kOk && r != OpResult::kResultLost;
   if (!p.failover || op_failed)
     if (std::string e = world.first_error(); !e.empty() || op_failed) return failed("an operation failed: " + e);
-  // The sequential reference.
-  std::vector<std::vector<uint64_t>> sums(p.npes, std::vector<uint64_t>(kProgramCounters));
-  std::map<std::pair<uint32_t, uint32_t>, std::set<uint64_t>> olds;
+  // The sequential reference for puts and gets; for atomics, some order of them all.
+  AtomicCheck atomics;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const ProgramOp& o = p.ops[i];
     const uint8_t* got = nullptr;
@@ -107,14 +111,14 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
     if (o.kind == Kind::kPut) got = world.at(o.target, dst + i * kProgramSlot), want = world.at(o.pe, ro + o.src);
     if (o.kind == Kind::kGet) got = world.at(o.pe, dst + i * kProgramSlot);
     if (got != nullptr && std::memcmp(got, want, o.bytes) != 0) return failed("op " + std::to_string(i) + ": data differs");
-    if (o.kind == Kind::kFetchAdd || o.kind == Kind::kAdd) sums[o.target][o.counter] += o.add;
-    if (o.kind == Kind::kFetchAdd && results[i] == OpResult::kOk && !olds[{o.target, o.counter}].insert(fetched[i]).second)
-      return failed("op " + std::to_string(i) + ": fetched a previous value twice (" + std::to_string(fetched[i]) + ")");
+    const std::optional<uint64_t> old = results[i] == OpResult::kOk ? std::optional(fetched[i]) : std::nullopt;
+    if (o.kind == Kind::kAdd) atomics.add(o.target, o.counter, o.add);
+    if (o.kind == Kind::kFetchAdd) atomics.fetch_add(o.target, o.counter, o.add, old);
+    if (o.kind == Kind::kCompareSwap) atomics.compare_swap(o.target, kProgramCounters + o.counter, o.compare, o.add, old);
   }
-  for (uint32_t pe = 0; pe < p.npes; ++pe)
-    for (uint32_t k = 0; k < kProgramCounters; ++k)
-      if (*reinterpret_cast<uint64_t*>(world.at(pe, ctr + k * 8)) != sums[pe][k])
-        return failed("counter " + std::to_string(k) + " on pe " + std::to_string(pe) + " wrong");
+  if (std::string bad = atomics.check([&](uint32_t pe, uint32_t w) { return *reinterpret_cast<uint64_t*>(world.at(pe, ctr + w * 8)); });
+      !bad.empty())
+    return failed("atomics: " + bad);
   return {};
 }
 

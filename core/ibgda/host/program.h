@@ -1,7 +1,8 @@
 // A small IBGDA program on the model world and its check, shared by the rapidcheck property
 // (tests/ibgda/property_test.cc) and the multi-agent fuzz target (fuzz/queue_fuzz.cc): each
 // thread (PE, warp, lane) runs its own list of puts / gets / fetch-adds / adds, then quiet.
-// Every op owns its destination slot, so the sequential reference does not depend on order.
+// Every op owns its destination slot, so the sequential reference does not depend on order;
+// atomics are checked by AtomicCheck (some order of them explains what each returned).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,7 @@ inline constexpr uint64_t kProgramRo = 16 << 10;  // read-only source region per
 inline constexpr uint64_t kProgramSlot = 3072;    // destination slot per op
 inline constexpr uint32_t kProgramCounters = 4;
 
-enum class ProgramOpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd };
+enum class ProgramOpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd, kCompareSwap };
 
 struct ProgramOp {
   uint32_t pe = 0, warp = 0, lane = 0;  // who runs it
@@ -25,7 +26,8 @@ struct ProgramOp {
   uint32_t target = 0;
   uint32_t bytes = 1;                   // 1..kProgramSlot
   uint32_t src = 0;                     // offset in the read-only region
-  uint32_t counter = 0, add = 1;
+  uint32_t counter = 0, add = 1;        // adds: counter word and amount; compare-swaps: word, new value
+  uint32_t compare = 0;                 // compare-swaps (on their own words, beside the adds')
 };
 
 struct Program {
@@ -36,6 +38,7 @@ struct Program {
   bool plant_no_idle_doorbell = false;  // tests of the checkers only
   bool plant_cons_store = false;        // (state.h)
   bool plant_no_carry = false;          // (state.h)
+  bool plant_cas_swapped = false;       // (state.h)
   bool plant_gpu_scope_fences = false;  // NIC buffers in host memory, fenced for GPU memory
   uint32_t plant_drop = 0;              // orderings dropped (ordering.h), for the weak memory mode
   uint32_t delay = 0;                   // NIC model: late responses

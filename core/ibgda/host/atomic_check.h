@@ -1,0 +1,48 @@
+// The reference check for remote atomics, shared by replay and the program runner: what
+// each atomic returned, and whether some order of them all explains those results and
+// every word's final value. Words start at 0. A word takes adds (fetching or not) or
+// compare-swaps, not both.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace doorbell::ibgda {
+
+class AtomicCheck {
+ public:
+  // `old`: what a fetching op returned; nullopt when it was applied once but its result
+  // lost (failover's kResultLost).
+  void add(uint32_t pe, uint32_t word, uint64_t v) { words_[{pe, word}].adds.push_back({v, std::nullopt}); }
+  void fetch_add(uint32_t pe, uint32_t word, uint64_t v, std::optional<uint64_t> old) { words_[{pe, word}].adds.push_back({v, old}); }
+  void compare_swap(uint32_t pe, uint32_t word, uint64_t cmp, uint64_t v, std::optional<uint64_t> old) {
+    words_[{pe, word}].cas.push_back({cmp, v, old});
+  }
+  // Empty when every word is consistent; else the first word that is not, and why.
+  // `final_value(pe, word)` reads a word after the run.
+  std::string check(const std::function<uint64_t(uint32_t pe, uint32_t word)>& final_value) const;
+
+ private:
+  struct Add {
+    uint64_t v;
+    std::optional<uint64_t> old;
+  };
+  struct Cas {
+    uint64_t cmp, v;
+    std::optional<uint64_t> old;
+  };
+  struct Word {
+    std::vector<Add> adds;
+    std::vector<Cas> cas;
+  };
+  static std::string check_adds(const std::vector<Add>& adds, uint64_t final_value);
+  static std::string check_swaps(const std::vector<Cas>& cas, uint64_t final_value);
+  std::map<std::pair<uint32_t, uint32_t>, Word> words_;
+};
+
+}  // namespace doorbell::ibgda

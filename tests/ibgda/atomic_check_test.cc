@@ -1,0 +1,78 @@
+// The atomics reference check: results some order of the ops explains pass; each way a
+// result can be impossible is named.
+#include "core/ibgda/host/atomic_check.h"
+
+#include <gtest/gtest.h>
+
+namespace doorbell::ibgda {
+namespace {
+
+std::string check(const AtomicCheck& a, uint64_t final_value) {
+  return a.check([final_value](uint32_t, uint32_t) { return final_value; });
+}
+
+TEST(AtomicCheck, FetchAddsThatFitAnOrderPass) {
+  AtomicCheck a;
+  a.fetch_add(1, 0, 5, 3);  // order: add 3, fetch-add 5 (saw 3), fetch-add 2 (saw 8), lost +4
+  a.add(1, 0, 3);
+  a.fetch_add(1, 0, 2, 8);
+  a.fetch_add(1, 0, 4, std::nullopt);
+  EXPECT_EQ(check(a, 14), "");
+}
+
+TEST(AtomicCheck, NamesWhatNoOrderOfAddsExplains) {
+  AtomicCheck twice;
+  twice.fetch_add(0, 3, 1, 0);
+  twice.fetch_add(0, 3, 1, 0);
+  EXPECT_EQ(check(twice, 2), "pe 0 word 3: a fetch-add returned 0 twice");
+  AtomicCheck overlap;
+  overlap.fetch_add(0, 0, 5, 0);
+  overlap.fetch_add(0, 0, 1, 3);
+  EXPECT_EQ(check(overlap, 6), "pe 0 word 0: fetch-adds returned 0 (adding 5) and 3: no order of the adds gives both");
+  EXPECT_EQ(check(overlap, 7), "pe 0 word 0: final value 7, but its adds sum to 6");
+  AtomicCheck beyond;
+  beyond.fetch_add(0, 0, 1, 4);
+  beyond.add(0, 0, 4);
+  EXPECT_EQ(check(beyond, 5), "");
+  AtomicCheck late;
+  late.fetch_add(0, 0, 2, 4);
+  late.add(0, 0, 1);
+  EXPECT_EQ(check(late, 3), "pe 0 word 0: a fetch-add returned 4 (adding 2), beyond the final value 3");
+}
+
+TEST(AtomicCheck, CompareSwapsThatChainPass) {
+  AtomicCheck a;
+  a.compare_swap(1, 1, 0, 7, 0);  // won the election
+  a.compare_swap(1, 1, 0, 7, 9);  // lost it, after the follow-up
+  a.compare_swap(1, 1, 7, 9, 7);
+  a.compare_swap(1, 1, 7, 9, 0);  // too early
+  EXPECT_EQ(check(a, 9), "");
+  AtomicCheck none;
+  none.compare_swap(0, 0, 5, 6, 0);
+  EXPECT_EQ(check(none, 0), "");
+}
+
+TEST(AtomicCheck, NamesCompareSwapsThatCannotChain) {
+  AtomicCheck two_winners;
+  two_winners.compare_swap(0, 0, 0, 1, 0);
+  two_winners.compare_swap(0, 0, 0, 1, 0);
+  EXPECT_EQ(check(two_winners, 1), "pe 0 word 0: the compare-swaps that succeeded (0->1, 0->1) do not lead from 0 to the final value 1");
+  AtomicCheck wrong_end;
+  wrong_end.compare_swap(0, 0, 0, 1, 0);
+  EXPECT_NE(check(wrong_end, 2).find("do not lead from 0 to the final value 2"), std::string::npos);
+  AtomicCheck unreachable;  // 5->6 succeeded, but the word never held 5
+  unreachable.compare_swap(0, 0, 0, 6, 0);
+  unreachable.compare_swap(0, 0, 5, 6, 5);
+  EXPECT_NE(check(unreachable, 6).find("do not lead"), std::string::npos);
+  AtomicCheck never_held;
+  never_held.compare_swap(0, 0, 0, 1, 0);
+  never_held.compare_swap(0, 0, 0, 1, 4);
+  EXPECT_EQ(check(never_held, 1), "pe 0 word 0: a compare-swap (0->1) returned 4, a value the word never held");
+  AtomicCheck mixed;
+  mixed.add(0, 0, 1);
+  mixed.compare_swap(0, 0, 0, 1, 0);
+  EXPECT_NE(check(mixed, 1).find("takes adds and compare-swaps"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace doorbell::ibgda
