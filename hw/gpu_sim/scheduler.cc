@@ -50,7 +50,8 @@ struct LaunchDone {
 };
 
 struct Scheduler::Lane {
-  enum class State : uint8_t { kRunnable, kCollective, kBarrier, kDone };
+  using State = LaneState;
+  Agent* agent = nullptr;
   std::shared_ptr<LaunchDone> launch;
   std::unique_ptr<Fiber> fiber;
   uint32_t index = 0;
@@ -75,8 +76,8 @@ struct Scheduler::Lane {
 struct Scheduler::CtaBarrier {
   uint32_t live = 0, arrived = 0;
   std::vector<Scheduler::Lane*> waiting;
-  void release() {
-    for (Lane* l : waiting) l->state = Lane::State::kRunnable;
+  void release(Scheduler& s) {
+    for (Lane* l : waiting) s.set_state(*l, LaneState::kRunnable);
     waiting.clear();
     arrived = 0;
   }
@@ -98,13 +99,49 @@ struct Scheduler::Agent {
   uint64_t out[2][32] = {};
   int64_t priority = 0;
   double clock_ns = 0;  // kTimed
-
-  bool runnable() const {
-    for (const auto& l : lanes)
-      if (l->state == Lane::State::kRunnable) return true;
-    return false;
-  }
+  uint32_t runnable_lanes = 0;
 };
+
+void Scheduler::set_state(Lane& l, LaneState s) {
+  if (l.state == s) return;
+  Agent& a = *l.agent;
+  if (l.state == LaneState::kRunnable && --a.runnable_lanes == 0) set_runnable(a, false);
+  l.state = s;
+  if (s == LaneState::kRunnable && a.runnable_lanes++ == 0) set_runnable(a, true);
+}
+
+void Scheduler::set_runnable(Agent& a, bool on) {
+  runnable_[a.index] = on;
+  runnable_agents_ += on ? 1 : -1;
+  for (size_t i = a.index + 1; i <= fenwick_.size(); i += i & (~i + 1)) fenwick_[i - 1] += on ? 1 : -1;
+  if (opt_.policy == Policy::kTimed) {
+    if (on) by_clock_.insert({a.clock_ns, a.index});
+    else by_clock_.erase({a.clock_ns, a.index});
+  }
+}
+
+// A new agent (its lanes runnable, its clock set): the pick structures grow to hold it.
+void Scheduler::add_to_pick(Agent& a) {
+  runnable_.push_back(0);
+  if (runnable_.size() > fenwick_.size()) {
+    fenwick_.assign(std::max<size_t>(64, fenwick_.size() * 2), 0);
+    for (size_t j = 0; j < runnable_.size(); ++j)
+      for (size_t i = j + 1; runnable_[j] && i <= fenwick_.size(); i += i & (~i + 1)) ++fenwick_[i - 1];
+  }
+  for (auto& l : a.lanes) {
+    l->agent = &a;
+    if (l->state == LaneState::kRunnable && a.runnable_lanes++ == 0) set_runnable(a, true);
+  }
+  if (a.live != 0) ++live_agents_, live_user_agents_ += !a.daemon;
+}
+
+// The runnable agent with k runnable agents before it in index order.
+Scheduler::Agent* Scheduler::kth_runnable(size_t k) const {
+  size_t pos = 0;
+  for (size_t step = fenwick_.size(); step != 0; step >>= 1)
+    if (fenwick_[pos + step - 1] <= k) k -= fenwick_[pos + step - 1], pos += step;
+  return agents_[pos].get();
+}
 
 Scheduler::Scheduler(SchedOptions o) : opt_(o), rng_(o.seed * 0x9E3779B97F4A7C15ull | 1) {
   if (opt_.stack_bytes == 0) opt_.stack_bytes = kDefaultStack;
@@ -172,6 +209,7 @@ void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::fu
       }
       a->live = lanes;
       agents_.push_back(std::move(a));
+      add_to_pick(*ap);
     }
   }
 }
@@ -197,6 +235,7 @@ void Scheduler::add_agent(const std::string& name, std::function<void(AgentCtx&)
   a->lanes.push_back(std::move(l));
   a->live = 1;
   agents_.push_back(std::move(a));
+  add_to_pick(*ap);
 }
 
 void Scheduler::watch(const std::string& name, const uint64_t* addr) { watches_.push_back({name, addr}); }
@@ -326,7 +365,7 @@ uint64_t Scheduler::collective(int kind, uint64_t value, uint32_t arg) {
   if (a.arrived == a.live) {
     complete_collective(a);
   } else {
-    l.state = Lane::State::kCollective;
+    set_state(l, LaneState::kCollective);
     yield();
     if (aborted_) throw KernelAborted{};
   }
@@ -340,10 +379,10 @@ void Scheduler::sync_cta() {
   // __syncthreads orders memory among the CTA's threads, as a CTA fence on each side.
   if (weak_) weak_->fence(cur_lane_->mem_thread, exec::Scope::kCta);
   if (++b->arrived == b->live) {
-    b->release();
+    b->release(*this);
     return;
   }
-  cur_lane_->state = Lane::State::kBarrier;
+  set_state(*cur_lane_, LaneState::kBarrier);
   b->waiting.push_back(cur_lane_);
   yield();
   if (aborted_) throw KernelAborted{};
@@ -358,14 +397,14 @@ void Scheduler::complete_collective(Agent& a) {
   for (const auto& l : a.lanes) {
     const uint32_t i = l->index;
     out[i] = a.coll_kind == 0 ? a.in_val[a.in_arg[i]] : a.coll_kind == 1 ? ballot : 0;
-    if (l->state == Lane::State::kCollective) l->state = Lane::State::kRunnable;
+    if (l->state == Lane::State::kCollective) set_state(*l, LaneState::kRunnable);
   }
   a.arrived = 0;
   ++a.gen;
 }
 
 void Scheduler::finish_lane(Agent& a, Lane& l) {
-  l.state = Lane::State::kDone;
+  set_state(l, LaneState::kDone);
   if (l.launch && --l.launch->left == 0 && l.launch->fn) {
     // The kernel completed: its stores are visible to the stream work behind it, which may
     // start now. (Without a successor its buffers drain as the run goes on: a concurrent
@@ -375,9 +414,9 @@ void Scheduler::finish_lane(Agent& a, Lane& l) {
     l.launch->fn();
     ++version_;
   }
-  --a.live;
+  if (--a.live == 0) --live_agents_, live_user_agents_ -= !a.daemon;
   if (a.arrived != 0 && a.arrived == a.live) complete_collective(a);
-  if (a.barrier != nullptr && --a.barrier->live != 0 && a.barrier->arrived == a.barrier->live) a.barrier->release();
+  if (a.barrier != nullptr && --a.barrier->live != 0 && a.barrier->arrived == a.barrier->live) a.barrier->release(*this);
 }
 
 // ---- the scheduler proper (main context) ----
@@ -403,6 +442,10 @@ void Scheduler::step(Agent& a) {
     l->step_ns = 0;
     if (hang_) break;
   }
+  if (cost != 0 && runnable_[a.index] && opt_.policy == Policy::kTimed) {
+    by_clock_.erase({a.clock_ns, a.index});
+    by_clock_.insert({a.clock_ns + cost, a.index});
+  }
   a.clock_ns += cost;
 }
 
@@ -412,25 +455,21 @@ Scheduler::Agent* Scheduler::pick() {
   switch (opt_.policy) {
     case Policy::kRandom:
     case Policy::kScripted: {
-      for (auto& a : agents_) candidates += a->runnable();
+      candidates = runnable_agents_;
       if (candidates == 0) return nullptr;
-      size_t k = (opt_.policy == Policy::kScripted && opt_.choose ? opt_.choose(candidates) : next_rand(rng_)) % candidates;
-      for (auto& a : agents_)
-        if (a->runnable() && k-- == 0) return a.get();
-      return nullptr;
+      const size_t k = (opt_.policy == Policy::kScripted && opt_.choose ? opt_.choose(candidates) : next_rand(rng_)) % candidates;
+      return kth_runnable(k);
     }
     case Policy::kPct:
       for (auto& a : agents_)
-        if (a->runnable() && (best == nullptr || a->priority > best->priority)) best = a.get();
+        if (runnable_[a->index] && (best == nullptr || a->priority > best->priority)) best = a.get();
       return best;
     case Policy::kTimed:  // the earliest agent in simulated time; ties by index
-      for (auto& a : agents_)
-        if (a->runnable() && (best == nullptr || a->clock_ns < best->clock_ns)) best = a.get();
-      return best;
+      return by_clock_.empty() ? nullptr : agents_[by_clock_.begin()->second].get();
     case Policy::kRunToCompletion:
       for (size_t i = 0; i < agents_.size(); ++i) {
         Agent* a = agents_[(rr_next_ + i) % agents_.size()].get();
-        if (a->runnable()) {
+        if (runnable_[a->index]) {
           rr_next_ = (rr_next_ + i + 1) % agents_.size();
           return a;
         }
@@ -511,7 +550,7 @@ void Scheduler::abort_all() {
       for (auto& l : a->lanes) {
         if (l->state == Lane::State::kDone) continue;
         any = true;
-        l->state = Lane::State::kRunnable;
+        set_state(*l, LaneState::kRunnable);
         resume(*a, *l);
       }
     if (!any) return;
@@ -532,13 +571,8 @@ RunResult Scheduler::run() {
   size_t next_change = 0;
   uint64_t warp_steps = 0;
   for (;;) {
-    bool user_live = false, any_live = false;
-    for (const auto& a : agents_) {
-      any_live |= a->live != 0;
-      user_live |= a->live != 0 && !a->daemon;
-    }
-    if (!any_live) break;
-    if (!user_live) stopping_ = true;
+    if (live_agents_ == 0) break;
+    if (live_user_agents_ == 0) stopping_ = true;
     Agent* a = pick();
     if (a == nullptr) {
       hang_ = true;

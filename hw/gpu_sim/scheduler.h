@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -150,6 +151,20 @@ class Scheduler {
   struct Lane;
   struct Agent;
   struct CtaBarrier;
+  enum class LaneState : uint8_t { kRunnable, kCollective, kBarrier, kDone };
+  // Which agents can run, kept as their lanes change state (pick() runs every step, and a
+  // scan of every agent made runs of hundreds of PEs quadratic): a Fenwick tree over agent
+  // indices (random and scripted picks take the k-th runnable agent) and, for kTimed, the
+  // runnable agents by (clock, index).
+  void set_state(Lane& l, LaneState s);
+  void set_runnable(Agent& a, bool runnable);
+  void add_to_pick(Agent& a);
+  Agent* kth_runnable(size_t k) const;
+  std::vector<uint8_t> runnable_;        // by agent index
+  std::vector<uint32_t> fenwick_;        // counts of runnable agents; size a power of two
+  size_t runnable_agents_ = 0;
+  std::set<std::pair<double, uint32_t>> by_clock_;
+  uint32_t live_agents_ = 0, live_user_agents_ = 0;
   void step(Agent& a);
   void resume(Agent& a, Lane& l);
   void yield();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 namespace doorbell::mem {
 namespace {
@@ -41,29 +42,28 @@ Status AddressSpace::map_external(void* p, uint64_t size, MemKind kind, std::str
 }
 
 Status AddressSpace::insert(std::unique_ptr<Segment> s) {
-  auto it = std::lower_bound(segs_.begin(), segs_.end(), s->va,
-                             [](const std::unique_ptr<Segment>& a, uint64_t va) { return a->va < va; });
-  if (it != segs_.end() && (*it)->va < s->va + s->size)
+  auto it = segs_.lower_bound(s->va);
+  if (it != segs_.end() && it->second->va < s->va + s->size) return Status(Errc::kBadParam, "segment overlaps an existing mapping");
+  if (it != segs_.begin() && std::prev(it)->second->va + std::prev(it)->second->size > s->va)
     return Status(Errc::kBadParam, "segment overlaps an existing mapping");
-  if (it != segs_.begin() && (*(it - 1))->va + (*(it - 1))->size > s->va)
-    return Status(Errc::kBadParam, "segment overlaps an existing mapping");
-  segs_.insert(it, std::move(s));
+  const uint64_t va = s->va;
+  segs_.emplace_hint(it, va, std::move(s));
   return {};
 }
 
 Status AddressSpace::free(uint64_t va) {
-  auto it = std::find_if(segs_.begin(), segs_.end(), [&](const auto& s) { return s->va == va; });
+  auto it = segs_.find(va);
   if (it == segs_.end()) return Status(Errc::kNotFound, "free: no segment starts at this address");
-  if ((*it)->pins != 0) return Status(Errc::kBadState, "free: segment is still registered (" + std::to_string((*it)->pins) + " pins)");
+  if (it->second->pins != 0)
+    return Status(Errc::kBadState, "free: segment is still registered (" + std::to_string(it->second->pins) + " pins)");
   segs_.erase(it);
   return {};
 }
 
 Segment* AddressSpace::find_mut(uint64_t va) const {
-  auto it = std::upper_bound(segs_.begin(), segs_.end(), va,
-                             [](uint64_t v, const std::unique_ptr<Segment>& a) { return v < a->va; });
+  auto it = segs_.upper_bound(va);
   if (it == segs_.begin()) return nullptr;
-  Segment* s = (it - 1)->get();
+  Segment* s = std::prev(it)->second.get();
   return va - s->va < s->size ? s : nullptr;
 }
 

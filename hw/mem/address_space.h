@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,13 +63,13 @@ class AddressSpace {
     return reinterpret_cast<T*>(translate(va, sizeof(T)));
   }
 
-  const std::vector<std::unique_ptr<Segment>>& segments() const { return segs_; }
-
  private:
   Segment* find_mut(uint64_t va) const;
   Status insert(std::unique_ptr<Segment> s);
 
-  std::vector<std::unique_ptr<Segment>> segs_;  // sorted by va, non-overlapping
+  // By va, non-overlapping. A map: a large heap maps one segment per chunk per PE (hundreds
+  // of thousands at 256 PEs), which a sorted vector inserted into one by one made quadratic.
+  std::map<uint64_t, std::unique_ptr<Segment>> segs_;
   uint64_t next_host_va_ = 0x0000'5500'0000'0000ull;
   uint64_t next_gpu_va_ = 0x0000'7e00'0000'0000ull;
 };

@@ -29,29 +29,34 @@ Generated generate(const Scenario& sc) {
         for (uint64_t off = 0; off < block; off += msg) add({p, q, q * block + off, p * block + off, std::min(msg, block - off)});
   }
   if (const uint32_t e = sc.dispatch_experts; e != 0) {
-    const uint32_t per_pe = e / sc.pes, tokens = sc.dispatch_tokens;
-    const uint64_t tb = sc.dispatch_token_bytes;
-    const uint64_t base = g.recv_bytes;  // after an alltoall's region, if both are generated
-    // Dispatch reads tokens and fills expert slots; combine reads expert slots (kept in the
-    // send buffer) and fills topk landing areas per token.
-    const uint64_t tokens_bytes = uint64_t(tokens) * (sc.combine ? sc.dispatch_topk : 1) * tb, slots = uint64_t(e) * tokens * tb;
-    g.send_bytes = std::max<uint64_t>(g.send_bytes, sc.combine ? base + slots : tokens_bytes);
-    g.recv_bytes += sc.combine ? tokens_bytes : slots;
-    for (uint32_t p = 0; p < sc.pes; ++p) {
-      uint64_t rng = 0x5eedull * 1000003 + p;  // routing is part of the workload, not the schedule
-      for (uint32_t t = 0; t < tokens; ++t) {
-        std::vector<uint32_t> chosen;
-        while (chosen.size() < sc.dispatch_topk) {
-          const uint32_t x = uint32_t(splitmix(rng) % e);
-          if (std::find(chosen.begin(), chosen.end(), x) == chosen.end()) chosen.push_back(x);
-        }
-        for (uint32_t k = 0; k < chosen.size(); ++k) {
-          const uint32_t x = chosen[k], q = x / per_pe, local = x % per_pe;
-          const uint64_t slot = base + ((uint64_t(local) * sc.pes + p) * tokens + t) * tb;
-          // Combine sends each expert's result back from that slot to the token's owner,
-          // one landing area per top-k choice.
-          if (sc.combine) add({q, p, slot, (uint64_t(t) * sc.dispatch_topk + k) * tb, tb});
-          else add({p, q, uint64_t(t) * tb, slot, tb});
+    const uint32_t per_pe = e / sc.pes, tokens = sc.dispatch_tokens, topk = sc.dispatch_topk;
+    const uint64_t tb = sc.dispatch_token_bytes, base = g.recv_bytes;  // after an alltoall's region, if any
+    const bool fwd = sc.dispatch_forward, back = sc.combine;
+    // Dispatch reads tokens (send [0, tokens)) and fills expert slots (recv [base, +slots));
+    // combine reads expert slots (kept in the send buffer, at `cs`) and fills topk landing
+    // areas per token (recv, at `cl`).
+    const uint64_t slots = uint64_t(e) * tokens * tb, landing = uint64_t(tokens) * topk * tb;
+    const uint64_t cs = fwd ? (uint64_t(tokens) * tb + 4095) / 4096 * 4096 : base, cl = base + (fwd ? slots : 0);
+    g.send_bytes = std::max<uint64_t>(g.send_bytes, back ? cs + slots : uint64_t(tokens) * tb);
+    g.recv_bytes = cl + (back ? landing : 0);
+    for (const bool combine : {false, true}) {
+      if (combine ? !back : !fwd) continue;
+      for (uint32_t p = 0; p < sc.pes; ++p) {
+        uint64_t rng = 0x5eedull * 1000003 + p;  // routing is part of the workload, not the schedule
+        for (uint32_t t = 0; t < tokens; ++t) {
+          std::vector<uint32_t> chosen;
+          while (chosen.size() < topk) {
+            const uint32_t x = uint32_t(splitmix(rng) % e);
+            if (std::find(chosen.begin(), chosen.end(), x) == chosen.end()) chosen.push_back(x);
+          }
+          for (uint32_t k = 0; k < chosen.size(); ++k) {
+            const uint32_t x = chosen[k], q = x / per_pe, local = x % per_pe;
+            const uint64_t slot = ((uint64_t(local) * sc.pes + p) * tokens + t) * tb;
+            // Combine sends each expert's result back from that slot to the token's owner,
+            // one landing area per top-k choice.
+            if (combine) add({q, p, cs + slot, cl + (uint64_t(t) * topk + k) * tb, tb});
+            else add({p, q, uint64_t(t) * tb, base + slot, tb});
+          }
         }
       }
     }

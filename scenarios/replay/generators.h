@@ -24,7 +24,8 @@ struct Generated {
 // alltoall: block q of p's send buffer -> block p of q's receive buffer, in message_bytes.
 // dispatch: each of a PE's tokens goes to `topk` distinct experts (fixed pseudo-random
 // routing); expert e lives on PE e / (experts / pes); token t of PE p lands in expert e's
-// slot for (p, t), as DeepEP's low-latency layout keeps one slot per source rank and token.
+// slot for (p, t), as DeepEP's low-latency layout keeps one slot per source rank and token;
+// combine sends each slot back to a landing area per (token, choice); `both` does the two.
 Generated generate(const Scenario& sc);
 
 }  // namespace doorbell::scenario

@@ -87,7 +87,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   if (root["description"]) sc.description = root["description"].Scalar();
   if (const YAML::Node t = root["topology"]) {
     only_keys(t, "topology", {"pes", "wire_gbps", "pcie_gbps"});
-    if (t["pes"]) sc.pes = uint32_t(uint_of(t["pes"], "pes", 1, 64));
+    if (t["pes"]) sc.pes = uint32_t(uint_of(t["pes"], "pes", 1, 1024));
     if (t["wire_gbps"]) sc.wire_gbps = double(uint_of(t["wire_gbps"], "wire_gbps", 1, 100000));
     if (t["pcie_gbps"]) sc.pcie_gbps = double(uint_of(t["pcie_gbps"], "pcie_gbps", 1, 100000));
   }
@@ -181,7 +181,10 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   }
   if (const YAML::Node d = w["dispatch"]) {
     only_keys(d, "dispatch", {"experts", "tokens", "topk", "token_bytes", "direction"});
-    if (d["direction"]) sc.combine = choice_of(d["direction"], "direction", {"dispatch", "combine"}) == "combine";
+    if (d["direction"]) {
+      const std::string dir = choice_of(d["direction"], "direction", {"dispatch", "combine", "both"});
+      sc.dispatch_forward = dir != "combine", sc.combine = dir != "dispatch";
+    }
     for (const char* k : {"experts", "tokens", "topk", "token_bytes"})
       if (!d[k]) fail(d, std::string("dispatch needs '") + k + "'");
     sc.dispatch_experts = uint32_t(uint_of(d["experts"], "experts", 1, 1u << 16));

@@ -133,7 +133,10 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   const Generated gen = generate(sc);
   const uint64_t big = gen.send_bytes + gen.recv_bytes;
   const uint64_t need = slot /*src*/ + uint64_t(threads) * sc.ops.size() * slot /*dst*/ + 64 /*counters*/ + big + 2 * 4096;
-  const uint64_t gran = need >= (1ull << 30) ? 512ull << 20 : 64ull << 10;  // NVSHMEM's granularity for big heaps
+  // NVSHMEM's granularity for big heaps; small ones keep many chunks (transfers split at
+  // their ends), at most 256 per PE: key tables grow with chunks x PEs on every PE.
+  uint64_t gran = need >= (1ull << 30) ? 512ull << 20 : 64ull << 10;
+  while (need / gran > 256) gran *= 2;
 
   WorldConfig c;
   c.npes = sc.pes;

@@ -87,7 +87,8 @@ struct Scenario {
   uint64_t alltoall_message_bytes = 0;
   uint32_t dispatch_experts = 0, dispatch_tokens = 0, dispatch_topk = 0;  // generator: MoE dispatch
   uint64_t dispatch_token_bytes = 0;
-  bool combine = false;                  // the dispatch's reverse: experts send tokens back
+  bool dispatch_forward = true;          // tokens to their experts
+  bool combine = false;                  // the dispatch's reverse: experts send tokens back (both: dispatch, then combine)
   bool phantom = false;                  // memory: phantom (sizes only, no bytes)
   P2pWorkload p2p;
   NvlsWorkload nvls;

@@ -35,7 +35,7 @@ const Case kCases[] = {
     {"phantom_atomic.yaml", 5, "atomics need real memory, and this scenario has 'memory: phantom'"},
     {"big_alltoall_real.yaml", 4, "more than 256 MiB per PE needs 'memory: phantom'"},
     {"warp_out_of_range.yaml", 5, "'warp' must be in 0..1, not 2"},
-    {"bad_direction.yaml", 4, "'direction' must be one of dispatch, combine, not 'sideways'"},
+    {"bad_direction.yaml", 4, "'direction' must be one of dispatch, combine, both, not 'sideways'"},
     {"alltoall_uneven.yaml", 4, "'bytes_per_pe' must split into 8-byte-aligned blocks for 3 PEs"},
     {"link_down_forever.yaml", 4, "link_down needs 'for_us' (how long the port is down)"},
     {"bad_fault_list.yaml", 3, "'faults' must be a list, or 'random'"},
