@@ -25,6 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   p.batch_log = in.ConsumeIntegralInRange<uint32_t>(0, 5);
   p.cpu_proxy = in.ConsumeBool();
   p.ibuf_slots = 1u << in.ConsumeIntegralInRange<uint32_t>(0, 2);
+  p.num_rc_per_pe = in.ConsumeIntegralInRange<uint32_t>(1, 2);
+  p.pe_major = in.ConsumeBool();
   // Where the counters begin: 0, or a little below 2^16, 2^31, 2^32 or 2^63.
   static constexpr uint64_t kBoundaries[] = {0, uint64_t(1) << 16, uint64_t(1) << 31, uint64_t(1) << 32, uint64_t(1) << 63};
   const uint64_t boundary = kBoundaries[in.ConsumeIntegralInRange<size_t>(0, std::size(kBoundaries) - 1)];
@@ -39,11 +41,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     o.warp = in.ConsumeIntegralInRange<uint32_t>(0, p.warps - 1);
     o.lane = in.ConsumeIntegralInRange<uint32_t>(0, p.lanes - 1);
     o.target = in.ConsumeIntegralInRange<uint32_t>(0, p.npes - 1);
-    o.kind = ProgramOpKind(in.ConsumeIntegralInRange<int>(0, 3));
+    o.kind = ProgramOpKind(in.ConsumeIntegralInRange<int>(0, 4));
+    if (o.kind == ProgramOpKind::kPut) o.scope = ProgramScope(in.ConsumeIntegralInRange<int>(0, 2));
     o.bytes = in.ConsumeIntegralInRange<uint32_t>(1, 512);
     o.src = in.ConsumeIntegralInRange<uint32_t>(0, uint32_t(kProgramRo) - o.bytes);
     o.counter = in.ConsumeIntegralInRange<uint32_t>(0, kProgramCounters - 1);
     o.add = in.ConsumeIntegralInRange<uint32_t>(1, 1000);
+    if (o.kind == ProgramOpKind::kCompareSwap)
+      o.compare = in.ConsumeIntegralInRange<uint32_t>(0, 3), o.add = in.ConsumeIntegralInRange<uint32_t>(0, 3);
   }
   // The schedule: one input byte per choice; then round-robin, so a short input still ends.
   const std::vector<uint8_t> script = in.ConsumeRemainingBytes<uint8_t>();

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   CLI::App* r = app.add_subcommand("replay", "replay scenario files on the CPU model and check their expectations");
   r->add_option("files", rep.files, "scenario files (YAML)")->required();
   CLI::Option* seed_opt = r->add_option("--seed", rep_seed, "override the scenarios' seed");
-  r->add_option("--schedule", rep.schedule, "override the schedule")->check(CLI::IsMember({"random", "pct", "timed"}));
+  r->add_option("--schedule", rep.schedule, "override the schedule")->check(CLI::IsMember({"random", "pct", "timed", "preempt"}));
   r->add_option("--memory-model", rep.memory_model, "override the memory model (sc: sequentially consistent; weak: store buffers, stale loads)")
       ->check(CLI::IsMember({"sc", "weak"}));
   r->add_option("--report", rep.report, "write the JSON report here");
@@ -41,8 +41,10 @@ int main(int argc, char** argv) {
   uint64_t ex_seeds = 100;
   CLI::App* x = app.add_subcommand("explore", "replay one scenario under many seeds; stop at the first that misses");
   x->add_option("file", ex_file, "scenario file")->required();
-  x->add_option("--seeds", ex_seeds, "how many seeds (1..N)");
-  x->add_option("--schedule", ex_schedule, "override the schedule")->check(CLI::IsMember({"random", "pct", "timed"}));
+  x->add_option("--seeds", ex_seeds, "how many seeds (1..N); with --schedule preempt, at most every one-preemption schedule");
+  x->add_option("--schedule", ex_schedule,
+                "override the schedule; preempt: a systematic search of every schedule with one preemption")
+      ->check(CLI::IsMember({"random", "pct", "timed", "preempt"}));
   x->add_option("--memory-model", ex_memory, "override the memory model")->check(CLI::IsMember({"sc", "weak"}));
   unsigned ex_jobs = std::max(1u, std::thread::hardware_concurrency());
   x->add_option("--jobs", ex_jobs, "threads running seeds (default: every core); the result is the serial one")

@@ -103,6 +103,16 @@ int run_explore(const std::string& file, uint64_t seeds, const std::string& sche
     return 2;
   }
   crash_note_install();
+  // The preempt search: seed 0 runs the schedule without a preemption and counts its
+  // scheduling points; seeds 1.. then cover one preemption at each point to each agent.
+  if (schedule == "preempt" || (schedule.empty() && s->schedule == "preempt")) {
+    const scenario::ReplayResult base = scenario::replay(*s, options(0, "preempt", memory_model));
+    const uint64_t points = base.report.value("points", uint64_t(0)), all = points * scenario::kPreemptChoices;
+    std::printf("%s: preempt search: %llu scheduling points x %llu agents = %llu schedules%s\n", s->name.c_str(),
+                (unsigned long long)points, (unsigned long long)scenario::kPreemptChoices, (unsigned long long)all,
+                seeds < all ? (", the first " + std::to_string(seeds)).c_str() : "");
+    seeds = std::min(seeds, all);
+  }
   // Workers take seeds in increasing order and skip those above the least miss found so far:
   // every seed below it runs, so the least miss is the one a serial run stops at.
   std::atomic<uint64_t> next{1}, first_miss{UINT64_MAX};

@@ -79,8 +79,12 @@ DOORBELL_HD OpResult put_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uin
   }
   const DevQp qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
   const uint32_t n = count_pieces(st, src, dest, bytes, pe);
-  uint64_t base = 0;
   OpResult r = OpResult::kOk;
+  if (n > max_transfer_wqes(qp)) {  // more pieces than one reservation may take: lane 0 posts it in parts
+    if (ctx.lane() == 0) r = put_nbi(ctx, st, dest, src, bytes, pe, QpSelector{QpSelector::kByWarp, 0});
+    return OpResult(ctx.shfl(uint64_t(r), 0));
+  }
+  uint64_t base = 0;
   if (ctx.lane() == 0) r = reserve(ctx, st, qp, n, &base);
   base = ctx.shfl(base, 0);
   if (OpResult(ctx.shfl(uint64_t(r), 0)) != OpResult::kOk) return OpResult(ctx.shfl(uint64_t(r), 0));
@@ -173,7 +177,7 @@ DOORBELL_HD OpResult atomic_fetch_add(C& ctx, const DevState& st, uint64_t off, 
 template <class C>
 DOORBELL_HD OpResult atomic_compare_swap(C& ctx, const DevState& st, uint64_t off, uint64_t cmp, uint64_t v, uint32_t pe,
                                          uint64_t* old) {
-  const bool x = st.opt.plant_cas_swapped;
+  const bool x = planted(st.opt.plant_cas_swapped);
   return fetch_atomic(ctx, st, mlx5::WqeOpcode::kAtomicCs, off, pe, x ? cmp : v, x ? v : cmp, old);
 }
 

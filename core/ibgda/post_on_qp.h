@@ -120,12 +120,14 @@ DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp
     out->posted = r == OpResult::kOk;
   }
   if (r == OpResult::kOk) r = poll_cq(ctx, st, qp, base + 1);
-  if (r != OpResult::kTimeout && out->posted) out->value = ctx.load(system_scope, acquire, res);
+  const bool late = planted(st.opt.plant_early_release);
+  if (!late && r != OpResult::kTimeout && out->posted) out->value = ctx.load(system_scope, acquire, res);
   // Release in order: a later slot may not be reused before this one.
   if (wait_until(ctx, "fetch_atomic: release in order", &qp.mv->ibuf_tail, [slot](uint64_t t) { return t == slot; }) !=
       WaitResult::kOk)
     return OpResult::kTimeout;
   ctx.store(gpu_scope, release, &qp.mv->ibuf_tail, slot + 1);
+  if (late && r != OpResult::kTimeout && out->posted) out->value = ctx.load(system_scope, acquire, res);
   return r;
 }
 

@@ -92,10 +92,20 @@ struct Options {
   bool plant_no_carry = false;          // drop the 0x10000 carry in poll_cq
   bool plant_cons_store = false;        // poll_cq stores cons_idx instead of raising it (atomic max)
   bool plant_cas_swapped = false;       // compare-swap WQEs carry compare and swap exchanged
+  bool plant_early_release = false;     // a fetching atomic frees its ibuf slot, then reads its result
   uint32_t plant_drop = 0;              // orderings dropped (ordering.h), host builds only
   bool plant_replay_applied = false;    // failover replays an add the verdict says was applied
   bool plant_no_replay = false;         // failover drops logged puts / gets of a failed QP
 };
+
+// A planted bug's switch, read where the bug goes: on a GPU build it compiles away.
+DOORBELL_HD constexpr bool planted(bool on) {
+#ifdef __CUDA_ARCH__
+  return (void)on, false;
+#else
+  return on;
+#endif
+}
 
 struct DevState {
   uint32_t my_pe = 0, npes = 0, num_rc_per_pe = 0;

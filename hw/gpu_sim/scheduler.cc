@@ -29,6 +29,7 @@ const char* policy_name(Policy p) {
     case Policy::kRunToCompletion: return "fast";
     case Policy::kTimed: return "timed";
     case Policy::kScripted: return "scripted";
+    case Policy::kPreempt: return "preempt";
   }
   return "?";
 }
@@ -264,6 +265,11 @@ void Scheduler::yield() { Fiber::switch_to(*cur_lane_->fiber, main_); }
 
 void Scheduler::point_slow() {
   if (aborted_ || (stopping_ && cur_agent_->daemon)) throw KernelAborted{};
+  if (opt_.policy == Policy::kPreempt) {
+    if (++points_ != opt_.preempt_at) return;
+    preempted_ = true;
+    preempted_what_ = cur_agent_->name + " lane " + std::to_string(cur_lane_->index) + " at point " + std::to_string(points_);
+  }
   if (opt_.policy != Policy::kRunToCompletion) {
     yield();
     if (aborted_ || (stopping_ && cur_agent_->daemon)) throw KernelAborted{};
@@ -466,6 +472,15 @@ Scheduler::Agent* Scheduler::pick() {
       return best;
     case Policy::kTimed:  // the earliest agent in simulated time; ties by index
       return by_clock_.empty() ? nullptr : agents_[by_clock_.begin()->second].get();
+    case Policy::kPreempt:
+      if (preempted_ && runnable_agents_ != 0) {
+        preempted_ = false;
+        Agent* a = kth_runnable(opt_.preempt_to % runnable_agents_);
+        rr_next_ = (a->index + 1) % agents_.size();
+        preempted_what_ += ", then " + a->name;
+        return a;
+      }
+      [[fallthrough]];
     case Policy::kRunToCompletion:
       for (size_t i = 0; i < agents_.size(); ++i) {
         Agent* a = agents_[(rr_next_ + i) % agents_.size()].get();
@@ -602,6 +617,8 @@ RunResult Scheduler::run() {
     if (!a->daemon) r.sim_time_ns = std::max(r.sim_time_ns, a->clock_ns);
   r.trace_hash = hash_;
   r.report = report_;
+  r.points = points_;
+  r.preempted = preempted_what_;
   return r;
 }
 

@@ -25,7 +25,12 @@
 namespace doorbell::gpu_sim {
 
 // kScripted: `choose` picks among the runnable agents (fuzzers decode it from their input).
-enum class Policy : uint8_t { kRandom, kPct, kRunToCompletion, kTimed, kScripted };
+// kPreempt: a systematic search, one schedule per (point, agent): every lane runs until it
+// waits (as kRunToCompletion, agents in turn), except that at scheduling point `preempt_at`
+// the running lane is preempted and runnable agent number `preempt_to` runs next. Sweeping
+// both covers every one-preemption schedule (context bounding), where a race that is one
+// step wide is as likely as any other.
+enum class Policy : uint8_t { kRandom, kPct, kRunToCompletion, kTimed, kScripted, kPreempt };
 const char* policy_name(Policy p);
 
 struct SchedOptions {
@@ -45,6 +50,10 @@ struct SchedOptions {
   uint64_t observe_every = 1;
   // kScripted: index of the next agent among `candidates` runnable ones (taken modulo).
   std::function<size_t(size_t candidates)> choose;
+  // kPreempt: the scheduling point (1-based; 0: none) and the runnable agent (modulo their
+  // number) it switches to.
+  uint64_t preempt_at = 0;
+  uint32_t preempt_to = 0;
 };
 
 enum class Outcome : uint8_t { kCompleted, kHang, kStepLimit };
@@ -57,6 +66,8 @@ struct RunResult {
   uint64_t trace_hash = 0;   // over every access: (agent, lane, kind, value)
   std::string report;        // hang / limit report; empty when completed
   double sim_time_ns = 0;    // kTimed: when the last kernel lane finished
+  uint64_t points = 0;       // kPreempt: scheduling points passed (the search's range)
+  std::string preempted;     // kPreempt: who was preempted where, and who ran next
 };
 
 struct LaunchConfig {
@@ -160,6 +171,9 @@ class Scheduler {
   void set_runnable(Agent& a, bool runnable);
   void add_to_pick(Agent& a);
   Agent* kth_runnable(size_t k) const;
+  uint64_t points_ = 0;            // kPreempt
+  bool preempted_ = false;
+  std::string preempted_what_;
   std::vector<uint8_t> runnable_;        // by agent index
   std::vector<uint32_t> fenwick_;        // counts of runnable agents; size a power of two
   size_t runnable_agents_ = 0;

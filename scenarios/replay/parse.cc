@@ -110,7 +110,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (s["ibuf_slots"]) sc.ibuf_slots = pow2_of(s["ibuf_slots"], "ibuf_slots", 1, 1024);
   }
   if (const YAML::Node p = root["planted"]) {
-    only_keys(p, "planted", {"no_idle_doorbell", "no_carry", "cons_store", "cas_swapped", "drop_ordering"});
+    only_keys(p, "planted", {"no_idle_doorbell", "no_carry", "cons_store", "cas_swapped", "early_release", "drop_ordering"});
     if (const YAML::Node d = p["drop_ordering"]) {
       if (!d.IsSequence()) fail(d, "'drop_ordering' must be a list of orderings");
       for (const YAML::Node& o : d) {
@@ -129,6 +129,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (p["no_carry"]) sc.plant_no_carry = bool_of(p["no_carry"], "no_carry");
     if (p["cons_store"]) sc.plant_cons_store = bool_of(p["cons_store"], "cons_store");
     if (p["cas_swapped"]) sc.plant_cas_swapped = bool_of(p["cas_swapped"], "cas_swapped");
+    if (p["early_release"]) sc.plant_early_release = bool_of(p["early_release"], "early_release");
   }
   const YAML::Node w = root["workload"];
   if (!w) fail(root, "missing 'workload'");
@@ -212,7 +213,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
   if (need_ops && (!ops || !ops.IsSequence() || ops.size() == 0))
     fail(ops ? ops : w, "'workload.ops' must be a non-empty list of ops");
   for (const YAML::Node& o : need_ops ? ops : YAML::Node(YAML::NodeType::Sequence)) {
-    only_keys(o, "an op", {"op", "pe", "warp", "target", "bytes", "count", "word", "value", "compare"});
+    only_keys(o, "an op", {"op", "pe", "warp", "target", "bytes", "count", "word", "value", "compare", "scope"});
     if (!o["op"]) fail(o, "an op needs 'op' (put, get, fetch_add, add, compare_swap, quiet)");
     Op op;
     const std::string k = choice_of(o["op"], "op", {"put", "get", "fetch_add", "add", "compare_swap", "quiet"});
@@ -222,6 +223,12 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     for (const char* key : {"word", "value", "compare"})
       if (o[key] && (!atomic || (std::string(key) == "compare" && op.kind != OpKind::kCompareSwap)))
         fail(o[key], "'" + std::string(key) + "' is for " + (std::string(key) == "compare" ? "compare_swap" : "atomics") + ", not " + k);
+    if (o["scope"]) {
+      const std::string sc_ = choice_of(o["scope"], "scope", {"thread", "warp", "block"});
+      op.scope = sc_ == "warp" ? Scope::kWarp : sc_ == "block" ? Scope::kBlock : Scope::kThread;
+      if (op.scope != Scope::kThread && op.kind != OpKind::kPut) fail(o["scope"], "warp and block scope are for puts, not " + k);
+      if (op.scope == Scope::kBlock && o["warp"]) fail(o["warp"], "a block-scope put is called by every warp of the CTA: no 'warp'");
+    }
     if (o["word"]) op.word = uint32_t(uint_of(o["word"], "word", 0, kCounterWords - 1));
     if (o["value"]) op.value = uint_of(o["value"], "value", 0, ~0ull);
     if (o["compare"]) op.compare = uint_of(o["compare"], "compare", 0, ~0ull);
@@ -283,7 +290,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     only_keys(r, "run", {"schedule", "seed", "response_delay", "compare", "memory"});
     if (r["memory"]) sc.memory_model = choice_of(r["memory"], "memory", {"sc", "weak"});
     if (r["compare"]) sc.compare_cpu_proxy = choice_of(r["compare"], "compare", {"cpu_proxy"}) == "cpu_proxy";
-    if (r["schedule"]) sc.schedule = choice_of(r["schedule"], "schedule", {"random", "pct", "timed"});
+    if (r["schedule"]) sc.schedule = choice_of(r["schedule"], "schedule", {"random", "pct", "timed", "preempt"});
     if (r["seed"]) sc.seed = uint_of(r["seed"], "seed", 0, ~0ull);
     if (r["response_delay"]) sc.response_delay = uint32_t(uint_of(r["response_delay"], "response_delay", 0, 1000));
   }

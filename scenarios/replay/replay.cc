@@ -34,9 +34,14 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt);
 RunSpec run_spec(const Scenario& sc, const ReplayOptions& opt, uint32_t hang_spins) {
   RunSpec r{opt.seed.value_or(sc.seed), opt.schedule.value_or(sc.schedule), opt.memory_model.value_or(sc.memory_model), {}};
   r.so.seed = r.seed;
-  r.so.policy = r.schedule == "pct"     ? gpu_sim::Policy::kPct
-                : r.schedule == "timed" ? gpu_sim::Policy::kTimed
-                                        : gpu_sim::Policy::kRandom;
+  r.so.policy = r.schedule == "pct"       ? gpu_sim::Policy::kPct
+                : r.schedule == "timed"   ? gpu_sim::Policy::kTimed
+                : r.schedule == "preempt" ? gpu_sim::Policy::kPreempt
+                                          : gpu_sim::Policy::kRandom;
+  // preempt: seed 0 is the schedule without a preemption; seed s > 0 preempts at point
+  // (s - 1) / kPreemptChoices + 1, to runnable agent (s - 1) % kPreemptChoices.
+  if (r.seed != 0 && r.so.policy == gpu_sim::Policy::kPreempt)
+    r.so.preempt_at = (r.seed - 1) / kPreemptChoices + 1, r.so.preempt_to = uint32_t((r.seed - 1) % kPreemptChoices);
   r.so.hang_spins = hang_spins;
   r.so.memory = r.memory_model == "weak" ? gpu_sim::MemoryModel::kWeak : gpu_sim::MemoryModel::kSc;
   return r;
@@ -119,13 +124,22 @@ ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
 
 namespace {
 
+// Whether thread t (of `warps` x `lanes` per CTA) owns a destination slot for op o: a
+// collective put has one, its first caller's.
+bool owns_slot(const Op& o, uint64_t t, uint32_t warps, uint32_t lanes) {
+  const uint32_t lane = uint32_t(t % lanes), warp = uint32_t(t / lanes % warps);
+  if (o.warp >= 0 && uint32_t(o.warp) != warp) return false;
+  return o.scope == Scope::kThread || (lane == 0 && (o.scope == Scope::kWarp || warp == 0));
+}
+
 ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   if (sc.p2p.on) return replay_p2p(sc, opt);
   if (sc.nvls.on) return replay_nvls(sc, opt);
   ReplayResult out;
-  const uint64_t seed = opt.seed.value_or(sc.seed);
-  const std::string schedule = opt.schedule.value_or(sc.schedule);
-  const std::string memory_model = opt.memory_model.value_or(sc.memory_model);
+  const RunSpec spec = run_spec(sc, opt, 512);
+  const uint64_t seed = spec.seed;
+  const std::string& schedule = spec.schedule;
+  const std::string& memory_model = spec.memory_model;
   const uint32_t threads = sc.ctas * sc.warps * sc.lanes;
   uint64_t max_bytes = 8;
   for (const Op& o : sc.ops) max_bytes = std::max(max_bytes, o.bytes);
@@ -152,6 +166,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   c.opt.plant_no_carry = sc.plant_no_carry;
   c.opt.plant_cons_store = sc.plant_cons_store;
   c.opt.plant_cas_swapped = sc.plant_cas_swapped;
+  c.opt.plant_early_release = sc.plant_early_release;
   c.opt.plant_drop = sc.plant_drop;
   c.nic_buf_on_gpumem = sc.nic_buffers_on_gpu;
   c.ibuf_slots = sc.ibuf_slots;
@@ -184,11 +199,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
       for (uint64_t i = 0; i < gen.send_bytes; ++i) world.at(pe, gen_send)[i] = pattern(pe, i);
     }
 
-  gpu_sim::SchedOptions so;
-  so.seed = seed;
-  so.policy = schedule == "pct" ? gpu_sim::Policy::kPct : schedule == "timed" ? gpu_sim::Policy::kTimed : gpu_sim::Policy::kRandom;
-  so.hang_spins = 512;
-  so.memory = memory_model == "weak" ? gpu_sim::MemoryModel::kWeak : gpu_sim::MemoryModel::kSc;
+  gpu_sim::SchedOptions so = spec.so;
   if (sc.wire_gbps > 0) so.costs.wire_bytes_per_ns = sc.wire_gbps / 8;
   if (sc.pcie_gbps > 0) so.costs.pcie_bytes_per_ns = sc.pcie_gbps / 8;
   // Timeline and progress: between steps, an observer samples every QP's indices and records a
@@ -246,13 +257,23 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
       for (size_t j = 0; j < sc.ops.size(); ++j) {
         const Op& o = sc.ops[j];
         if (o.pe != pe || (o.warp >= 0 && uint32_t(o.warp) != ctx.warp())) continue;
-        const uint64_t my_slot = dst + (t * sc.ops.size() + j) * slot;
+        // A collective put writes its first caller's slot.
+        const uint64_t owner = o.scope == Scope::kThread ? t
+                               : o.scope == Scope::kWarp ? t - ctx.lane()
+                                                         : (t - ctx.lane()) - uint64_t(ctx.warp()) * ctx.warp_size();
+        const uint64_t my_slot = dst + (owner * sc.ops.size() + j) * slot;
         for (uint32_t r = 0; r < o.count; ++r) {
           uint64_t old = 0;
           OpResult res = OpResult::kOk;
           const uint64_t word = ctr + o.word * 8;
           switch (o.kind) {
-            case OpKind::kPut: res = put_nbi(ctx, *st, my_slot, src, o.bytes, o.target); break;
+            case OpKind::kPut:
+              if (o.scope == Scope::kWarp) ctx.syncwarp();  // collectives from converged callers
+              if (o.scope == Scope::kBlock) ctx.sync_cta();
+              res = o.scope == Scope::kWarp    ? put_nbi_warp(ctx, *st, my_slot, src, o.bytes, o.target)
+                    : o.scope == Scope::kBlock ? put_nbi_block(ctx, *st, my_slot, src, o.bytes, o.target)
+                                               : put_nbi(ctx, *st, my_slot, src, o.bytes, o.target);
+              break;
             case OpKind::kGet: res = get_nbi(ctx, *st, my_slot, src, o.bytes, o.target); break;
             case OpKind::kFetchAdd: res = atomic_fetch_add(ctx, *st, word, o.value, o.target, &old); break;
             case OpKind::kAdd: res = atomic_add(ctx, *st, word, o.value, o.target); break;
@@ -324,7 +345,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
         for (uint64_t t = 0; t < threads && out.detail.empty(); ++t)
           for (size_t j = 0; j < sc.ops.size() && out.detail.empty(); ++j) {
             const Op& o = sc.ops[j];
-            if (o.pe != pe || (o.warp >= 0 && uint32_t(o.warp) != (t / sc.lanes) % sc.warps)) continue;
+            if (o.pe != pe || !owns_slot(o, t, sc.warps, sc.lanes)) continue;
             if (o.kind != OpKind::kPut && o.kind != OpKind::kGet) continue;
             const uint64_t sl = dst + (t * sc.ops.size() + j) * slot;
             const auto d = reinterpret_cast<uint64_t>(world.at(o.kind == OpKind::kPut ? o.target : pe, sl));
@@ -357,7 +378,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
       for (uint64_t t = 0; t < threads && out.detail.empty(); ++t)
         for (size_t j = 0; j < sc.ops.size(); ++j) {
           const Op& o = sc.ops[j];
-          if (o.pe != pe || (o.warp >= 0 && uint32_t(o.warp) != (t / sc.lanes) % sc.warps)) continue;
+          if (o.pe != pe || !owns_slot(o, t, sc.warps, sc.lanes)) continue;
           const uint64_t sl = dst + (t * sc.ops.size() + j) * slot;
           const uint8_t* got = o.kind == OpKind::kPut ? world.at(o.target, sl) : o.kind == OpKind::kGet ? world.at(pe, sl) : nullptr;
           const uint32_t from = o.kind == OpKind::kPut ? pe : o.target;
@@ -383,6 +404,9 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
                      ", saw " + std::to_string(v);
       }
   }
+  // The preempt search: the schedule in words (it has one preemption).
+  if (so.policy == gpu_sim::Policy::kPreempt && !r.preempted.empty() && out.outcome != "completed")
+    out.detail += "\nschedule: every lane runs until it waits, agents in turn, except: " + r.preempted + " ran next";
   // Weak memory: what was read stale explains an error or wrong data (hang reports have it).
   if (out.outcome == "error" || out.outcome == "wrong-data")
     if (std::string m = s.memory_report(); !m.empty()) out.detail += "\n" + m;
@@ -400,6 +424,7 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
   // Report.
   nlohmann::ordered_json& j = out.report;
   report_head(j, sc, seed, schedule, memory_model, out, r.steps, r.trace_hash);
+  if (so.policy == gpu_sim::Policy::kPreempt) j["points"] = r.points, j["preempted"] = r.preempted;
   j["accesses"] = r.accesses;
   if (!faults.empty()) {
     nlohmann::ordered_json fl = nlohmann::ordered_json::array();
@@ -419,7 +444,8 @@ ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
     uint64_t ops = 0, bytes = 0;
     for (const Op& o : sc.ops)
       if (o.kind != OpKind::kQuiet) {
-        const uint64_t runners = o.warp >= 0 ? threads / sc.warps : threads;
+        uint64_t runners = 0;  // threads that issue it (a collective put is issued once)
+        for (uint64_t t = 0; t < threads; ++t) runners += owns_slot(o, t, sc.warps, sc.lanes);
         ops += uint64_t(o.count) * runners, bytes += uint64_t(o.count) * runners * o.bytes;
       }
     ops += gen.messages, bytes += gen.bytes;

@@ -46,6 +46,8 @@ struct RunSpec {
   gpu_sim::SchedOptions so;
 };
 RunSpec run_spec(const Scenario& sc, const ReplayOptions& opt, uint32_t hang_spins);
+// The preempt schedule's seeds: kPreemptChoices per scheduling point (the agent switched to).
+inline constexpr uint64_t kPreemptChoices = 8;
 
 // A device-level run's outcome (P2P, NVLS): hang, step-limit, completed, or — from its failure
 // text — an error (`is_error`) or wrong data; and whether the scenario expected that.

@@ -12,6 +12,9 @@ namespace doorbell::scenario {
 
 enum class OpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd, kCompareSwap, kQuiet };
 enum class Expect : uint8_t { kCompletes, kHangs, kErrors };
+// Who calls a put: each thread, every lane of a warp together (put_nbi_warp) or every
+// thread of a CTA together (put_nbi_block), with the same arguments.
+enum class Scope : uint8_t { kThread, kWarp, kBlock };
 
 struct Op {
   OpKind kind = OpKind::kPut;
@@ -20,6 +23,7 @@ struct Op {
   uint64_t bytes = 8;
   uint32_t count = 1;     // repetitions
   int32_t warp = -1;      // only this warp of each CTA runs it (-1: every warp)
+  Scope scope = Scope::kThread;  // puts
   // Atomics: which 8-byte word of the target's counter block, the add (or the new value of
   // a compare-swap), and a compare-swap's compare value. A word takes adds or compare-swaps.
   uint32_t word = 0;
@@ -78,7 +82,8 @@ struct Scenario {
   bool failover = false;                 // backup QPs, health, host recovery (core/ibgda/failover.h)
   uint64_t start_index = 0;              // where every QP's counters begin (near 2^16, 2^32, 2^63: reach)
   uint32_t ack_timeout = 14, retry_count = 7, rnr_retry = 7;  // RC timers, as the driver sets them
-  bool plant_no_idle_doorbell = false, plant_no_carry = false, plant_cons_store = false, plant_cas_swapped = false;
+  bool plant_no_idle_doorbell = false, plant_no_carry = false, plant_cons_store = false, plant_cas_swapped = false,
+       plant_early_release = false;
   uint32_t plant_drop = 0;               // orderings dropped (core/ibgda/ordering.h bits)
   // workload
   uint32_t ctas = 1, warps = 1, lanes = 1;

@@ -28,6 +28,8 @@ inline void gen_ops(Program& p, uint32_t n) {
     o.src = *rc::gen::inRange(0u, uint32_t(kProgramRo) - o.bytes + 1);
     o.counter = *rc::gen::inRange(0u, kProgramCounters);
     o.add = *rc::gen::inRange(1u, 1000u);
+    if (o.kind == ProgramOpKind::kPut)
+      o.scope = *rc::gen::element(ProgramScope::kThread, ProgramScope::kThread, ProgramScope::kWarp, ProgramScope::kBlock);
     if (o.kind == ProgramOpKind::kCompareSwap)  // few values: swaps chain and collide
       o.compare = *rc::gen::inRange(0u, 4u), o.add = *rc::gen::inRange(0u, 4u);
     p.ops.push_back(o);

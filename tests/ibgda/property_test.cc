@@ -23,10 +23,10 @@ struct Case {
 void showValue(const Case& c, std::ostream& os) {
   const Program& p = c.p;
   os << "npes=" << p.npes << " warps=" << p.warps << " lanes=" << p.lanes << " depth=" << (1u << p.log_depth)
-     << " batch=" << (1u << p.batch_log) << " ibuf=" << p.ibuf_slots << " proxy=" << p.cpu_proxy << " pct=" << c.pct
+     << " batch=" << (1u << p.batch_log) << " rc=" << p.num_rc_per_pe << (p.pe_major ? " pe-major" : " qp-major") << " ibuf=" << p.ibuf_slots << " proxy=" << p.cpu_proxy << " pct=" << c.pct
      << " delay=" << p.delay << " seed=" << p.seed << " start_index=" << p.start_index << "\n";
   for (const ProgramOp& o : p.ops)
-    os << "  pe" << o.pe << "/w" << o.warp << "/l" << o.lane << " kind=" << int(o.kind) << " -> pe" << o.target
+    os << "  pe" << o.pe << "/w" << o.warp << "/l" << o.lane << " scope=" << int(o.scope) << " kind=" << int(o.kind) << " -> pe" << o.target
        << " bytes=" << o.bytes << " src=" << o.src << " ctr=" << o.counter << " add=" << o.add << " cmp=" << o.compare << "\n";
 }
 
@@ -40,6 +40,8 @@ rc::Gen<Case> gen_case() {
     p.log_depth = *rc::gen::inRange(3u, 7u);
     p.ibuf_slots = *rc::gen::element(1u, 2u, 8u);
     p.batch_log = *rc::gen::inRange(0u, 7u);
+    p.num_rc_per_pe = *rc::gen::element(1u, 1u, 2u, 3u);
+    p.pe_major = *rc::gen::arbitrary<bool>();
     p.cpu_proxy = *rc::gen::arbitrary<bool>();
     c.pct = *rc::gen::arbitrary<bool>();
     p.delay = *rc::gen::element(0u, 0u, 20u);

@@ -30,7 +30,7 @@ const Case kCases[] = {
     {"broken_yaml.yaml", 4, "end of sequence flow not found"},
     {"atomic_size.yaml", 5, "atomics are 8 bytes"},
     {"op_on_missing_pe.yaml", 5, "op on PE 3, but the topology has 2 PEs"},
-    {"unknown_schedule.yaml", 5, "'schedule' must be one of random, pct, timed, not 'fifo'"},
+    {"unknown_schedule.yaml", 5, "'schedule' must be one of random, pct, timed, preempt, not 'fifo'"},
     {"too_many_lanes.yaml", 3, "'lanes' must be in 1..32, not 64"},
     {"phantom_atomic.yaml", 5, "atomics need real memory, and this scenario has 'memory: phantom'"},
     {"big_alltoall_real.yaml", 4, "more than 256 MiB per PE needs 'memory: phantom'"},

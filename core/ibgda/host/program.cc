@@ -17,6 +17,8 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   using Kind = ProgramOpKind;
   WorldConfig c;
   c.npes = p.npes;
+  c.num_rc_per_pe = p.num_rc_per_pe;
+  c.layout = p.pe_major ? QpLayout::kPeMajor : QpLayout::kQpMajor;
   c.log_qp_depth = p.log_depth;
   c.opt.num_requests_in_batch = 1u << p.batch_log;
   c.opt.cpu_proxy = p.cpu_proxy;
@@ -54,7 +56,14 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
     }
   // Each thread's op list, in program order; op i writes slot i.
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::vector<size_t>> mine;
-  for (size_t i = 0; i < p.ops.size(); ++i) mine[{p.ops[i].pe, p.ops[i].warp, p.ops[i].lane}].push_back(i);
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const ProgramOp& o = p.ops[i];
+    for (uint32_t w = 0; w < p.warps; ++w)  // collective ops: in the list of every caller
+      for (uint32_t l = 0; l < p.lanes; ++l)
+        if ((o.scope == ProgramScope::kThread && w == o.warp && l == o.lane) || (o.scope == ProgramScope::kWarp && w == o.warp) ||
+            o.scope == ProgramScope::kBlock)
+          mine[{o.pe, w, l}].push_back(i);
+  }
   std::vector<uint64_t> fetched(p.ops.size(), ~0ull);
   std::vector<OpResult> results(p.ops.size(), OpResult::kOk);
   std::vector<OpResult> quiets;
@@ -74,7 +83,15 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
           const uint64_t slot = dst + i * kProgramSlot;
           OpResult r = OpResult::kOk;
           switch (o.kind) {
-            case Kind::kPut: r = put_nbi(ctx, *st, slot, ro + o.src, o.bytes, o.target); break;
+            case Kind::kPut:
+              // A collective is called by converged callers (as CUDA requires): otherwise a lane
+              // still inside an earlier op can wait on a reservation the collective holds.
+              if (o.scope == ProgramScope::kWarp) ctx.syncwarp();
+              if (o.scope == ProgramScope::kBlock) ctx.sync_cta();
+              r = o.scope == ProgramScope::kWarp    ? put_nbi_warp(ctx, *st, slot, ro + o.src, o.bytes, o.target)
+                  : o.scope == ProgramScope::kBlock ? put_nbi_block(ctx, *st, slot, ro + o.src, o.bytes, o.target)
+                                                    : put_nbi(ctx, *st, slot, ro + o.src, o.bytes, o.target);
+              break;
             case Kind::kGet: r = get_nbi(ctx, *st, slot, ro + o.src, o.bytes, o.target); break;
             case Kind::kFetchAdd: r = atomic_fetch_add(ctx, *st, ctr + o.counter * 8, o.add, o.target, &fetched[i]); break;
             case Kind::kAdd: r = atomic_add(ctx, *st, ctr + o.counter * 8, o.add, o.target); break;

@@ -19,10 +19,15 @@ inline constexpr uint64_t kProgramSlot = 3072;    // destination slot per op
 inline constexpr uint32_t kProgramCounters = 4;
 
 enum class ProgramOpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd, kCompareSwap };
+// Who calls a put: its thread alone, every lane of its warp (put_nbi_warp), or every thread
+// of its PE's CTA (put_nbi_block), each with the same arguments; the op's lane (and warp,
+// for block scope) are then ignored.
+enum class ProgramScope : uint8_t { kThread, kWarp, kBlock };
 
 struct ProgramOp {
   uint32_t pe = 0, warp = 0, lane = 0;  // who runs it
   ProgramOpKind kind = ProgramOpKind::kPut;
+  ProgramScope scope = ProgramScope::kThread;  // puts only
   uint32_t target = 0;
   uint32_t bytes = 1;                   // 1..kProgramSlot
   uint32_t src = 0;                     // offset in the read-only region
@@ -33,6 +38,8 @@ struct ProgramOp {
 struct Program {
   uint32_t npes = 2, warps = 1, lanes = 1;
   uint32_t log_depth = 4, batch_log = 2, ibuf_slots = 8;
+  uint32_t num_rc_per_pe = 1;
+  bool pe_major = false;                // QP layout (DeepEP's); else QP-major (NVSHMEM's)
   bool cpu_proxy = false;
   bool nic_buf_on_gpumem = true;        // WQ rings and DBRs in GPU memory (else host memory)
   bool plant_no_idle_doorbell = false;  // tests of the checkers only
