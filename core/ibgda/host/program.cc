@@ -69,10 +69,12 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   std::vector<OpResult> quiets;
   world.inject(p.faults);
   std::string violation;
-  so.observe = [&](uint64_t, double) {
-    if (violation.empty()) violation = world.check_invariants();
-  };
-  so.observe_every = 1;
+  if (p.check_each_step) {
+    so.observe = [&](uint64_t, double) {
+      if (violation.empty()) violation = world.check_invariants();
+    };
+    so.observe_every = 1;
+  }
   gpu_sim::Scheduler s(so);
   for (uint32_t pe = 0; pe < p.npes; ++pe) {
     DevState* st = &world.state(pe);
@@ -107,13 +109,17 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
     });
   }
   world.attach(s);
+  if (!p.check_each_step) world.check_every_store(s);
   const gpu_sim::RunResult r = s.run();
+  if (violation.empty()) violation = s.violation();
+  if (violation.empty() && r.outcome == gpu_sim::Outcome::kCompleted) violation = world.check_invariants();  // once more at the end
+  // What broke, and what the weak memory model saw read stale (nothing in the SC mode). A
+  // broken invariant is the root cause of a hang that follows it.
+  auto failed = [&s](const std::string& why) { return why + "\n" + s.memory_report(); };
+  if (!violation.empty()) return failed("invariant: " + violation);
   if (r.outcome != gpu_sim::Outcome::kCompleted)
     return std::string(gpu_sim::outcome_name(r.outcome)) + " (" + s.describe() + "):\n" + r.report;
-  // What broke, and what the weak memory model saw read stale (nothing in the SC mode).
-  auto failed = [&s](const std::string& why) { return why + "\n" + s.memory_report(); };
   if (stats != nullptr) *stats = world.recovery_stats();
-  if (!violation.empty()) return failed("invariant: " + violation);
   // Without failover any error fails the run; with it, only an operation that failed does.
   bool op_failed = !quiets.empty();
   for (OpResult r : results) op_failed |= r != OpResult::kOk && r != OpResult::kResultLost;

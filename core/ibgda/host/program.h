@@ -51,6 +51,9 @@ struct Program {
   uint32_t delay = 0;                   // NIC model: late responses
   uint64_t seed = 1;                    // world (response delays, source bytes)
   uint64_t start_index = 0;             // where every QP's counters begin (WorldConfig)
+  // The queue invariants of every QP after every step (else of a QP at each change of its
+  // words, as replay checks them: faster where there are many QPs, e.g. in the fuzz target).
+  bool check_each_step = true;
   uint64_t heap_bytes = 8ull << 20;     // per PE; the heap is allocated (and cleared) per run
   bool failover = false;                // backup QPs, health, recovery (failover.h)
   bool plant_replay_applied = false, plant_no_replay = false;  // failover bugs, for tests of the checker
