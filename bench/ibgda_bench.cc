@@ -4,7 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include "core/ibgda/api.h"
-#include "core/ibgda/host/model_world.h"
+#include "sim/ibgda/model_world.h"
 #include "hw/gpu_sim/sim_ctx.h"
 
 namespace {

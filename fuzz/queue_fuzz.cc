@@ -1,5 +1,5 @@
 // Target 2: reserve / submit / post / poll from several agents. The input decodes a small
-// IBGDA program (core/ibgda/host/program.h: PEs, warps, lanes, queue depth, batch size, proxy
+// IBGDA program (sim/ibgda/program.h: PEs, warps, lanes, queue depth, batch size, proxy
 // or BlueFlame, where the counters begin, each thread's puts / gets / fetch-adds / adds, then quiet) and, from its
 // remaining bytes, the schedule: which runnable agent (lane, NIC engine, proxy) moves next.
 // run_program checks the queue-index invariants at each change of a QP's words, no hang, no error CQE, and
@@ -9,7 +9,7 @@
 #include <iterator>
 #include <vector>
 
-#include "core/ibgda/host/program.h"
+#include "sim/ibgda/program.h"
 #include "fuzz/check.h"
 
 using namespace doorbell;

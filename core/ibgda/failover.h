@@ -4,7 +4,7 @@
 // from the outcome: an error CQE, or a wait given up because someone else marked the QP
 // FAILED, marks it FAILED; a success on a SUSPECTED / RECOVERING QP marks it GOOD.
 //
-// The host's recovery (core/ibgda/host/recovery.cc) waits until a FAILED QP has no users,
+// The host's recovery (sim/ibgda/recovery.cc) waits until a FAILED QP has no users,
 // drains it, learns from the peer how far the responder executed it (next_rcv_psn), resets
 // both ends and leaves that as the epoch's verdict. Threads then replay what did not
 // complete: RDMA WRITE / READ are idempotent and are simply issued again; an atomic is

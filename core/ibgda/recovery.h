@@ -1,5 +1,5 @@
 // Recovery of a failed QP pair (seed 002; the device side is failover.h), one source for the
-// model's host agent (core/ibgda/host/recovery.cc, through DEVX) and the GPU check's
+// model's host agent (sim/ibgda/recovery.cc, through DEVX) and the GPU check's
 // recovery warp (gpu/failover_check.cu, through the GPU-resident NIC):
 //   fail   both ends FAILED (traffic goes to the backups) and both QPs to ERR, so every
 //          posted WQE flushes;

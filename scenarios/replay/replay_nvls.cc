@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "core/nvls/host/nvls_run.h"
+#include "sim/nvls/nvls_run.h"
 
 namespace doorbell::scenario {
 

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "core/p2p/host/ce_run.h"
+#include "sim/p2p/ce_run.h"
 
 namespace doorbell::scenario {
 

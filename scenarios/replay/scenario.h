@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/ibgda/host/faults.h"
+#include "sim/ibgda/faults.h"
 
 namespace doorbell::scenario {
 

@@ -1,6 +1,6 @@
 // The atomics reference check: results some order of the ops explains pass; each way a
 // result can be impossible is named.
-#include "core/ibgda/host/atomic_check.h"
+#include "sim/ibgda/atomic_check.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <set>
 
-#include "core/ibgda/host/model_world.h"
+#include "sim/ibgda/model_world.h"
 #include "core/ibgda/api.h"
 #include "core/ibgda/ops.h"
 #include "hw/gpu_sim/sim_ctx.h"

@@ -4,7 +4,7 @@
 
 #include <rapidcheck.h>
 
-#include "core/ibgda/host/program.h"
+#include "sim/ibgda/program.h"
 
 namespace doorbell::ibgda {
 

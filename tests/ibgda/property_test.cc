@@ -8,7 +8,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
-#include "core/ibgda/host/program.h"
+#include "sim/ibgda/program.h"
 #include "tests/ibgda/program_gen.h"
 
 namespace doorbell::ibgda {

@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-#include "core/ibgda/host/model_world.h"
+#include "sim/ibgda/model_world.h"
 #include "core/ibgda/queue.h"
 #include "core/ibgda/ops.h"
 #include "hw/gpu_sim/sim_ctx.h"

@@ -9,7 +9,7 @@
 #include <random>
 #include <string>
 
-#include "core/ibgda/host/program.h"
+#include "sim/ibgda/program.h"
 #include "core/ibgda/ordering.h"
 #include "tests/seeds.h"
 

@@ -2,7 +2,7 @@
 // scheduler options.
 #pragma once
 
-#include "core/ibgda/host/model_world.h"
+#include "sim/ibgda/model_world.h"
 #include "hw/gpu_sim/scheduler.h"
 
 namespace doorbell::ibgda {

@@ -1,7 +1,7 @@
 // NVLS ReduceScatter / AllReduce on the CPU model: equal to a reference for random sizes (tails
 // not a multiple of the pack), types, operations, 2..8 ranks, channels, slot sizes, random and
 // PCT interleavings, SC and weak memory — and the property finds each planted bug.
-#include "core/nvls/host/nvls_run.h"
+#include "sim/nvls/nvls_run.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>

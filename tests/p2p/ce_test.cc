@@ -3,7 +3,7 @@
 // stream hang and the shared-hardware-queue hang are replayed and explained by the report
 // alone; the FIFO property finds planted bugs (a sender that ignores head, a proxy that
 // publishes the tail before its copy completed).
-#include "core/p2p/host/ce_run.h"
+#include "sim/p2p/ce_run.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>

@@ -10,7 +10,7 @@
 #include <limits>
 #include <memory>
 
-#include "core/ibgda/host/model_world.h"
+#include "sim/ibgda/model_world.h"
 #include "core/ibgda/recovery.h"
 #include "hw/gpu_sim/sim_ctx.h"
 #include "hw/mlx5_devx/driver.h"

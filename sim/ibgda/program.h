@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/ibgda/host/model_world.h"
+#include "sim/ibgda/model_world.h"
 #include "hw/gpu_sim/scheduler.h"
 
 namespace doorbell::ibgda {

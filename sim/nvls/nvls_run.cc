@@ -1,4 +1,4 @@
-#include "core/nvls/host/nvls_run.h"
+#include "sim/nvls/nvls_run.h"
 
 #include <cstring>
 #include <functional>

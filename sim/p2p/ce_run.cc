@@ -1,4 +1,4 @@
-#include "core/p2p/host/ce_run.h"
+#include "sim/p2p/ce_run.h"
 
 #include <algorithm>
 #include <cstring>

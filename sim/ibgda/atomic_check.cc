@@ -1,4 +1,4 @@
-#include "core/ibgda/host/atomic_check.h"
+#include "sim/ibgda/atomic_check.h"
 
 #include <algorithm>
 #include <set>

@@ -1,4 +1,4 @@
-#include "core/ibgda/host/program.h"
+#include "sim/ibgda/program.h"
 
 #include <cstring>
 #include <map>
@@ -6,8 +6,8 @@
 #include <random>
 #include <tuple>
 
-#include "core/ibgda/host/atomic_check.h"
-#include "core/ibgda/host/model_world.h"
+#include "sim/ibgda/atomic_check.h"
+#include "sim/ibgda/model_world.h"
 #include "core/ibgda/ops.h"
 #include "hw/gpu_sim/sim_ctx.h"
 

@@ -1,4 +1,4 @@
-#include "core/ibgda/host/model_world.h"
+#include "sim/ibgda/model_world.h"
 
 #include <cmath>
 #include <cstring>

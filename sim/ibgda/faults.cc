@@ -1,4 +1,4 @@
-#include "core/ibgda/host/faults.h"
+#include "sim/ibgda/faults.h"
 
 #include <cmath>
 #include <cstdio>

@@ -13,7 +13,7 @@
 
 #include "core/heap/symmetric_heap.h"
 #include "core/ibgda/failover.h"
-#include "core/ibgda/host/faults.h"
+#include "sim/ibgda/faults.h"
 #include "core/ibgda/state.h"
 #include "core/transport/reach_map.h"
 #include "hw/gpu_sim/scheduler.h"
