@@ -119,29 +119,27 @@ class CudaCtx {
     asm volatile("st.mmio.relaxed.sys.global.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
   }
 
-  // One failed poll. Consecutive polls of the same wait share a deadline while the polled
-  // value stays the same; a new value is progress (the next step's wait on the same flag).
-  // Kept cheap, for it runs in every contended loop: the clock is read every 64th poll,
-  // and the report is out of line (printf's argument block would otherwise give every
-  // caller a stack frame).
-  __device__ bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
-    if (what != last_what_ || addr != last_addr_ || seen != last_seen_) {
-      last_what_ = what, last_addr_ = addr, last_seen_ = seen, polls_ = 0, since_ = 0;
-      return true;
-    }
-    if ((++polls_ & 63) != 0) return true;
+  // One failed poll. A wait is bounded by the global timer, sampled every 1024th poll, so
+  // that a poll costs an increment and a test (the bookkeeping of every poll cost the thread
+  // post path half its rate on an H100: gpu/run-post-bench). A sample that finds another
+  // polled word or value (progress, or the next wait), or that comes long after the last one
+  // (a new wait), restarts the deadline. The report is out of line and takes no `this`, so
+  // the context stays in registers.
+  __device__ __forceinline__ bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
+    if ((++polls_ & 1023u) != 0) return true;
     const uint64_t now = global_timer_ns();
-    if (since_ == 0) since_ = now;
-    if (now - since_ < timeout_ns_) return true;
-    report_timeout(now - since_, what, addr, seen);
-    last_what_ = nullptr;
+    if (addr != last_addr_ || seen != last_seen_ || now - last_ns_ > kNewWaitNs) start_ns_ = now;
+    last_addr_ = addr, last_seen_ = seen, last_ns_ = now;
+    if (now - start_ns_ < timeout_ns_) return true;
+    report_timeout(now - start_ns_, what, addr, seen);
+    start_ns_ = now;  // a caller that polls on gets a fresh deadline
     return false;
   }
 
  private:
-  __device__ __noinline__ void report_timeout(uint64_t ns, const char* what, const uint64_t* addr, uint64_t seen) const {
+  __device__ static __noinline__ void report_timeout(uint64_t ns, const char* what, const uint64_t* addr, uint64_t seen) {
     printf("doorbell: timeout after %llu ns: cta %u warp %u lane %u waits in \"%s\" on %p, last seen %llu\n",
-           (unsigned long long)ns, cta(), warp(), lane(), what, addr, (unsigned long long)seen);
+           (unsigned long long)ns, blockIdx.x, threadIdx.x >> 5, threadIdx.x & 31u, what, addr, (unsigned long long)seen);
   }
 
   __device__ static void copy(void* dst, const void* src, size_t n) {
@@ -163,11 +161,11 @@ class CudaCtx {
     return cuda::atomic_ref<unsigned long long, ScopeOf<S>::value>(*reinterpret_cast<unsigned long long*>(p));
   }
 
+  static constexpr uint64_t kNewWaitNs = 50'000'000;  // far longer than 1024 polls take
   uint64_t timeout_ns_;
-  const char* last_what_ = nullptr;
-  const uint64_t* last_addr_ = nullptr;
-  uint64_t last_seen_ = 0;
-  uint64_t since_ = 0;   // first clock reading of this wait (0: not read yet)
+  const uint64_t* last_addr_ = nullptr;  // what the last sample saw
+  uint64_t last_seen_ = 0, last_ns_ = 0;
+  uint64_t start_ns_ = 0;                // when the current wait's deadline started
   uint32_t polls_ = 0;
 };
 
