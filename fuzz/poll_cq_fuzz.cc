@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   DevState st;
   st.error = &error;
 #ifdef DOORBELL_PLANT
-  st.opt.plant_no_carry = true;  // planted: no 0x10000 carry
+  st.opt.plant.no_carry = true;  // planted: no 0x10000 carry
 #endif
   uint64_t completed = 0;  // reference: WQEs [0, completed) are done; the CQE says so
   bool failed = false;     // an error CQE was written

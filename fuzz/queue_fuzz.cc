@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint64_t boundary = kBoundaries[in.ConsumeIntegralInRange<size_t>(0, std::size(kBoundaries) - 1)];
   p.start_index = boundary - (boundary != 0 ? in.ConsumeIntegralInRange<uint64_t>(0, 48) : 0);
 #ifdef DOORBELL_PLANT
-  p.plant_no_idle_doorbell = true;  // planted: the last submitter of a burst does not ring
+  p.plant.no_idle_doorbell = true;  // planted: the last submitter of a burst does not ring
 #endif
   p.heap_bytes = 1ull << 20;  // fits 24 ops: smaller heaps make more runs per second
   p.check_each_step = false;  // the invariants at each change of a QP's words, as replay checks them

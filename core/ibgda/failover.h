@@ -182,8 +182,8 @@ DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
       if (r == OpResult::kOk) continue;
       const int v = r == OpResult::kTimeout ? -1 : verdict(ctx, qp, e.epoch, e.begin);
       if (v < 0) r = r == OpResult::kTimeout ? r : OpResult::kCqError;
-      else if (e.kind == LogEntry::kAdd && v == 1 && !st.opt.plant_replay_applied) continue;
-      else if (e.kind != LogEntry::kAdd && st.opt.plant_no_replay) continue;
+      else if (e.kind == LogEntry::kAdd && v == 1 && !st.opt.plant.replay_applied) continue;
+      else if (e.kind != LogEntry::kAdd && st.opt.plant.no_replay) continue;
       else r = nbi_issue(ctx, st, e);  // the log was emptied: there is room
       if (r != OpResult::kOk) {
         for (uint32_t k = i + (v >= 0 ? 1 : 0); k < n && log.n < kLogEntries; ++k) log.e[log.n++] = todo[k];

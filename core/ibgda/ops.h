@@ -177,7 +177,7 @@ DOORBELL_HD OpResult atomic_fetch_add(C& ctx, const DevState& st, uint64_t off, 
 template <class C>
 DOORBELL_HD OpResult atomic_compare_swap(C& ctx, const DevState& st, uint64_t off, uint64_t cmp, uint64_t v, uint32_t pe,
                                          uint64_t* old) {
-  const bool x = planted(st.opt.plant_cas_swapped);
+  const bool x = planted(st.opt.plant.cas_swapped);
   return fetch_atomic(ctx, st, mlx5::WqeOpcode::kAtomicCs, off, pe, x ? cmp : v, x ? v : cmp, old);
 }
 

@@ -1,6 +1,6 @@
 // The memory orderings the IBGDA paths rely on, one named function per race it prevents
 // (rdma-core's udma_barrier.h habit), built on core/sync/ordering.h's publish / ring pair:
-// protocol code calls these, never a bare fence. A test may drop one (Options::plant_drop,
+// protocol code calls these, never a bare fence. A test may drop one (Options::plant.drop,
 // host builds only) to check that the weak memory mode finds the race it guards against;
 // on a GPU build the plants compile away.
 #pragma once
@@ -39,7 +39,7 @@ DOORBELL_HD bool dropped(const Options& o, Ordering x) {
   (void)o, (void)x;
   return false;
 #else
-  return (o.plant_drop & x) != 0;
+  return (o.plant.drop & x) != 0;
 #endif
 }
 

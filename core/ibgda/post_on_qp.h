@@ -120,7 +120,7 @@ DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp
     out->posted = r == OpResult::kOk;
   }
   if (r == OpResult::kOk) r = poll_cq(ctx, st, qp, base + 1);
-  const bool late = planted(st.opt.plant_early_release);
+  const bool late = planted(st.opt.plant.early_release);
   if (!late && r != OpResult::kTimeout && out->posted) out->value = ctx.load(system_scope, acquire, res);
   // Release in order: a later slot may not be reused before this one.
   if (wait_until(ctx, "fetch_atomic: release in order", &qp.mv->ibuf_tail, [slot](uint64_t t) { return t == slot; }) !=

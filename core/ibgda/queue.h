@@ -115,9 +115,9 @@ DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64
   }
   const uint16_t wc1 = uint16_t(wc + 1);
   uint64_t cons = (idx & ~uint64_t(0xffff)) | wc1;
-  if (!st.opt.plant_no_carry && uint16_t(idx) > wc1) cons += 0x10000;  // wqe_counter wrapped past idx's block
+  if (!st.opt.plant.no_carry && uint16_t(idx) > wc1) cons += 0x10000;  // wqe_counter wrapped past idx's block
   // Raised, never stored: a slower poller's older value must not move it back.
-  if (st.opt.plant_cons_store) ctx.store(gpu_scope, relaxed, &qp.mv->cons_idx, cons);
+  if (st.opt.plant.cons_store) ctx.store(gpu_scope, relaxed, &qp.mv->cons_idx, cons);
   else ctx.atomic_max(gpu_scope, &qp.mv->cons_idx, cons);
   return OpResult::kOk;
 }
@@ -186,7 +186,7 @@ DOORBELL_HD OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_
     if (!ctx.spin("submit: ready_head CAS", &qp.mv->ready_head, base)) return OpResult::kTimeout;
   }
   const uint64_t resv = ctx.load(gpu_scope, relaxed, &qp.mv->resv_head), prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
-  if (sync::must_ring(prod, next, n, resv, st.opt.num_requests_in_batch, st.opt.plant_no_idle_doorbell))
+  if (sync::must_ring(prod, next, n, resv, st.opt.num_requests_in_batch, st.opt.plant.no_idle_doorbell))
     return post_send(ctx, st, qp, next);
   return OpResult::kOk;
 }

@@ -79,6 +79,18 @@ enum class QpLayout : uint8_t {
   kPeMajor,  // DeepEP:  [QP0->PE0, QP1->PE0, ..., QP0->PE1, ...]
 };
 
+// Planted bugs, each a test of a checker: the protocol code reads them where the bug goes.
+struct Plants {
+  bool no_idle_doorbell = false;  // drop the "resv_head == new" doorbell rule
+  bool no_carry = false;          // drop the 0x10000 carry in poll_cq
+  bool cons_store = false;        // poll_cq stores cons_idx instead of raising it (atomic max)
+  bool cas_swapped = false;       // compare-swap WQEs carry compare and swap exchanged
+  bool early_release = false;     // a fetching atomic frees its ibuf slot, then reads its result
+  uint32_t drop = 0;              // orderings dropped (ordering.h), host builds only
+  bool replay_applied = false;    // failover replays an add the verdict says was applied
+  bool no_replay = false;         // failover drops logged puts / gets of a failed QP
+};
+
 struct Options {
   uint32_t num_requests_in_batch = 32;  // power of two
   bool may_skip_cst = true;             // GPU has PCIe write ordering (Hopper): no CST needed
@@ -87,15 +99,7 @@ struct Options {
   // GPU-scope fence orders them for it (NVSHMEM's nic_buf_on_gpumem); in host memory only
   // a system-scope fence does.
   bool nic_buf_on_gpumem = false;
-  // Planted bugs, for tests only.
-  bool plant_no_idle_doorbell = false;  // drop the "resv_head == new" doorbell rule
-  bool plant_no_carry = false;          // drop the 0x10000 carry in poll_cq
-  bool plant_cons_store = false;        // poll_cq stores cons_idx instead of raising it (atomic max)
-  bool plant_cas_swapped = false;       // compare-swap WQEs carry compare and swap exchanged
-  bool plant_early_release = false;     // a fetching atomic frees its ibuf slot, then reads its result
-  uint32_t plant_drop = 0;              // orderings dropped (ordering.h), host builds only
-  bool plant_replay_applied = false;    // failover replays an add the verdict says was applied
-  bool plant_no_replay = false;         // failover drops logged puts / gets of a failed QP
+  Plants plant;                         // planted bugs: tests of the checkers only
 };
 
 // A planted bug's switch, read where the bug goes: on a GPU build it compiles away.

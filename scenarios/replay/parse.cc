@@ -122,14 +122,14 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
           for (uint32_t i = 0; i < ibgda::kOrderingCount; ++i) all += std::string(i ? ", " : "") + ibgda::ordering_name(1u << i);
           fail(o, "unknown ordering (one of: " + all + ")");
         }
-        sc.plant_drop |= bit;
+        sc.plant.drop |= bit;
       }
     }
-    if (p["no_idle_doorbell"]) sc.plant_no_idle_doorbell = bool_of(p["no_idle_doorbell"], "no_idle_doorbell");
-    if (p["no_carry"]) sc.plant_no_carry = bool_of(p["no_carry"], "no_carry");
-    if (p["cons_store"]) sc.plant_cons_store = bool_of(p["cons_store"], "cons_store");
-    if (p["cas_swapped"]) sc.plant_cas_swapped = bool_of(p["cas_swapped"], "cas_swapped");
-    if (p["early_release"]) sc.plant_early_release = bool_of(p["early_release"], "early_release");
+    if (p["no_idle_doorbell"]) sc.plant.no_idle_doorbell = bool_of(p["no_idle_doorbell"], "no_idle_doorbell");
+    if (p["no_carry"]) sc.plant.no_carry = bool_of(p["no_carry"], "no_carry");
+    if (p["cons_store"]) sc.plant.cons_store = bool_of(p["cons_store"], "cons_store");
+    if (p["cas_swapped"]) sc.plant.cas_swapped = bool_of(p["cas_swapped"], "cas_swapped");
+    if (p["early_release"]) sc.plant.early_release = bool_of(p["early_release"], "early_release");
   }
   const YAML::Node w = root["workload"];
   if (!w) fail(root, "missing 'workload'");

@@ -87,12 +87,7 @@ class IbgdaReplay {
     c.opt.num_requests_in_batch = sc.num_requests_in_batch;
     c.opt.may_skip_cst = !sc.cst;
     c.opt.cpu_proxy = sc.cpu_proxy;
-    c.opt.plant_no_idle_doorbell = sc.plant_no_idle_doorbell;
-    c.opt.plant_no_carry = sc.plant_no_carry;
-    c.opt.plant_cons_store = sc.plant_cons_store;
-    c.opt.plant_cas_swapped = sc.plant_cas_swapped;
-    c.opt.plant_early_release = sc.plant_early_release;
-    c.opt.plant_drop = sc.plant_drop;
+    c.opt.plant = sc.plant;
     c.nic_buf_on_gpumem = sc.nic_buffers_on_gpu;
     c.ibuf_slots = sc.ibuf_slots;
     c.response_delay_max = sc.response_delay;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ibgda/state.h"
 #include "sim/ibgda/faults.h"
 
 namespace doorbell::scenario {
@@ -82,9 +83,7 @@ struct Scenario {
   bool failover = false;                 // backup QPs, health, host recovery (core/ibgda/failover.h)
   uint64_t start_index = 0;              // where every QP's counters begin (near 2^16, 2^32, 2^63: reach)
   uint32_t ack_timeout = 14, retry_count = 7, rnr_retry = 7;  // RC timers, as the driver sets them
-  bool plant_no_idle_doorbell = false, plant_no_carry = false, plant_cons_store = false, plant_cas_swapped = false,
-       plant_early_release = false;
-  uint32_t plant_drop = 0;               // orderings dropped (core/ibgda/ordering.h bits)
+  ibgda::Plants plant;                   // planted bugs (core/ibgda/state.h)
   // workload
   uint32_t ctas = 1, warps = 1, lanes = 1;
   std::vector<Op> ops;

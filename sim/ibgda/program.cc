@@ -23,11 +23,7 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   c.opt.num_requests_in_batch = 1u << p.batch_log;
   c.opt.cpu_proxy = p.cpu_proxy;
   c.nic_buf_on_gpumem = p.nic_buf_on_gpumem;
-  c.opt.plant_no_idle_doorbell = p.plant_no_idle_doorbell;
-  c.opt.plant_cons_store = p.plant_cons_store;
-  c.opt.plant_no_carry = p.plant_no_carry;
-  c.opt.plant_cas_swapped = p.plant_cas_swapped;
-  c.opt.plant_drop = p.plant_drop;
+  c.opt.plant = p.plant;
   c.ibuf_slots = p.ibuf_slots;
   c.response_delay_max = p.delay;
   c.seed = p.seed;
@@ -36,8 +32,6 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   c.heap.granularity = 4096;  // many chunks: splits everywhere, keys beyond the constant table
   c.heap.max_handle_bytes = 64 << 10;
   c.failover = p.failover;
-  c.opt.plant_replay_applied = p.plant_replay_applied;
-  c.opt.plant_no_replay = p.plant_no_replay;
   c.failover_threads = p.warps * p.lanes;
   c.rts.ack_timeout = uint8_t(p.ack_timeout);
   c.rts.retry_count = uint8_t(p.retry_count);

@@ -42,12 +42,8 @@ struct Program {
   bool pe_major = false;                // QP layout (DeepEP's); else QP-major (NVSHMEM's)
   bool cpu_proxy = false;
   bool nic_buf_on_gpumem = true;        // WQ rings and DBRs in GPU memory (else host memory)
-  bool plant_no_idle_doorbell = false;  // tests of the checkers only
-  bool plant_cons_store = false;        // (state.h)
-  bool plant_no_carry = false;          // (state.h)
-  bool plant_cas_swapped = false;       // (state.h)
+  Plants plant;                         // planted bugs (state.h), tests of the checkers only
   bool plant_gpu_scope_fences = false;  // NIC buffers in host memory, fenced for GPU memory
-  uint32_t plant_drop = 0;              // orderings dropped (ordering.h), for the weak memory mode
   uint32_t delay = 0;                   // NIC model: late responses
   uint64_t seed = 1;                    // world (response delays, source bytes)
   uint64_t start_index = 0;             // where every QP's counters begin (WorldConfig)
@@ -56,7 +52,6 @@ struct Program {
   bool check_each_step = true;
   uint64_t heap_bytes = 8ull << 20;     // per PE; the heap is allocated (and cleared) per run
   bool failover = false;                // backup QPs, health, recovery (failover.h)
-  bool plant_replay_applied = false, plant_no_replay = false;  // failover bugs, for tests of the checker
   uint32_t ack_timeout = 14, retry_count = 7;
   std::vector<WorldFault> faults;
   std::vector<ProgramOp> ops;

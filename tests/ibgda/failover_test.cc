@@ -174,7 +174,7 @@ TEST(FailoverProperty, FindsPlantedReplayBugs) {
       mixed_ops(p, 8);
       p.faults.push_back({WorldFault::kQpError, 0, 1, 1000.0 * double(seed % 8 + 1)});
       p.faults.push_back({WorldFault::kQpError, 1, 0, 1500.0 * double(seed % 8 + 1)});
-      (plant == 0 ? p.plant_replay_applied : p.plant_no_replay) = true;
+      (plant == 0 ? p.plant.replay_applied : p.plant.no_replay) = true;
       found += !run(p, seed, nullptr).empty();
     }
     EXPECT_GT(found, 0) << (plant == 0 ? "replay of applied adds" : "no replay") << " not found";

@@ -5,6 +5,7 @@
 // the queue-index invariants are checked after every step, and nothing may hang.
 // Every op writes its own destination slot, so the reference does not depend on order.
 #include <gtest/gtest.h>
+#include <functional>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
@@ -76,52 +77,44 @@ RC_GTEST_PROP(IbgdaProperty, MemoryEqualsSequentialReferenceAfterQuiet, ()) { ch
 // shows each ordering is needed).
 RC_GTEST_PROP(IbgdaProperty, MemoryEqualsSequentialReferenceUnderWeakMemory, ()) { check(gpu_sim::MemoryModel::kWeak); }
 
-// A poller that stores cons_idx rather than raising it can move it back when a slower poller
-// lands last; memory stays right, so only the check that indices never move back finds it.
-TEST(IbgdaProperty, FindsAnIndexMovingBack) {
+// Generated cases with a bug planted by `plant` until one breaks: what broke, or "" when
+// every case held.
+std::string find_planted(const char* name, const std::function<void(Case&)>& plant) {
   std::string seen;
-  const bool held = rc::check("cons_idx stored, not raised", [&seen] {
+  const bool held = rc::check(name, [&] {
     Case c = *gen_case();
-    c.p.plant_cons_store = true;
-    // Many threads on few, shallow QPs: pollers race, which is when a stored index goes back.
-    c.p.npes = 2, c.p.warps = 3, c.p.lanes = 4, c.p.log_depth = 3;
-    c.p.ops.clear();
-    gen_ops(c.p, *rc::gen::inRange(40u, 80u));
+    plant(c);
     const std::string why = run_case(c, gpu_sim::MemoryModel::kSc);
     if (!why.empty()) seen = why;
     RC_ASSERT(why.empty());
   });
-  EXPECT_FALSE(held) << "an index moving back was not found";
-  EXPECT_NE(seen.find("cons_idx moved back"), std::string::npos) << seen;
+  return held ? std::string() : seen;
+}
+
+// A poller that stores cons_idx rather than raising it can move it back when a slower poller
+// lands last; memory stays right, so only the check that indices never move back finds it.
+TEST(IbgdaProperty, FindsAnIndexMovingBack) {
+  const std::string seen = find_planted("cons_idx stored, not raised", [](Case& c) {
+    c.p.plant.cons_store = true;
+    // Many threads on few, shallow QPs: pollers race, which is when a stored index goes back.
+    c.p.npes = 2, c.p.warps = 3, c.p.lanes = 4, c.p.log_depth = 3;
+    c.p.ops.clear();
+    gen_ops(c.p, *rc::gen::inRange(40u, 80u));
+  });
+  EXPECT_NE(seen.find("cons_idx moved back"), std::string::npos) << "an index moving back was not found: " << seen;
 }
 
 // poll_cq without the carry into bit 16 completes the wrong WQEs once wqe_counter wraps:
 // found only when a run crosses 2^16, which the drawn start indices make short runs do.
 TEST(IbgdaProperty, FindsAMissingCarryAcrossTwoToThe16) {
-  std::string seen;
-  const bool held = rc::check("no carry in poll_cq", [&seen] {
-    Case c = *gen_case();
-    c.p.plant_no_carry = true;
-    const std::string why = run_case(c, gpu_sim::MemoryModel::kSc);
-    if (!why.empty()) seen = why;
-    RC_ASSERT(why.empty());
-  });
-  EXPECT_FALSE(held) << "the missing carry was not found";
+  EXPECT_NE(find_planted("no carry in poll_cq", [](Case& c) { c.p.plant.no_carry = true; }), "") << "the missing carry was not found";
 }
 
 // Compare-swap WQEs with compare and swap exchanged still return old values and never error:
 // only checking that the successes chain to the final value finds them.
 TEST(IbgdaProperty, FindsSwappedCompareSwapOperands) {
-  std::string seen;
-  const bool held = rc::check("compare-swap operands swapped", [&seen] {
-    Case c = *gen_case();
-    c.p.plant_cas_swapped = true;
-    const std::string why = run_case(c, gpu_sim::MemoryModel::kSc);
-    if (!why.empty()) seen = why;
-    RC_ASSERT(why.empty());
-  });
-  EXPECT_FALSE(held) << "swapped compare-swap operands were not found";
-  EXPECT_NE(seen.find("atomics: "), std::string::npos) << seen;
+  const std::string seen = find_planted("compare-swap operands swapped", [](Case& c) { c.p.plant.cas_swapped = true; });
+  EXPECT_NE(seen.find("atomics: "), std::string::npos) << "swapped compare-swap operands were not found: " << seen;
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ TEST(IbgdaProtocol, InvariantCheckerCatchesAPlantedViolation) {
 
 TEST(IbgdaProtocol, MissingIdleDoorbellIsReportedAsAHang) {
   WorldConfig c = world_cfg(2, 6, 8);
-  c.opt.plant_no_idle_doorbell = true;
+  c.opt.plant.no_idle_doorbell = true;
   auto w = ModelWorld::create(c);
   ASSERT_TRUE(w.is_ok());
   Scheduler s(sched(1));
@@ -116,7 +116,7 @@ TEST(IbgdaProtocol, MissingIdleDoorbellIsReportedAsAHang) {
 // NIC has fetched, and after every quiet it must equal what was submitted.
 uint64_t wrap_soak(bool plant_no_carry, uint64_t total, std::string* why) {
   WorldConfig c = world_cfg(2, 6, 16);
-  c.opt.plant_no_carry = plant_no_carry;
+  c.opt.plant.no_carry = plant_no_carry;
   auto w = ModelWorld::create(c);
   const uint64_t buf = *(*w)->malloc(4096);
   DevState* st = &(*w)->state(0);

@@ -54,7 +54,7 @@ Program random_program(uint64_t seed, bool proxy) {
 
 std::string run(uint64_t seed, uint32_t drop, gpu_sim::MemoryModel m, bool proxy, bool gpu_fences_for_host = false) {
   Program p = random_program(seed, proxy);
-  p.plant_drop = drop;
+  p.plant.drop = drop;
   if (gpu_fences_for_host) p.nic_buf_on_gpumem = false, p.plant_gpu_scope_fences = true;
   gpu_sim::SchedOptions so;
   so.seed = seed;
