@@ -31,6 +31,7 @@ struct LogEntry {
   uint32_t slot = 0, pe = 0;
   uint64_t a = 0, b = 0, bytes = 0;  // put / get: local and remote heap offsets; add: offset, value
   uint64_t epoch = 0, begin = 0, end = 0;  // its WQEs [begin, end) in that epoch of that QP
+  uint32_t tries = 1;    // issues so far: each operation has kFailoverAttempts of its own
 };
 inline constexpr uint32_t kLogEntries = 16;
 struct ReplayLog {
@@ -163,8 +164,9 @@ DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
 template <class C>
 DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
   ReplayLog& log = my_log(ctx, st);
-  for (uint32_t round = 0; log.n != 0; ++round) {
-    if (round == kFailoverAttempts) return OpResult::kCqError;
+  // Each round completes or issues again every entry; an entry out of tries fails the quiet.
+  // (The budget is per operation: a transfer in many parts meets an outage with each part.)
+  while (log.n != 0) {
     LogEntry todo[kLogEntries];
     const uint32_t n = log.n;
     for (uint32_t i = 0; i < n; ++i) todo[i] = log.e[i];
@@ -180,11 +182,16 @@ DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
         leave(ctx, qp);
       }
       if (r == OpResult::kOk) continue;
-      const int v = r == OpResult::kTimeout ? -1 : verdict(ctx, qp, e.epoch, e.begin);
+      int v = r == OpResult::kTimeout ? -1 : verdict(ctx, qp, e.epoch, e.begin);
       if (v < 0) r = r == OpResult::kTimeout ? r : OpResult::kCqError;
       else if (e.kind == LogEntry::kAdd && v == 1 && !st.opt.plant.replay_applied) continue;
       else if (e.kind != LogEntry::kAdd && st.opt.plant.no_replay) continue;
-      else r = nbi_issue(ctx, st, e);  // the log was emptied: there is room
+      else if (e.tries >= kFailoverAttempts) r = OpResult::kCqError, v = -1;  // keep it in the log
+      else {
+        LogEntry again = e;
+        ++again.tries;
+        r = nbi_issue(ctx, st, again);  // the log was emptied: there is room
+      }
       if (r != OpResult::kOk) {
         for (uint32_t k = i + (v >= 0 ? 1 : 0); k < n && log.n < kLogEntries; ++k) log.e[log.n++] = todo[k];
         return r;
