@@ -164,6 +164,11 @@ Status Nic::modify_qp(uint32_t qpn, QpState to, const QpPeer* peer) {
   if (to == QpState::kRst) {
     qp->head = qp->prod = qp->rq_head = 0;
     qp->inflight.clear();
+    // A reset QP completes nothing more: completions still held back (late-CQE fault) go
+    // with it, or one would land in the CQ after software reset it for the next epoch.
+    for (uint32_t cqn : {qp->attr.send_cqn, qp->attr.recv_cqn})
+      if (Cq* cq = cqn != 0 ? find_cq(cqn) : nullptr)
+        std::erase_if(cq->pending, [qpn](const Cq::Pending& p) { return p.c.qpn == qpn; });
     qp->pending_responses = 0;
     qp->error_pending = qp->kicked = false;
     qp->retry_deadline_ns = -1;
