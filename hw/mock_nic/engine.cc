@@ -19,55 +19,12 @@
 #include "hw/mock_nic/fabric.h"
 #include "hw/mock_nic/nic.h"
 #include "hw/mock_nic/wqe_check.h"
+#include "hw/mock_nic/wqe_exec.h"
 
 namespace doorbell::mock_nic {
 
 using mlx5::CqeSyndrome;
 using mlx5::WqeOpcode;
-
-namespace {
-
-// Result of executing one WQE at issue time (kept small: it is made for every WQE).
-struct Outcome {
-  CqeSyndrome syndrome = CqeSyndrome::kNone;
-  uint8_t vendor = 0;
-  bool delayed = false;  // a response is on its way (payload staged in qp.staging)
-  uint32_t byte_cnt = 0;
-};
-
-Outcome error(CqeSyndrome s, uint8_t vendor) {
-  Outcome o;
-  o.syndrome = s;
-  o.vendor = vendor;
-  return o;
-}
-Outcome error(WqeFault f) { return error(f.syndrome, f.vendor); }
-
-uint64_t masked_add(uint64_t a, uint64_t b, uint64_t boundary) {
-  // Add field by field: clearing each field's top bit stops carries crossing a boundary.
-  return ((a & ~boundary) + (b & ~boundary)) ^ ((a ^ b) & boundary);
-}
-
-template <class T>
-T atomic_masked_cs(T* p, T swap, T cmp, T swap_mask, T cmp_mask) {
-  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
-  for (;;) {
-    if (((old ^ cmp) & cmp_mask) != 0) return old;
-    T next = T((old & ~swap_mask) | (swap & swap_mask));
-    if (__atomic_compare_exchange_n(p, &old, next, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return old;
-  }
-}
-
-template <class T>
-T atomic_masked_fa(T* p, T add, T boundary) {
-  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (!__atomic_compare_exchange_n(p, &old, T(masked_add(old, add, boundary)), false, __ATOMIC_ACQ_REL,
-                                      __ATOMIC_RELAXED)) {
-  }
-  return old;
-}
-
-}  // namespace
 
 struct Engine {
   struct Peer {
@@ -95,14 +52,6 @@ struct Engine {
     return true;
   }
 
-  // The responder rejects a request: its QP goes to ERR (flushing its own work) with an event.
-  static Outcome responder_error(const Peer& r, AsyncEvent::Kind k, CqeSyndrome s, uint8_t vendor) {
-    r.nic->fail_qp(*r.qp);
-    r.nic->raise({k, r.qp->qpn, uint8_t(s)});
-    return error(s, vendor);
-  }
-  static Outcome responder_error(const Peer& r, AsyncEvent::Kind k, WqeFault f) { return responder_error(r, k, f.syndrome, f.vendor); }
-
   static uint64_t response_due(Nic& nic, Qp& qp) {
     uint64_t d = 0;
     if (nic.cfg_.response_delay_max != 0) {
@@ -116,7 +65,79 @@ struct Engine {
     return due;
   }
 
-  // ---- per-opcode execution (issue time) ----
+  // ---- execution (issue time): wqe_exec.h's rules through this NIC's memory and fabric ----
+
+  // The NIC model's Port for execute_wqe (see wqe_exec.h): keys from the MR tables of this
+  // NIC and of the responder's, data moved through the modelled memory (phantom transfers
+  // recorded instead), READ data and atomic results staged in qp.staging until they land.
+  struct Port {
+    Nic& nic;
+    Qp& qp;
+    Peer r{};
+    Inflight* resp = nullptr;  // READ / atomic: the staged response
+
+    std::byte* local(const WqePiece& p, uint32_t need, KeyFault* f, bool* ph) {
+      return nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, need, f, ph);
+    }
+    bool answer() { return peer(nic, qp, &r); }
+    uint32_t responder_access() const { return r.qp->remote_access; }
+    uint8_t responder_atomic_mode() const { return r.qp->atomic_mode; }
+    std::byte* remote(uint32_t rkey, uint64_t addr, uint64_t len, uint32_t need, KeyFault* f, bool* ph) {
+      std::byte* p = r.nic->mrs_.resolve(rkey, r.qp->attr.pd, addr, len, need, f, ph);
+      if (p != nullptr && (need & kRemoteAtomic) && !*ph) wrote(*r.nic, p, len);
+      return p;
+    }
+    // The responder rejects a request: its QP goes to ERR (flushing its own work) with an event.
+    void responder_error(AsyncEvent::Kind k, WqeFault f) {
+      r.nic->fail_qp(*r.qp);
+      r.nic->raise({k, r.qp->qpn, uint8_t(f.syndrome)});
+    }
+    Srq* srq() const { return r.qp->attr.srqn != 0 ? &r.nic->srqs_[r.qp->attr.srqn - kFirstSrqn] : nullptr; }
+    bool has_receive() const {
+      if (r.qp->attr.recv_cqn == 0) return false;
+      if (const Srq* s = srq()) return s->consumed < s->posted;
+      return uint16_t(r.qp->dbr->rcv.get() - uint16_t(r.qp->rq_head)) != 0;
+    }
+    void deliver_imm(uint32_t imm, uint64_t bytes) {
+      Srq* s = srq();
+      Completion c;
+      c.opcode = mlx5::CqeOpcode::kRespWrImm;
+      c.qpn = r.qp->qpn;
+      c.wqe_counter = uint16_t(s != nullptr ? s->consumed++ : r.qp->rq_head++);
+      c.byte_cnt = uint32_t(bytes);
+      c.imm = imm;
+      r.nic->find_cq(r.qp->attr.recv_cqn)->post(c, r.nic->now_);
+    }
+    void write(std::byte* dst, uint64_t dst_va, const std::byte* src, const WqePiece& p, bool phantom) {
+      if (phantom) return (void)nic.phantom_log_.push_back({dst_va, p.addr, p.len});  // addr 0: inline
+      wrote(*r.nic, dst, p.len);
+      std::memmove(dst, src, p.len);  // loopback ranges may overlap
+    }
+    void scatter(const WqePiece& p, std::byte*) { resp->scatter.push_back({p.lkey, p.addr, p.len}); }
+    void read_response(const std::byte* src, uint64_t raddr, uint64_t len, bool phantom) {
+      resp->phantom = phantom;
+      if (len == 0) return;
+      if (phantom) {
+        uint64_t off = 0;
+        for (const auto& s : resp->scatter) nic.phantom_log_.push_back({s.addr, raddr + off, s.len}), off += s.len;
+      } else {
+        resp->data.assign(src, src + len);
+      }
+    }
+    uint64_t fetch_add64(std::byte* t, uint64_t v) {
+      return __atomic_fetch_add(reinterpret_cast<uint64_t*>(t), v, __ATOMIC_ACQ_REL);
+    }
+    uint64_t cas64(std::byte* t, uint64_t cmp, uint64_t swap) {
+      __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(t), &cmp, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+      return cmp;
+    }
+    uint32_t cas32(std::byte* t, uint32_t cmp, uint32_t swap) {
+      __atomic_compare_exchange_n(reinterpret_cast<uint32_t*>(t), &cmp, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+      return cmp;
+    }
+    void atomic_result(const std::byte* bytes, uint32_t size) { resp->data.assign(bytes, bytes + size); }
+    void applied() { r.qp->rcv_upto = qp.head + 1; }
+  };
 
   // The QP's reusable response record, emptied for the WQE being issued.
   static Inflight& stage(Qp& qp) {
@@ -124,194 +145,6 @@ struct Engine {
     qp.staging.scatter.clear();
     qp.staging.phantom = false;
     return qp.staging;
-  }
-
-  static Outcome exec_write(Nic& nic, Qp& qp, const WqeView& v, bool with_imm, uint32_t imm, uint16_t* rq_index) {
-    bool phantom = false;
-    const std::byte* src[mlx5::kMaxDs];  // each piece's bytes: inline in the WQE, or through its lkey
-    const uint32_t np = v.npieces;
-    const uint64_t total = v.total;
-    for (uint32_t k = 0; k < np; ++k) {
-      const WqePiece& p = v.pieces[k];
-      if (p.inline_data != nullptr) {
-        src[k] = p.inline_data;
-        continue;
-      }
-      KeyFault f{};
-      bool ph = false;
-      src[k] = nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, 0, &f, &ph);
-      if (src[k] == nullptr) return error(local_key_fault(f));
-      phantom |= ph;
-    }
-    Peer r;
-    if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
-    if (!(r.qp->remote_access & kRemoteWrite))
-      return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
-    Srq* srq = with_imm && r.qp->attr.srqn != 0 ? &r.nic->srqs_[r.qp->attr.srqn - kFirstSrqn] : nullptr;
-    if (with_imm) {
-      const bool have = srq != nullptr ? srq->consumed < srq->posted
-                                       : r.qp->rq_head != r.qp->rq_head + uint16_t(r.qp->dbr->rcv.get() - uint16_t(r.qp->rq_head));
-      if (r.qp->attr.recv_cqn == 0 || !have) return error(CqeSyndrome::kRnrRetryExcErr, vendor::kRnr);
-    }
-    if (total != 0) {  // a zero-length write carries no key to check
-      KeyFault f{};
-      bool ph = false;
-      std::byte* dst = r.nic->mrs_.resolve(v.rkey, r.qp->attr.pd, v.raddr, total, kRemoteWrite, &f, &ph);
-      if (dst == nullptr)
-        return responder_error(r, AsyncEvent::kQpAccessError, remote_key_fault(f));
-      phantom |= ph;
-      uint64_t dva = v.raddr;
-      if (!phantom) wrote(*r.nic, dst, total);
-      for (uint32_t k = 0; k < np; ++k) {
-        const uint32_t len = v.pieces[k].len;
-        if (phantom) nic.phantom_log_.push_back({dva, v.pieces[k].addr, len});  // addr 0: inline
-        else std::memmove(dst, src[k], len);  // loopback ranges may overlap
-        dst += len;
-        dva += len;
-      }
-    }
-    if (with_imm) {
-      Completion c;
-      c.opcode = mlx5::CqeOpcode::kRespWrImm;
-      c.qpn = r.qp->qpn;
-      c.wqe_counter = uint16_t(srq != nullptr ? srq->consumed++ : r.qp->rq_head++);
-      c.byte_cnt = uint32_t(total);
-      c.imm = imm;
-      r.nic->find_cq(r.qp->attr.recv_cqn)->post(c, r.nic->now_);
-      *rq_index = c.wqe_counter;
-    }
-    r.qp->rcv_upto = qp.head + 1;
-    Outcome o;
-    o.byte_cnt = uint32_t(total);
-    return o;
-  }
-
-  // Local scatter list of a READ / atomic: every piece's key must let the QP write there.
-  static Outcome gather_scatter(Nic& nic, Qp& qp, const WqeView& v, std::vector<Inflight::Scatter>* out, bool* phantom = nullptr) {
-    for (uint32_t k = 0; k < v.npieces; ++k) {
-      const WqePiece& p = v.pieces[k];
-      KeyFault f{};
-      bool ph = false;
-      if (nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, kLocalWrite, &f, &ph) == nullptr)
-        return error(local_key_fault(f));
-      if (phantom != nullptr) *phantom |= ph;
-      out->push_back({p.lkey, p.addr, p.len});
-    }
-    return {};
-  }
-
-  static Outcome exec_read(Nic& nic, Qp& qp, const WqeView& v) {
-    Outcome o;
-    const uint64_t total = v.total;
-    Inflight& resp = stage(qp);
-    bool phantom = false;
-    if (Outcome e = gather_scatter(nic, qp, v, &resp.scatter, &phantom); e.syndrome != CqeSyndrome::kNone) return e;
-    Peer r;
-    if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
-    if (!(r.qp->remote_access & kRemoteRead))
-      return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
-    if (total != 0) {
-      KeyFault f{};
-      const std::byte* src = r.nic->mrs_.resolve(v.rkey, r.qp->attr.pd, v.raddr, total, kRemoteRead, &f, &phantom);
-      if (src == nullptr)
-        return responder_error(r, AsyncEvent::kQpAccessError, remote_key_fault(f));
-      if (phantom) {
-        uint64_t off = 0;
-        for (const auto& s : resp.scatter) nic.phantom_log_.push_back({s.addr, v.raddr + off, s.len}), off += s.len;
-      } else {
-        resp.data.resize(total);
-        std::memcpy(resp.data.data(), src, total);  // the responder reads now; the data lands later
-      }
-    }
-    resp.phantom = phantom;
-    r.qp->rcv_upto = qp.head + 1;
-    o.byte_cnt = uint32_t(total);
-    o.delayed = true;
-    return o;
-  }
-
-  static Outcome exec_atomic(Nic& nic, Qp& qp, const WqeView& v) {
-    const WqeOpcode op = v.op;
-    const bool masked = op == WqeOpcode::kAtomicMaskedCs || op == WqeOpcode::kAtomicMaskedFa;
-    const uint32_t size = v.atomic_size;
-    Outcome o;
-    Inflight& resp = stage(qp);
-    if (Outcome e = gather_scatter(nic, qp, v, &resp.scatter); e.syndrome != CqeSyndrome::kNone) return e;
-    if (v.total != size) return error(CqeSyndrome::kLocalLengthErr, vendor::kAtomicBadLength);
-    Peer r;
-    if (!peer(nic, qp, &r)) return error(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
-    if (!(r.qp->remote_access & kRemoteAtomic))
-      return responder_error(r, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
-    if (masked && r.qp->atomic_mode < 3)  // extended atomics need qpc.atomic_mode >= 3 (8 bytes)
-      return responder_error(r, AsyncEvent::kQpRequestError, CqeSyndrome::kRemoteInvalReqErr, vendor::kExtAtomicMode);
-    const uint64_t raddr = v.raddr;
-    if (raddr % size != 0)
-      return responder_error(r, AsyncEvent::kQpRequestError, CqeSyndrome::kRemoteInvalReqErr, vendor::kAtomicMisaligned);
-    KeyFault f{};
-    bool phantom = false;
-    std::byte* tgt = r.nic->mrs_.resolve(v.rkey, r.qp->attr.pd, raddr, size, kRemoteAtomic, &f, &phantom);
-    if (tgt == nullptr)
-      return responder_error(r, AsyncEvent::kQpAccessError, remote_key_fault(f));
-    if (phantom) return error(CqeSyndrome::kRemoteOpErr, vendor::kPhantomAtomic);
-    wrote(*r.nic, tgt, size);
-    const std::byte* args = v.atomic_args;
-    uint64_t old = 0;
-    if (size == 8) {
-      auto* t = reinterpret_cast<uint64_t*>(tgt);
-      switch (op) {
-        case WqeOpcode::kAtomicCs: {
-          const auto* a = reinterpret_cast<const mlx5::WqeAtomicSeg*>(args);
-          old = a->compare.get();
-          __atomic_compare_exchange_n(t, &old, a->swap_add.get(), false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-          break;
-        }
-        case WqeOpcode::kAtomicFa:
-          old = __atomic_fetch_add(t, reinterpret_cast<const mlx5::WqeAtomicSeg*>(args)->swap_add.get(), __ATOMIC_ACQ_REL);
-          break;
-        case WqeOpcode::kAtomicMaskedCs: {
-          const auto* a = reinterpret_cast<const mlx5::WqeMaskedCs64Seg*>(args);
-          old = atomic_masked_cs<uint64_t>(t, a->swap.get(), a->compare.get(), a->swap_mask.get(), a->compare_mask.get());
-          break;
-        }
-        default: {
-          const auto* a = reinterpret_cast<const mlx5::WqeMaskedFa64Seg*>(args);
-          old = atomic_masked_fa<uint64_t>(t, a->add.get(), a->field_boundary.get());
-          break;
-        }
-      }
-    } else {
-      auto* t = reinterpret_cast<uint32_t*>(tgt);
-      if (op == WqeOpcode::kAtomicMaskedCs) {
-        const auto* a = reinterpret_cast<const mlx5::WqeMaskedCs32Seg*>(args);
-        old = atomic_masked_cs<uint32_t>(t, a->swap.get(), a->compare.get(), a->swap_mask.get(), a->compare_mask.get());
-      } else {
-        const auto* a = reinterpret_cast<const mlx5::WqeMaskedFa32Seg*>(args);
-        old = atomic_masked_fa<uint32_t>(t, a->add.get(), a->field_boundary.get());
-      }
-    }
-    resp.data.resize(size);
-    r.qp->rcv_upto = qp.head + 1;
-    if (size == 8) {
-      std::memcpy(resp.data.data(), &old, 8);
-    } else {
-      const uint32_t old32 = mlx5::bswap32(uint32_t(old));  // 4-byte results come back big-endian
-      std::memcpy(resp.data.data(), &old32, 4);
-    }
-    o.byte_cnt = size;
-    o.delayed = true;
-    return o;
-  }
-
-  static Outcome exec_dump(Nic& nic, Qp& qp, const WqeView& v) {
-    for (uint32_t k = 0; k < v.npieces; ++k) {
-      const WqePiece& p = v.pieces[k];
-      KeyFault f{};
-      if (nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, 0, &f) == nullptr)
-        return error(local_key_fault(f));
-    }
-    Outcome o;
-    o.byte_cnt = uint32_t(v.total);
-    return o;
   }
 
   // ---- completion plumbing ----
@@ -443,8 +276,7 @@ struct Engine {
     if (qp.prod - qp.head < nbb) return false;
     read(nic, w, std::min<uint64_t>(uint64_t(std::max<uint32_t>(ds, 1)) * mlx5::kDsBytes, (qp.sq_mask + 1) * mlx5::kWqebb - off),
          "WQE", idx);
-    Outcome o;
-    uint16_t rq_index = 0;
+    ExecOutcome o;
     const uint64_t ring_bytes = (qp.sq_mask + 1) * mlx5::kWqebb;
     if (ds_ok && off + ds * mlx5::kDsBytes > ring_bytes) {  // the WQE wraps: gather it contiguously
       const uint64_t first = ring_bytes - off;
@@ -452,29 +284,20 @@ struct Engine {
       std::memcpy(qp.scratch + first, qp.sq, ds * mlx5::kDsBytes - first);
       w = qp.scratch;
     }
-    WqeView v;  // the structure checks (wqe_check.h, shared with the GPU twin), then execution
+    WqeView v;  // the structure checks (wqe_check.h), then execution (wqe_exec.h): both shared with the GPU engine
     if (const WqeFault f = check_wqe(w, qp.qpn, uint16_t(idx), nic.cfg_.check_wqe_index, qp.attr.max_ds, &v); f.failed()) {
-      o = error(f);
+      o.fault = f;
     } else {
-      switch (op) {
-        case WqeOpcode::kRdmaWrite:
-        case WqeOpcode::kRdmaWriteImm: o = exec_write(nic, qp, v, op == WqeOpcode::kRdmaWriteImm, ctrl.imm.get(), &rq_index); break;
-        case WqeOpcode::kRdmaRead: o = exec_read(nic, qp, v); break;
-        case WqeOpcode::kAtomicCs:
-        case WqeOpcode::kAtomicFa:
-        case WqeOpcode::kAtomicMaskedCs:
-        case WqeOpcode::kAtomicMaskedFa: o = exec_atomic(nic, qp, v); break;
-        case WqeOpcode::kDump: o = exec_dump(nic, qp, v); break;
-        default: break;  // NOP
-      }
+      Port port{nic, qp};
+      if (op == WqeOpcode::kRdmaRead || v.atomic_size != 0) port.resp = &stage(qp);
+      o = execute_wqe(port, v, ctrl.imm.get());
     }
-    if ((o.syndrome == CqeSyndrome::kTransportRetryExcErr && o.vendor == vendor::kRemoteNotReady) ||
-        o.syndrome == CqeSyndrome::kRnrRetryExcErr) {
-      const bool rnr = o.syndrome == CqeSyndrome::kRnrRetryExcErr;
+    if (o.not_answered()) {
+      const bool rnr = o.fault.syndrome == CqeSyndrome::kRnrRetryExcErr;
       Peer r;  // RNR: the responder's min_rnr_nak sets the wait
       const double rnr_ns = rnr && peer(nic, qp, &r) ? rnr_nak_ns(r.qp->timers.min_rnr_nak) : 0;
       if (!retries_left_out(nic, qp, rnr, rnr_ns)) return false;  // not answered yet: try again later
-      o.vendor = rnr ? vendor::kRnrTimeout : vendor::kRetryTimeout;
+      o.fault.vendor = rnr ? vendor::kRnrTimeout : vendor::kRetryTimeout;
     } else if (qp.retry_deadline_ns >= 0) {
       qp.retry_deadline_ns = -1;  // answered
       qp.rnr_wait = false;
@@ -483,12 +306,12 @@ struct Engine {
     ++qp.stats.wqes;
     qp.stats.wqebbs += nbb;
 
-    if (o.syndrome != CqeSyndrome::kNone) {
+    if (o.fault.failed()) {
       Inflight e;
       e.wqe_idx = idx;
       e.wqe_opcode = uint8_t(op);
-      e.syndrome = uint8_t(o.syndrome);
-      e.vendor = o.vendor;
+      e.syndrome = uint8_t(o.fault.syndrome);
+      e.vendor = o.fault.vendor;
       qp.inflight.push_back(std::move(e));
       qp.error_pending = true;
       retire(nic, qp);

@@ -1,0 +1,261 @@
+// Execution of a send WQE that passed check_wqe(): the key checks, the responder's checks
+// and the data movement, in the order a ConnectX meets them, as one host-and-device source
+// for the NIC model's engine (engine.cc, one agent on the CPU) and its GPU-resident engine
+// (hw/cuda/nic_engine.cuh). Everything that touches memory or the connection goes through
+// a Port, so this file holds the rules and no memcpy or atomic of its own:
+//
+//   std::byte* local(const WqePiece&, uint32_t need, KeyFault*, bool* phantom)  requester key
+//   bool answer()                    the responder would answer (exists, RTR/RTS, link up)
+//   uint32_t responder_access()      its QP's remote rights; uint8_t responder_atomic_mode()
+//   std::byte* remote(rkey, addr, len, need, KeyFault*, bool* phantom)   responder key
+//   void responder_error(AsyncEvent::Kind, WqeFault)   the responder's QP goes to ERR
+//   bool has_receive()               WRITE_IMM: a receive WQE waits at the responder
+//   void deliver_imm(uint32_t imm, uint64_t bytes)     WRITE_IMM: consume it, complete it there
+//   void write(std::byte* dst, uint64_t dst_va, const std::byte* src, const WqePiece&, bool phantom)
+//   void scatter(const WqePiece&, std::byte* at)       a READ / atomic result lands here
+//   void read_response(const std::byte* src, uint64_t raddr, uint64_t len, bool phantom)
+//   uint64_t fetch_add64(std::byte*, uint64_t); uint64_t cas64(std::byte*, uint64_t cmp, uint64_t swap)
+//   uint32_t cas32(std::byte*, uint32_t cmp, uint32_t swap)   (cas(0, 0) doubles as an atomic load)
+//   void atomic_result(const std::byte* bytes, uint32_t size)
+//   void applied()                   the responder executed this request (its next PSN)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/config.h"
+#include "hw/mlx5/cqe.h"
+#include "hw/mlx5/wqe.h"
+#include "hw/mock_nic/types.h"
+#include "hw/mock_nic/wqe_check.h"
+
+namespace doorbell::mock_nic {
+
+// What executing one WQE gave (kept small: it is made for every WQE).
+struct ExecOutcome {
+  WqeFault fault;
+  bool delayed = false;  // a response (READ data, atomic value) is on its way
+  uint32_t byte_cnt = 0;
+  DOORBELL_HD bool not_answered() const {  // the caller retries (or times out) instead of failing
+    return (fault.syndrome == mlx5::CqeSyndrome::kTransportRetryExcErr && fault.vendor == vendor::kRemoteNotReady) ||
+           fault.syndrome == mlx5::CqeSyndrome::kRnrRetryExcErr;
+  }
+};
+
+namespace wqe_exec_detail {
+
+DOORBELL_HD ExecOutcome fail(mlx5::CqeSyndrome s, uint8_t v) {
+  ExecOutcome o;
+  o.fault = WqeFault{s, v};
+  return o;
+}
+DOORBELL_HD ExecOutcome fail(WqeFault f) { return fail(f.syndrome, f.vendor); }
+DOORBELL_HD ExecOutcome done(uint32_t bytes, bool delayed) {
+  ExecOutcome o;
+  o.byte_cnt = bytes;
+  o.delayed = delayed;
+  return o;
+}
+template <class Port>
+DOORBELL_HD ExecOutcome responder_fail(Port& port, AsyncEvent::Kind k, WqeFault f) {
+  port.responder_error(k, f);
+  return fail(f);
+}
+template <class Port>
+DOORBELL_HD ExecOutcome responder_fail(Port& port, AsyncEvent::Kind k, mlx5::CqeSyndrome s, uint8_t v) {
+  return responder_fail(port, k, WqeFault{s, v});
+}
+
+// Add field by field: clearing each field's top bit stops carries crossing a boundary.
+DOORBELL_HD constexpr uint64_t masked_add(uint64_t a, uint64_t b, uint64_t boundary) {
+  return ((a & ~boundary) + (b & ~boundary)) ^ ((a ^ b) & boundary);
+}
+
+// A masked atomic as a compare-and-swap loop over the port's CAS (of T = uint32_t or uint64_t).
+template <class T, class Port, class Next>
+DOORBELL_HD T cas_loop(Port& port, std::byte* t, T seen, Next next) {
+  for (;;) {
+    T want = 0;
+    if (!next(seen, &want)) return seen;  // the compare failed: nothing is written
+    T was;
+    if constexpr (sizeof(T) == 8) was = port.cas64(t, seen, want);
+    else was = port.cas32(t, seen, want);
+    if (was == seen) return was;
+    seen = was;
+  }
+}
+
+// The scatter list of a READ / atomic: every piece's key must let the QP write there.
+template <class Port>
+DOORBELL_HD WqeFault gather_scatter(Port& port, const WqeView& v, bool* phantom) {
+  for (uint32_t k = 0; k < v.npieces; ++k) {
+    KeyFault f{};
+    bool ph = false;
+    std::byte* at = port.local(v.pieces[k], kLocalWrite, &f, &ph);
+    if (at == nullptr) return local_key_fault(f);
+    *phantom |= ph;
+    port.scatter(v.pieces[k], at);
+  }
+  return {};
+}
+
+template <class Port>
+DOORBELL_HD ExecOutcome exec_write(Port& port, const WqeView& v, bool with_imm, uint32_t imm) {
+  using mlx5::CqeSyndrome;
+  bool phantom = false;
+  const std::byte* src[mlx5::kMaxDs];  // each piece's bytes: inline in the WQE, or through its lkey
+  for (uint32_t k = 0; k < v.npieces; ++k) {
+    const WqePiece& p = v.pieces[k];
+    if (p.inline_data != nullptr) {
+      src[k] = p.inline_data;
+      continue;
+    }
+    KeyFault f{};
+    bool ph = false;
+    src[k] = port.local(p, 0, &f, &ph);
+    if (src[k] == nullptr) return fail(local_key_fault(f));
+    phantom |= ph;
+  }
+  if (!port.answer()) return fail(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
+  if (!(port.responder_access() & kRemoteWrite))
+    return responder_fail(port, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
+  if (with_imm && !port.has_receive()) return fail(CqeSyndrome::kRnrRetryExcErr, vendor::kRnr);
+  if (v.total != 0) {  // a zero-length write carries no key to check
+    KeyFault f{};
+    bool ph = false;
+    std::byte* dst = port.remote(v.rkey, v.raddr, v.total, kRemoteWrite, &f, &ph);
+    if (dst == nullptr) return responder_fail(port, AsyncEvent::kQpAccessError, remote_key_fault(f));
+    phantom |= ph;
+    uint64_t dva = v.raddr;
+    for (uint32_t k = 0; k < v.npieces; ++k) {
+      port.write(dst, dva, src[k], v.pieces[k], phantom);
+      dst += v.pieces[k].len;
+      dva += v.pieces[k].len;
+    }
+  }
+  if (with_imm) port.deliver_imm(imm, v.total);
+  port.applied();
+  return done(uint32_t(v.total), false);
+}
+
+template <class Port>
+DOORBELL_HD ExecOutcome exec_read(Port& port, const WqeView& v) {
+  using mlx5::CqeSyndrome;
+  bool phantom = false;
+  if (const WqeFault f = gather_scatter(port, v, &phantom); f.failed()) return fail(f);
+  if (!port.answer()) return fail(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
+  if (!(port.responder_access() & kRemoteRead))
+    return responder_fail(port, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
+  const std::byte* src = nullptr;
+  if (v.total != 0) {
+    KeyFault f{};
+    src = port.remote(v.rkey, v.raddr, v.total, kRemoteRead, &f, &phantom);
+    if (src == nullptr) return responder_fail(port, AsyncEvent::kQpAccessError, remote_key_fault(f));
+  }
+  port.read_response(src, v.raddr, v.total, phantom);  // the responder reads now; the data lands later
+  port.applied();
+  return done(uint32_t(v.total), true);
+}
+
+template <class Port>
+DOORBELL_HD ExecOutcome exec_atomic(Port& port, const WqeView& v) {
+  using mlx5::CqeSyndrome;
+  using mlx5::WqeOpcode;
+  const WqeOpcode op = v.op;
+  const bool masked = op == WqeOpcode::kAtomicMaskedCs || op == WqeOpcode::kAtomicMaskedFa;
+  const uint32_t size = v.atomic_size;
+  bool local_phantom = false;
+  if (const WqeFault f = gather_scatter(port, v, &local_phantom); f.failed()) return fail(f);
+  if (v.total != size) return fail(CqeSyndrome::kLocalLengthErr, vendor::kAtomicBadLength);
+  if (!port.answer()) return fail(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
+  if (!(port.responder_access() & kRemoteAtomic))
+    return responder_fail(port, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
+  if (masked && port.responder_atomic_mode() < 3)  // extended atomics need qpc.atomic_mode >= 3 (8 bytes)
+    return responder_fail(port, AsyncEvent::kQpRequestError, CqeSyndrome::kRemoteInvalReqErr, vendor::kExtAtomicMode);
+  if (v.raddr % size != 0)
+    return responder_fail(port, AsyncEvent::kQpRequestError, CqeSyndrome::kRemoteInvalReqErr, vendor::kAtomicMisaligned);
+  KeyFault f{};
+  bool phantom = false;
+  std::byte* t = port.remote(v.rkey, v.raddr, size, kRemoteAtomic, &f, &phantom);
+  if (t == nullptr) return responder_fail(port, AsyncEvent::kQpAccessError, remote_key_fault(f));
+  if (phantom) return fail(CqeSyndrome::kRemoteOpErr, vendor::kPhantomAtomic);
+  const std::byte* args = v.atomic_args;
+  std::byte result[8];
+  if (size == 8) {
+    uint64_t old = 0;
+    if (op == WqeOpcode::kAtomicCs) {
+      const auto* a = reinterpret_cast<const mlx5::WqeAtomicSeg*>(args);
+      old = port.cas64(t, a->compare.get(), a->swap_add.get());
+    } else if (op == WqeOpcode::kAtomicFa) {
+      old = port.fetch_add64(t, reinterpret_cast<const mlx5::WqeAtomicSeg*>(args)->swap_add.get());
+    } else if (op == WqeOpcode::kAtomicMaskedCs) {
+      const auto* a = reinterpret_cast<const mlx5::WqeMaskedCs64Seg*>(args);
+      const uint64_t swap = a->swap.get(), cmp = a->compare.get(), sm = a->swap_mask.get(), cm = a->compare_mask.get();
+      old = cas_loop<uint64_t>(port, t, port.cas64(t, 0, 0), [&](uint64_t seen, uint64_t* next) {
+        *next = (seen & ~sm) | (swap & sm);
+        return ((seen ^ cmp) & cm) == 0;
+      });
+    } else {
+      const auto* a = reinterpret_cast<const mlx5::WqeMaskedFa64Seg*>(args);
+      const uint64_t add = a->add.get(), boundary = a->field_boundary.get();
+      old = cas_loop<uint64_t>(port, t, port.cas64(t, 0, 0), [&](uint64_t seen, uint64_t* next) {
+        *next = masked_add(seen, add, boundary);
+        return true;
+      });
+    }
+    for (int i = 0; i < 8; ++i) result[i] = std::byte(old >> (8 * i));  // 8-byte results land in host order
+  } else {
+    uint32_t old = 0;
+    if (op == WqeOpcode::kAtomicMaskedCs) {
+      const auto* a = reinterpret_cast<const mlx5::WqeMaskedCs32Seg*>(args);
+      const uint32_t swap = a->swap.get(), cmp = a->compare.get(), sm = a->swap_mask.get(), cm = a->compare_mask.get();
+      old = cas_loop<uint32_t>(port, t, port.cas32(t, 0, 0), [&](uint32_t seen, uint32_t* next) {
+        *next = (seen & ~sm) | (swap & sm);
+        return ((seen ^ cmp) & cm) == 0;
+      });
+    } else {
+      const auto* a = reinterpret_cast<const mlx5::WqeMaskedFa32Seg*>(args);
+      const uint32_t add = a->add.get(), boundary = a->field_boundary.get();
+      old = cas_loop<uint32_t>(port, t, port.cas32(t, 0, 0), [&](uint32_t seen, uint32_t* next) {
+        *next = uint32_t(masked_add(seen, add, boundary));
+        return true;
+      });
+    }
+    for (int i = 0; i < 4; ++i) result[i] = std::byte(old >> (24 - 8 * i));  // 4-byte results come back big-endian
+  }
+  port.atomic_result(result, size);
+  port.applied();
+  return done(size, true);
+}
+
+template <class Port>
+DOORBELL_HD ExecOutcome exec_dump(Port& port, const WqeView& v) {
+  for (uint32_t k = 0; k < v.npieces; ++k) {
+    KeyFault f{};
+    bool ph = false;
+    if (port.local(v.pieces[k], 0, &f, &ph) == nullptr) return fail(local_key_fault(f));
+  }
+  return done(uint32_t(v.total), false);
+}
+
+}  // namespace wqe_exec_detail
+
+// Execute the checked WQE `v` (imm: its control segment's immediate) through `port`.
+template <class Port>
+DOORBELL_HD ExecOutcome execute_wqe(Port& port, const WqeView& v, uint32_t imm) {
+  using mlx5::WqeOpcode;
+  namespace d = wqe_exec_detail;
+  switch (v.op) {
+    case WqeOpcode::kRdmaWrite: return d::exec_write(port, v, false, 0);
+    case WqeOpcode::kRdmaWriteImm: return d::exec_write(port, v, true, imm);
+    case WqeOpcode::kRdmaRead: return d::exec_read(port, v);
+    case WqeOpcode::kAtomicCs:
+    case WqeOpcode::kAtomicFa:
+    case WqeOpcode::kAtomicMaskedCs:
+    case WqeOpcode::kAtomicMaskedFa: return d::exec_atomic(port, v);
+    case WqeOpcode::kDump: return d::exec_dump(port, v);
+    default: return {};  // NOP (check_wqe refused every other opcode)
+  }
+}
+
+}  // namespace doorbell::mock_nic
