@@ -1,6 +1,6 @@
 // IBGDA failover on a Hopper GPU (run through the device tool; CI only compiles it). Two PEs
-// share the GPU, each with a main and a backup QP per peer on the GPU-resident NIC
-// (gpu_nic.cuh). The NIC fails PE 0's main QP to PE 1 by itself after a number of WQEs (an
+// share the GPU, each with a main and a backup QP per peer on the GPU-resident NIC engine
+// (hw/cuda/nic_engine.cuh). The NIC fails PE 0's main QP to PE 1 by itself after a number of WQEs (an
 // injected QP error); the worker threads run core/ibgda's failover path (failover.h: health,
 // backup QP, replay log, verdicts), and a recovery warp runs core/ibgda/recovery.h against
 // the NIC's command mailbox — the same sources the CPU model's tests and scenarios run.
@@ -19,11 +19,12 @@
 #include "core/ibgda/api.h"
 #include "core/ibgda/recovery.h"
 #include "gpu/cuda_check.h"
-#include "gpu/gpu_nic.cuh"
+#include "gpu/engine_rig.h"
 #include "hw/cuda/cuda_ctx.cuh"
 
 using namespace doorbell;
 using doorbell::cuda_exec::CudaCtx;
+using namespace doorbell::gpu_rig;
 
 namespace {
 
@@ -56,38 +57,38 @@ struct GpuMem {
 
 // The NIC control recovery.h needs, through the GPU NIC's command mailbox. Ids: PE * kQps + QP.
 struct GpuNic {
-  const gpu_nic::Engine* engines;
-  __device__ const gpu_nic::Engine& eng(uint32_t id) const { return engines[id / kQps]; }
+  const cuda_nic::Engine& eng;
+  __device__ cuda_nic::QpState& st(uint32_t id) const { return eng.st[id]; }
   __device__ void command(uint32_t id, uint32_t c) const {
-    volatile uint32_t* m = eng(id).cmd + id % kQps;
+    volatile uint32_t* m = &st(id).cmd;
     *m = c;
     const uint64_t t0 = global_ns();
-    while (*m != gpu_nic::kCmdNone)
+    while (*m != cuda_nic::kCmdNone)
       if (global_ns() - t0 > 2'000'000'000ull) {
         printf("failover_check: NIC command %u on QP %u not taken\n", c, id);
         return;
       }
     __threadfence();
   }
-  __device__ bool in_error(uint32_t id) const { return reinterpret_cast<volatile uint32_t*>(eng(id).dead)[id % kQps] != 0; }
+  __device__ bool in_error(uint32_t id) const { return *reinterpret_cast<volatile uint32_t*>(&st(id).dead) != 0; }
   __device__ bool dead(uint32_t) const { return false; }
   __device__ void fail(uint32_t id) const {
-    if (!in_error(id)) command(id, gpu_nic::kCmdToErr);
+    if (!in_error(id)) command(id, cuda_nic::kCmdToErr);
   }
   __device__ bool drained(uint32_t id) const {
-    const ibgda::DevQp& q = eng(id).qps[id % kQps];
+    const cuda_nic::QpDesc& q = eng.qps[id];
     const uint32_t snd = mlx5::bswap32(uint32_t(*reinterpret_cast<const volatile uint64_t*>(q.dbr) >> 32));
-    const uint64_t head = reinterpret_cast<volatile uint64_t*>(eng(id).heads)[id % kQps];
+    const uint64_t head = *reinterpret_cast<volatile uint64_t*>(&st(id).head);
     return in_error(id) && uint16_t(snd) == uint16_t(head);
   }
   __device__ uint64_t applied(const ibgda::PairEnd& req, const ibgda::PairEnd&) const {
-    return reinterpret_cast<volatile uint64_t*>(eng(req.id).executed_upto)[req.id % kQps];
+    return *reinterpret_cast<volatile uint64_t*>(&st(req.id).executed_upto);
   }
-  __device__ void reset(uint32_t id, uint32_t) const { command(id, gpu_nic::kCmdReset); }
+  __device__ void reset(uint32_t id, uint32_t) const { command(id, cuda_nic::kCmdReset); }
 };
 
 struct Run {
-  const gpu_nic::Engine* engines;
+  cuda_nic::Engine engine;           // QP id = PE * kQps + QP; engine CTA p serves ids p, p + kNpes, ...
   const ibgda::DevState* states;
   ibgda::PairRecovery* pairs;
   uint32_t npairs;
@@ -101,18 +102,15 @@ struct Run {
 
 __global__ void failover_kernel(Run r) {
   const unsigned workers = kNpes * kCtas;
-  if (blockIdx.x < kNpes) {  // the PE's NIC
-    if (threadIdx.x != 0) return;
-    for (;;) {
-      if (gpu_nic::engine_pass(r.engines[blockIdx.x]) != 0) continue;
-      if (atomicAdd(r.done, 0u) == workers && gpu_nic::engine_pass(r.engines[blockIdx.x]) == 0) return;
-    }
+  if (blockIdx.x < kNpes) {  // the NIC engine
+    cuda_nic::engine_serve(r.engine, blockIdx.x, [&] { return atomicAdd(r.done, 0u) == workers; });
+    return;
   }
   if (blockIdx.x == kNpes) {  // the recovery warp (the host's job, here on the GPU)
     if (threadIdx.x != 0) return;
     CudaCtx ctx;
     GpuMem m{ctx};
-    GpuNic n{r.engines};
+    GpuNic n{r.engine};
     uint64_t first = 0;
     while (atomicAdd(r.done, 0u) != workers) {
       for (uint32_t i = 0; i < r.npairs; ++i) {
@@ -164,25 +162,23 @@ struct Outcome {
 
 Outcome run(bool failover, uint64_t fail_after) {
   std::vector<uint8_t*> heap(kNpes);
-  std::vector<gpu_nic::Region> regions;
+  std::vector<Region> regions;
   std::vector<uint64_t> bases;
   for (uint32_t p = 0; p < kNpes; ++p) {
     heap[p] = dalloc<uint8_t>(kHeap);
     bases.push_back(reinterpret_cast<uint64_t>(heap[p]));
-    for (uint32_t c = 0; c < kHeap / kChunk; ++c) regions.push_back({bases[p] + c * kChunk, kChunk, gpu_nic::key_of(0x10 + p * 16 + c)});
+    for (uint32_t c = 0; c < kHeap / kChunk; ++c) regions.push_back({bases[p] + c * kChunk, kChunk, key_of(0x10 + p * 16 + c)});
     std::vector<uint8_t> src(8192);
     for (size_t i = 0; i < src.size(); ++i) src[i] = uint8_t(i * 7 + p * 3 + 1);
     CHECK(cudaMemcpy(heap[p] + kSrc, src.data(), src.size(), cudaMemcpyHostToDevice));
   }
   uint64_t* dbases = dcopy(bases);
   std::vector<ibgda::DevState> states(kNpes);
-  std::vector<gpu_nic::Engine> engines(kNpes);
   std::vector<ibgda::DevQp*> dqps(kNpes);
   std::vector<std::vector<ibgda::DevQp>> hqps(kNpes, std::vector<ibgda::DevQp>(kQps));
   std::vector<ibgda::QpHealth*> health(kNpes);
-  std::vector<uint64_t*> heads(kNpes), fails(kNpes);
-  auto* executed = dalloc<unsigned long long>(1);
-  auto* errors = dalloc<unsigned long long>(1);
+  std::vector<cuda_nic::QpDesc> eqps;
+  std::vector<cuda_nic::QpState> est(kNpes * kQps);
   for (uint32_t p = 0; p < kNpes; ++p) {
     uint8_t* wq = dalloc<uint8_t>(size_t(kQps) * kDepth * 64);
     uint64_t* dbr = dalloc<uint64_t>(kQps * 8);
@@ -201,7 +197,7 @@ Outcome run(bool failover, uint64_t fail_after) {
       d.cqe = reinterpret_cast<const mlx5::Cqe64*>(cq + q * 64);
       d.mv = mvars + q;
       d.ibuf = ibuf + size_t(q) * (kIbufSlots + 1) * ibgda::kIbufSlotBytes;
-      d.ibuf_lkey = gpu_nic::key_of(0x90 + p * 64 + q);
+      d.ibuf_lkey = key_of(0x90 + p * 64 + q);
       d.ibuf_nslots = kIbufSlots;
       d.hp = failover ? health[p] + q : nullptr;
       regions.push_back({reinterpret_cast<uint64_t>(d.ibuf), (kIbufSlots + 1) * ibgda::kIbufSlotBytes, d.ibuf_lkey});
@@ -216,30 +212,19 @@ Outcome run(bool failover, uint64_t fail_after) {
     s.error = dalloc<uint64_t>(1);
     s.keys.npes = kNpes, s.keys.log2_granularity = 20, s.keys.nchunks = kHeap / kChunk;
     for (uint32_t c = 0; c < kHeap / kChunk; ++c) {
-      s.keys.lkeys_const[c] = {gpu_nic::key_of(0x10 + p * 16 + c), bases[p] + (c + 1) * kChunk};
-      for (uint32_t q = 0; q < kNpes; ++q) s.keys.rkeys_const[c * kNpes + q] = {gpu_nic::key_of(0x10 + q * 16 + c), bases[q] + (c + 1) * kChunk};
+      s.keys.lkeys_const[c] = {key_of(0x10 + p * 16 + c), bases[p] + (c + 1) * kChunk};
+      for (uint32_t q = 0; q < kNpes; ++q) s.keys.rkeys_const[c * kNpes + q] = {key_of(0x10 + q * 16 + c), bases[q] + (c + 1) * kChunk};
     }
     if (failover) {
       s.backups = dqps[p] + kNpes;
       s.logs = dalloc<ibgda::ReplayLog>(kCtas * kThreads);
       s.log_threads = kCtas * kThreads;
     }
-    gpu_nic::Engine& e = engines[p];
-    e.qps = dqps[p], e.nqps = kQps;
-    e.heads = heads[p] = dalloc<uint64_t>(kQps);
-    e.dead = dalloc<uint32_t>(kQps);
-    e.rung = dalloc<uint64_t>(kQps);
-    e.awake = dalloc<uint32_t>(kQps);
-    e.executed = executed, e.errors = errors;
-    e.cmd = dalloc<uint32_t>(kQps);
-    e.executed_upto = dalloc<uint64_t>(kQps);
-    std::vector<uint64_t> fa(kQps, ~0ull);
-    if (p == 0) fa[1] = fail_after;  // PE 0's main QP to PE 1
-    e.fail_after = fails[p] = dcopy(fa);
+    // QP q of PE p talks to QP (q - q % kNpes + p) of PE q % kNpes.
+    for (uint32_t q = 0; q < kQps; ++q) eqps.push_back(engine_qp(hqps[p][q], int32_t((q % kNpes) * kQps + q - q % kNpes + p)));
   }
-  const std::vector<mock_nic::MemoryRegion> table = gpu_nic::region_table(regions);
-  const mock_nic::MemoryRegion* dmrs = dcopy(table);
-  for (auto& e : engines) e.mrs = dmrs, e.nmrs = uint32_t(table.size());
+  est[1].fail_after = fail_after;  // PE 0's main QP to PE 1
+  const cuda_nic::Engine engine = make_engine(eqps, regions, kNpes, est);
   // Pairs: QP q of PE p talks to QP (q - q % kNpes + p) of PE q % kNpes.
   std::vector<ibgda::PairRecovery> pairs;
   for (uint32_t p = 0; p < kNpes; ++p)
@@ -254,7 +239,7 @@ Outcome run(bool failover, uint64_t fail_after) {
       pairs.push_back(pr);
     }
   Run r{};
-  r.engines = dcopy(engines);
+  r.engine = engine;
   r.states = dcopy(states);
   r.pairs = dcopy(pairs);
   r.npairs = uint32_t(pairs.size());
@@ -274,9 +259,9 @@ Outcome run(bool failover, uint64_t fail_after) {
   CHECK(cudaMemcpy(&o.lost, r.lost, 8, cudaMemcpyDeviceToHost));
   CHECK(cudaMemcpy(o.stats, r.stats, 24, cudaMemcpyDeviceToHost));
   CHECK(cudaMemcpy(o.why, r.why, sizeof o.why, cudaMemcpyDeviceToHost));
-  std::vector<uint64_t> h(kQps);
-  CHECK(cudaMemcpy(h.data(), heads[0], kQps * 8, cudaMemcpyDeviceToHost));
-  o.backup_wqes = h[kNpes + 1];  // PE 0's backup QP to PE 1 (since its last reset, if any)
+  cuda_nic::QpState backup;
+  CHECK(cudaMemcpy(&backup, engine.st + kNpes + 1, sizeof backup, cudaMemcpyDeviceToHost));
+  o.backup_wqes = backup.head;  // PE 0's backup QP to PE 1 (since its last reset, if any)
   if (failover) {
     ibgda::QpHealth hp;
     CHECK(cudaMemcpy(&hp, health[0] + 1, sizeof hp, cudaMemcpyDeviceToHost));

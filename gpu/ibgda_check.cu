@@ -1,6 +1,7 @@
 // IBGDA on a Hopper GPU (run through the device tool; CI only compiles it). The protocol of
 // core/ibgda — the same source the CPU-model tests run — executes as device code with
-// CudaCtx against the GPU-resident software NIC (gpu_nic.cuh); WQ rings, DBRs, collapsed
+// CudaCtx against the GPU-resident NIC engine (hw/cuda/nic_engine.cuh, the NIC model's engine
+// on the GPU, one CTA per PE); WQ rings, DBRs, collapsed
 // CQs, management words, ibufs and the PEs' symmetric heaps all live in GPU memory. Two PEs
 // share the GPU. Checks put / get (crossing heap chunks) / fetch-add results, measures 8-byte
 // put_nbi throughput, and plants a lost doorbell (the NIC must not run the put it announced,
@@ -15,12 +16,13 @@
 #include <vector>
 
 #include "core/ibgda/api.h"
-#include "gpu/gpu_nic.cuh"
 #include "gpu/cuda_check.h"
+#include "gpu/engine_rig.h"
 #include "hw/cuda/cuda_ctx.cuh"
 
 using namespace doorbell;
 using doorbell::cuda_exec::CudaCtx;
+using namespace doorbell::gpu_rig;
 
 
 namespace {
@@ -33,7 +35,7 @@ constexpr uint32_t kLogDepth = 8, kDepth = 1u << kLogDepth, kIbufSlots = 8;
 struct GpuWorld {
   uint8_t* heap[kNpes];
   ibgda::DevState* states;        // device array, one per PE
-  gpu_nic::Engine* engines;       // device array, one per PE
+  cuda_nic::Engine engine;        // every PE's QPs, engine CTA p serves QPs p, p + kNpes, ...
   ibgda::Mvars* mvars[kNpes];
   unsigned long long *executed, *errors;
   uint64_t* error_words;
@@ -41,16 +43,14 @@ struct GpuWorld {
 
 GpuWorld build(uint32_t batch) {
   GpuWorld g{};
-  std::vector<gpu_nic::Region> regions;
+  std::vector<Region> regions;
   for (uint32_t p = 0; p < kNpes; ++p) {
     g.heap[p] = dalloc<uint8_t>(kHeap);
     for (uint32_t c = 0; c < kHeap / kChunk; ++c)
-      regions.push_back({reinterpret_cast<uint64_t>(g.heap[p]) + c * kChunk, kChunk, gpu_nic::key_of(0x10 + p * 16 + c)});
+      regions.push_back({reinterpret_cast<uint64_t>(g.heap[p]) + c * kChunk, kChunk, key_of(0x10 + p * 16 + c)});
   }
   std::vector<ibgda::DevState> states(kNpes);
-  std::vector<gpu_nic::Engine> engines(kNpes);
-  g.executed = dalloc<unsigned long long>(1);
-  g.errors = dalloc<unsigned long long>(1);
+  std::vector<cuda_nic::QpDesc> eqps;  // PE p's QP to q at p * kNpes + q, connected to q's QP to p
   g.error_words = dalloc<uint64_t>(kNpes);
   std::vector<uint64_t> bases;
   for (uint32_t p = 0; p < kNpes; ++p) bases.push_back(reinterpret_cast<uint64_t>(g.heap[p]));
@@ -75,10 +75,11 @@ GpuWorld build(uint32_t batch) {
       d.cqe = reinterpret_cast<const mlx5::Cqe64*>(cq + q * 64);
       d.mv = g.mvars[p] + q;
       d.ibuf = ibuf + size_t(q) * (kIbufSlots + 1) * ibgda::kIbufSlotBytes;
-      d.ibuf_lkey = gpu_nic::key_of(0x90 + p * 64 + q);
+      d.ibuf_lkey = key_of(0x90 + p * 64 + q);
       d.ibuf_nslots = kIbufSlots;
       regions.push_back({reinterpret_cast<uint64_t>(d.ibuf), (kIbufSlots + 1) * ibgda::kIbufSlotBytes, d.ibuf_lkey});
     }
+    for (uint32_t q = 0; q < nqp; ++q) eqps.push_back(engine_qp(qps[q], int32_t(q * kNpes + p)));
     ibgda::DevQp* dqps = dcopy(qps);
     ibgda::DevState& s = states[p];
     s.my_pe = p;
@@ -95,23 +96,13 @@ GpuWorld build(uint32_t batch) {
     s.keys.log2_granularity = 20;
     s.keys.nchunks = kHeap / kChunk;
     for (uint32_t c = 0; c < kHeap / kChunk; ++c) {
-      s.keys.lkeys_const[c] = {gpu_nic::key_of(0x10 + p * 16 + c), bases[p] + (c + 1) * kChunk};
-      for (uint32_t q = 0; q < kNpes; ++q) s.keys.rkeys_const[c * kNpes + q] = {gpu_nic::key_of(0x10 + q * 16 + c), bases[q] + (c + 1) * kChunk};
+      s.keys.lkeys_const[c] = {key_of(0x10 + p * 16 + c), bases[p] + (c + 1) * kChunk};
+      for (uint32_t q = 0; q < kNpes; ++q) s.keys.rkeys_const[c * kNpes + q] = {key_of(0x10 + q * 16 + c), bases[q] + (c + 1) * kChunk};
     }
-    engines[p].qps = dqps;
-    engines[p].nqps = nqp;
-    engines[p].heads = dalloc<uint64_t>(nqp);
-    engines[p].dead = dalloc<uint32_t>(nqp);
-    engines[p].rung = dalloc<uint64_t>(nqp);
-    engines[p].awake = dalloc<uint32_t>(nqp);
-    engines[p].executed = g.executed;
-    engines[p].errors = g.errors;
   }
-  const std::vector<mock_nic::MemoryRegion> table = gpu_nic::region_table(regions);
-  const mock_nic::MemoryRegion* dmrs = dcopy(table);
-  for (auto& e : engines) e.mrs = dmrs, e.nmrs = uint32_t(table.size());
+  g.engine = make_engine(eqps, regions, kNpes);
+  g.executed = g.engine.executed, g.errors = g.engine.errors;
   g.states = dcopy(states);
-  g.engines = dcopy(engines);
   return g;
 }
 
@@ -127,14 +118,11 @@ struct Work {
 constexpr uint64_t kCtrOff = 0, kSlots = 4096, kDstSlots = 128 << 10, kBigSrc = 512 << 10, kBig = 1536 << 10, kBigDst = 2 << 20,
                    kGetOff = 3584 << 10;
 
-__global__ void ibgda_kernel(const gpu_nic::Engine* engines, const ibgda::DevState* states, Work w) {
-  if (blockIdx.x < kNpes) {  // the PE's NIC
-    if (threadIdx.x != 0) return;
+__global__ void ibgda_kernel(const cuda_nic::Engine engine, const ibgda::DevState* states, Work w) {
+  if (blockIdx.x < kNpes) {  // the NIC engine: CTA p serves QPs p, p + kNpes, ...
     const unsigned total = kNpes * w.ctas_per_pe;
-    for (;;) {
-      if (gpu_nic::engine_pass(engines[blockIdx.x]) != 0) continue;
-      if (atomicAdd(w.done_ctas, 0u) == total && gpu_nic::engine_pass(engines[blockIdx.x]) == 0) return;
-    }
+    cuda_nic::engine_serve(engine, blockIdx.x, [&] { return atomicAdd(w.done_ctas, 0u) == total; });
+    return;
   }
   const uint32_t pe = (blockIdx.x - kNpes) / w.ctas_per_pe, cta = (blockIdx.x - kNpes) % w.ctas_per_pe;
   const ibgda::DevState& st = states[pe];
@@ -195,7 +183,7 @@ int main() {
     }
     const uint32_t ctas = 2, threads = 128, per = 16;
     Work w{0, ctas, per, dalloc<unsigned long long>(kNpes * 65536), dalloc<unsigned>(1), dalloc<unsigned long long>(1)};
-    ibgda_kernel<<<kNpes + kNpes * ctas, threads>>>(g.engines, g.states, w);
+    ibgda_kernel<<<kNpes + kNpes * ctas, threads>>>(g.engine, g.states, w);
     CHECK(cudaDeviceSynchronize());
     unsigned long long fails = 0, errors = 0, executed = 0;
     CHECK(cudaMemcpy(&fails, w.failures, 8, cudaMemcpyDeviceToHost));
@@ -246,7 +234,7 @@ int main() {
       CHECK(cudaEventCreate(&a));
       CHECK(cudaEventCreate(&b));
       CHECK(cudaEventRecord(a));
-      ibgda_kernel<<<kNpes + kNpes * ctas, threads>>>(g.engines, g.states, w);
+      ibgda_kernel<<<kNpes + kNpes * ctas, threads>>>(g.engine, g.states, w);
       CHECK(cudaEventRecord(b));
       CHECK(cudaDeviceSynchronize());
       float ms = 0;
@@ -272,12 +260,9 @@ int main() {
     unsigned long long* lost = dalloc<unsigned long long>(1);
     const unsigned long long one = 1;
     CHECK(cudaMemcpy(lost, &one, 8, cudaMemcpyHostToDevice));
-    gpu_nic::Engine e0;
-    CHECK(cudaMemcpy(&e0, g.engines, sizeof e0, cudaMemcpyDeviceToHost));
-    e0.lost_doorbells = lost;
-    CHECK(cudaMemcpy(g.engines, &e0, sizeof e0, cudaMemcpyHostToDevice));
+    g.engine.lost_doorbells = lost;
     Work w{3, 1, 1, nullptr, dalloc<unsigned>(1), dalloc<unsigned long long>(1)};
-    ibgda_kernel<<<kNpes + kNpes, 32>>>(g.engines, g.states, w);
+    ibgda_kernel<<<kNpes + kNpes, 32>>>(g.engine, g.states, w);
     CHECK(cudaDeviceSynchronize());
     unsigned long long fails = 0, executed = 0, left = 0;
     CHECK(cudaMemcpy(&fails, w.failures, 8, cudaMemcpyDeviceToHost));

@@ -12,20 +12,9 @@
 
 #include "hw/mem/observer.h"
 #include "hw/mlx5/cqe.h"
+#include "hw/mock_nic/cqe_build.h"
 
 namespace doorbell::mock_nic {
-
-// What the engine reports for one completion; the CQ turns it into CQE bytes.
-struct Completion {
-  mlx5::CqeOpcode opcode = mlx5::CqeOpcode::kReq;
-  uint32_t qpn = 0;
-  uint16_t wqe_counter = 0;
-  uint32_t byte_cnt = 0;
-  uint32_t imm = 0;
-  uint8_t wqe_opcode = 0;  // error CQEs: opcode of the failed WQE
-  uint8_t syndrome = 0;
-  uint8_t vendor_syndrome = 0;
-};
 
 struct Cq {
   uint32_t cqn = 0;

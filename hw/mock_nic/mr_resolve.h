@@ -1,6 +1,6 @@
 // A memory region as the NIC sees it, and the key check every data access passes (key,
 // protection domain, access right, range): host-and-device code, over a plain table indexed
-// by the key's upper 24 bits, shared by the NIC model (mr_table.h) and its GPU-resident twin.
+// by the key's upper 24 bits, shared by the NIC model (mr_table.h) and the GPU-resident engine (hw/cuda/nic_engine.cuh).
 // A failed check is a KeyFault; the engine turns it into the right CQE syndrome.
 #pragma once
 

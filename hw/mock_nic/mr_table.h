@@ -21,6 +21,8 @@ class MrTable {
   Result<uint32_t> reg(uint32_t pd, uint64_t addr, uint64_t length, uint32_t access);
   Status dereg(uint32_t key);
   const MemoryRegion* find(uint32_t key) const;
+  // The whole table, indexed by key >> 8 (a GPU-resident engine takes a translated copy).
+  const std::vector<MemoryRegion>& regions() const { return mrs_; }
 
   // Host pointer for [addr, addr+len) under `key` in `pd` with rights `need`; on failure
   // nullptr and *fault says why.

@@ -1,7 +1,7 @@
 // What a ConnectX checks in a send WQE before it executes it (the structure: QPN, index, DS,
 // opcode, segments, lengths) and how it resolves a key against a region table: one
-// host-and-device source for the NIC model's engine (engine.cc) and its GPU-resident twin
-// (gpu/gpu_nic.cuh), so both give a malformed WQE the same syndrome and vendor code.
+// host-and-device source for the NIC model's engine (engine.cc) and its GPU-resident engine
+// (hw/cuda/nic_engine.cuh), so both give a malformed WQE the same syndrome and vendor code.
 // Checks that need the connection (the responder's state and rights) stay with the engine.
 #pragma once
 
