@@ -103,8 +103,8 @@ struct Shared {
 
 __device__ inline void copy_small(std::byte* dst, const std::byte* src, uint64_t n) {
   if (((reinterpret_cast<uint64_t>(dst) | reinterpret_cast<uint64_t>(src) | n) & 7) == 0) {
-    for (uint64_t i = 0; i < n; i += 8)
-      *reinterpret_cast<volatile uint64_t*>(dst + i) = *reinterpret_cast<const volatile uint64_t*>(src + i);
+    for (uint64_t i = 0; i < n; i += 8)  // loads from L2: the bytes may come from another SM
+      *reinterpret_cast<uint64_t*>(dst + i) = __ldcg(reinterpret_cast<const unsigned long long*>(src + i));
   } else {
     for (uint64_t i = 0; i < n; ++i) reinterpret_cast<volatile uint8_t*>(dst)[i] = reinterpret_cast<const volatile uint8_t*>(src)[i];
   }
@@ -138,12 +138,15 @@ __device__ inline void cta_copy(const Copy& c) {
 struct Port {
   const Engine& e;
   uint32_t self;
-  uint64_t idx;  // the WQE's index
+  uint64_t idx;      // the WQE's index
   Shared& sh;
+  bool peer_up;      // the responder's QP was not in ERR when this QP's turn began
   const QpDesc* rq = nullptr;
-  std::byte* scat[mlx5::kMaxDs];
-  uint32_t scat_len[mlx5::kMaxDs];
   uint32_t nscat = 0;
+  std::byte* scat[mlx5::kMaxDs];  // left uninitialised: filled up to nscat
+  uint32_t scat_len[mlx5::kMaxDs];
+
+  __device__ Port(const Engine& en, uint32_t i, uint64_t x, Shared& s, bool up) : e(en), self(i), idx(x), sh(s), peer_up(up) {}
 
   __device__ const QpDesc& q() const { return e.qps[self]; }
   __device__ void move(std::byte* dst, const std::byte* src, uint64_t len) {
@@ -157,7 +160,7 @@ struct Port {
     const int32_t peer = q().peer;
     if (peer < 0) return false;
     rq = &e.qps[peer];
-    return rq->peer == int32_t(self) && *reinterpret_cast<volatile const uint32_t*>(&e.st[peer].dead) == 0;
+    return rq->peer == int32_t(self) && peer_up;
   }
   __device__ uint32_t responder_access() const { return rq->remote_access; }
   __device__ uint8_t responder_atomic_mode() const { return rq->atomic_mode; }
@@ -262,29 +265,34 @@ __device__ inline void control_step(const Engine& e, uint32_t i, Shared& sh) {
     } else {
       __threadfence();  // the DBR was written after the WQEs: read them after it
       const uint64_t ring = uint64_t(mlx5::kWqebb) << q.log_sq;
+      // Read once per turn: an error met by another engine (a responder's) or a command
+      // takes effect at the next turn, as an asynchronous event does.
+      bool in_err = dead;
+      const bool peer_up = q.peer >= 0 && *reinterpret_cast<volatile const uint32_t*>(&e.st[q.peer].dead) == 0;
       for (uint32_t turn = 0; s.head != prod; ++turn) {
         if (turn == kWqesPerTurn) break;  // the QP stays awake: its next turn comes in the next pass
         const uint64_t idx = s.head, off = (idx * mlx5::kWqebb) & (ring - 1);
-        const std::byte* w = q.sq + off;
+        // The WQE into registers / local memory: its first WQEBB in four 16-byte loads, the
+        // rest (wrapping at the ring's end) once its DS is known.
+        alignas(16) std::byte w[mlx5::kMaxDs * mlx5::kDsBytes];
+        auto* w16 = reinterpret_cast<uint4*>(w);
+        for (int k = 0; k < 4; ++k) w16[k] = __ldcg(reinterpret_cast<const uint4*>(q.sq + off) + k);
         const auto& ctrl = *reinterpret_cast<const mlx5::WqeCtrlSeg*>(w);
         const uint32_t ds = ctrl.ds();
         const bool ds_ok = ds != 0 && ds <= mlx5::kMaxDs;
         const uint32_t nbb = ds_ok ? mlx5::wqebbs_for_ds(ds) : 1;  // a bad DS fails (or flushes) alone
         if (prod - idx < nbb) break;  // the doorbell ends inside this WQE: wait for the rest
         const uint8_t op = ctrl.opcode();
-        if (*reinterpret_cast<volatile uint32_t*>(&s.dead) != 0 || idx >= s.fail_after) {
-          if (idx >= s.fail_after) s.fail_after = ~0ull, atomicExch(&s.dead, 1u);  // the injected error
+        if (in_err || idx >= s.fail_after) {
+          if (idx >= s.fail_after) s.fail_after = ~0ull, in_err = true, atomicExch(&s.dead, 1u);  // the injected error
           complete(e, i, idx, op, 0, uint8_t(mlx5::CqeSyndrome::kWrFlushErr), mock_nic::vendor::kFlushed);
           s.head = idx + nbb;
           continue;
         }
-        alignas(16) std::byte scratch[mlx5::kMaxDs * mlx5::kDsBytes];
-        if (ds_ok && off + ds * mlx5::kDsBytes > ring) {  // the WQE wraps: gather it contiguously
-          for (uint64_t k = 0; k < ds * mlx5::kDsBytes; ++k) scratch[k] = q.sq[(off + k) & (ring - 1)];
-          w = scratch;
-        }
+        if (ds_ok)
+          for (uint32_t k = 4; k < ds; ++k) w16[k] = __ldcg(reinterpret_cast<const uint4*>(q.sq + ((off + 16 * k) & (ring - 1))));
         mock_nic::WqeView v;
-        Port port{e, i, idx, sh};
+        Port port(e, i, idx, sh, peer_up);
         mock_nic::ExecOutcome o;
         if (const mock_nic::WqeFault f = mock_nic::check_wqe(w, q.qpn, uint16_t(idx), true, mlx5::kMaxDs, &v); f.failed())
           o.fault = f;
@@ -297,6 +305,7 @@ __device__ inline void control_step(const Engine& e, uint32_t i, Shared& sh) {
           complete(e, i, idx, op, 0, uint8_t(o.fault.syndrome), o.fault.vendor);
           atomicAdd(e.errors, 1ull);
           atomicExch(&s.dead, 1u);
+          in_err = true;
           s.head = idx + nbb;
           continue;  // what follows is flushed
         }
