@@ -59,9 +59,13 @@ DOORBELL_HD void fence_for_nic(C& ctx, const Options& o) {
 }
 
 // The NIC may read the DBR at any time (it re-reads it while it drains the ring), so every
-// WQE the DBR will cover must reach it first. Cumulative: covers WQEs other threads wrote.
+// WQE the DBR will cover must reach it first. Cumulative: covers WQEs other threads wrote,
+// which this thread has only seen through ready_head. When the DBR covers none but the
+// ringer's own (`others` false), its publish_wqes fence already put them ahead of the DBR
+// store — if that fence reaches the NIC: with NIC buffers in host memory it is too narrow.
 template <class C>
-DOORBELL_HD void wqes_before_dbr(C& ctx, const Options& o) {
+DOORBELL_HD void wqes_before_dbr(C& ctx, const Options& o, bool others) {
+  if (!others && o.nic_buf_on_gpumem) return;
   if (!dropped(o, kOrderWqesBeforeDbr)) fence_for_nic(ctx, o);
 }
 

@@ -58,7 +58,10 @@ DOORBELL_HD void publish_wqe(C& ctx, const Options& o, uint8_t* w, WqeStage& s, 
   const uint64_t first = *s.at<const uint64_t>(0);
   auto* ctrl = reinterpret_cast<uint64_t*>(w);
   if (dropped(o, kOrderCtrlLast)) ctx.store(exec::gpu_scope, exec::relaxed, ctrl, first);
-  ctx.write_bytes(w + 8, s.b + 8, uint32_t(ds) * mlx5::kDsBytes - 8);
+  // Segments in 16-byte stores (a ring slot is 64-byte aligned), then the control segment's
+  // second word, then its first.
+  ctx.write_bytes(w + 16, s.b + 16, uint32_t(ds - 1) * mlx5::kDsBytes);
+  ctx.store(exec::gpu_scope, exec::relaxed, ctrl + 1, *s.at<const uint64_t>(8));
   if (!dropped(o, kOrderCtrlLast)) ctx.store(exec::gpu_scope, exec::relaxed, ctrl, first);
 }
 
@@ -123,7 +126,7 @@ DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64
 }
 
 template <class C>
-DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint64_t upto);
+DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint64_t upto, uint64_t own_from);
 
 // Reserve n WQEBBs; waits (polling the CQ) until the ring has room for them. The room it
 // waits for may depend on WQEs that are written but unposted — their submitters skipped
@@ -146,7 +149,7 @@ DOORBELL_HD OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32
     if (prod >= need) return poll_cq(ctx, st, qp, need);
     const uint64_t ready = ctx.load(gpu_scope, relaxed, &qp.mv->ready_head);
     if (ready > prod) {
-      if (OpResult r = post_send(ctx, st, qp, ready); r != OpResult::kOk) return r;
+      if (OpResult r = post_send(ctx, st, qp, ready, ~uint64_t{0}); r != OpResult::kOk) return r;
     } else if (!ctx.spin("reserve: room (waiting for earlier WQEs to be written)", &qp.mv->ready_head, ready)) {
       return OpResult::kTimeout;
     }
@@ -155,8 +158,9 @@ DOORBELL_HD OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32
 
 // Make WQEs [.., upto) visible to the NIC: producer index, DBR, then the BlueFlame doorbell
 // (or, in the CPU-handler variant, the host-visible producer word a proxy thread watches).
+// WQEs from `own_from` on are the caller's, published by its own fence (publish_wqes).
 template <class C>
-DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint64_t upto) {
+DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint64_t upto, uint64_t own_from) {
   using namespace exec;
   while (ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1) != 0)
     if (!ctx.spin("post_send: lock", &qp.mv->post_send_lock, 1)) return OpResult::kTimeout;
@@ -165,12 +169,14 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
     if (st.opt.cpu_proxy) {
       publish_to_proxy(ctx, st.opt, &qp.mv->proxy_prod, upto);
     } else {
-      wqes_before_dbr(ctx, st.opt);
+      wqes_before_dbr(ctx, st.opt, old < own_from);
       ctx.store(system_scope, relaxed, qp.dbr, dbr_word(upto));
       ring_nic_doorbell(ctx, st.opt, qp.bf, doorbell_value(upto, qp.qpn));
     }
   }
-  ctx.store(gpu_scope, release, &qp.mv->post_send_lock, 0);
+  // Relaxed: whatever the holder wrote for the NIC is already ordered before this store by
+  // the fence of ring_nic_doorbell (or publish_to_proxy's); with upto <= old it wrote nothing.
+  ctx.store(gpu_scope, relaxed, &qp.mv->post_send_lock, 0);
   return OpResult::kOk;
 }
 
@@ -187,7 +193,7 @@ DOORBELL_HD OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_
   }
   const uint64_t resv = ctx.load(gpu_scope, relaxed, &qp.mv->resv_head), prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
   if (sync::must_ring(prod, next, n, resv, st.opt.num_requests_in_batch, st.opt.plant.no_idle_doorbell))
-    return post_send(ctx, st, qp, next);
+    return post_send(ctx, st, qp, next, base);
   return OpResult::kOk;
 }
 
