@@ -85,6 +85,28 @@ DOORBELL_HD T cas_loop(Port& port, std::byte* t, T seen, Next next) {
   }
 }
 
+// A masked compare-swap or fetch-add of T (the segment types of its width) on `t`.
+template <class T, class CsSeg, class FaSeg, class Port>
+DOORBELL_HD T masked_atomic(Port& port, std::byte* t, mlx5::WqeOpcode op, const std::byte* args) {
+  T first;
+  if constexpr (sizeof(T) == 8) first = port.cas64(t, 0, 0);
+  else first = port.cas32(t, 0, 0);
+  if (op == mlx5::WqeOpcode::kAtomicMaskedCs) {
+    const auto* a = reinterpret_cast<const CsSeg*>(args);
+    const T swap = a->swap.get(), cmp = a->compare.get(), sm = a->swap_mask.get(), cm = a->compare_mask.get();
+    return cas_loop<T>(port, t, first, [&](T seen, T* next) {
+      *next = T((seen & ~sm) | (swap & sm));
+      return ((seen ^ cmp) & cm) == 0;
+    });
+  }
+  const auto* a = reinterpret_cast<const FaSeg*>(args);
+  const T add = a->add.get(), boundary = a->field_boundary.get();
+  return cas_loop<T>(port, t, first, [&](T seen, T* next) {
+    *next = T(masked_add(seen, add, boundary));
+    return true;
+  });
+}
+
 // The scatter list of a READ / atomic: every piece's key must let the QP write there.
 template <class Port>
 DOORBELL_HD WqeFault gather_scatter(Port& port, const WqeView& v, bool* phantom) {
@@ -188,39 +210,12 @@ DOORBELL_HD ExecOutcome exec_atomic(Port& port, const WqeView& v) {
       old = port.cas64(t, a->compare.get(), a->swap_add.get());
     } else if (op == WqeOpcode::kAtomicFa) {
       old = port.fetch_add64(t, reinterpret_cast<const mlx5::WqeAtomicSeg*>(args)->swap_add.get());
-    } else if (op == WqeOpcode::kAtomicMaskedCs) {
-      const auto* a = reinterpret_cast<const mlx5::WqeMaskedCs64Seg*>(args);
-      const uint64_t swap = a->swap.get(), cmp = a->compare.get(), sm = a->swap_mask.get(), cm = a->compare_mask.get();
-      old = cas_loop<uint64_t>(port, t, port.cas64(t, 0, 0), [&](uint64_t seen, uint64_t* next) {
-        *next = (seen & ~sm) | (swap & sm);
-        return ((seen ^ cmp) & cm) == 0;
-      });
     } else {
-      const auto* a = reinterpret_cast<const mlx5::WqeMaskedFa64Seg*>(args);
-      const uint64_t add = a->add.get(), boundary = a->field_boundary.get();
-      old = cas_loop<uint64_t>(port, t, port.cas64(t, 0, 0), [&](uint64_t seen, uint64_t* next) {
-        *next = masked_add(seen, add, boundary);
-        return true;
-      });
+      old = masked_atomic<uint64_t, mlx5::WqeMaskedCs64Seg, mlx5::WqeMaskedFa64Seg>(port, t, op, args);
     }
     for (int i = 0; i < 8; ++i) result[i] = std::byte(old >> (8 * i));  // 8-byte results land in host order
   } else {
-    uint32_t old = 0;
-    if (op == WqeOpcode::kAtomicMaskedCs) {
-      const auto* a = reinterpret_cast<const mlx5::WqeMaskedCs32Seg*>(args);
-      const uint32_t swap = a->swap.get(), cmp = a->compare.get(), sm = a->swap_mask.get(), cm = a->compare_mask.get();
-      old = cas_loop<uint32_t>(port, t, port.cas32(t, 0, 0), [&](uint32_t seen, uint32_t* next) {
-        *next = (seen & ~sm) | (swap & sm);
-        return ((seen ^ cmp) & cm) == 0;
-      });
-    } else {
-      const auto* a = reinterpret_cast<const mlx5::WqeMaskedFa32Seg*>(args);
-      const uint32_t add = a->add.get(), boundary = a->field_boundary.get();
-      old = cas_loop<uint32_t>(port, t, port.cas32(t, 0, 0), [&](uint32_t seen, uint32_t* next) {
-        *next = uint32_t(masked_add(seen, add, boundary));
-        return true;
-      });
-    }
+    const uint32_t old = masked_atomic<uint32_t, mlx5::WqeMaskedCs32Seg, mlx5::WqeMaskedFa32Seg>(port, t, op, args);
     for (int i = 0; i < 4; ++i) result[i] = std::byte(old >> (24 - 8 * i));  // 4-byte results come back big-endian
   }
   port.atomic_result(result, size);
