@@ -95,7 +95,7 @@ struct Pending {
 struct Shared {
   Copy copies[kMaxCopies];
   uint32_t ncopies;
-  bool more;  // the QP has more to do in this pass
+  bool more;  // a WQE waits for its completion after the CTA's copies
   Pending pending;
   uint32_t done;
   int quit;
@@ -224,7 +224,7 @@ __device__ inline bool lose_doorbell(const Engine& e) {
 
 // The control's step on QP i (thread 0): finish the WQE whose copies the CTA just made, act on
 // a host command and a doorbell, then execute or flush posted WQEs until one leaves copies to
-// the CTA (sh.ncopies), the QP's turn ends (sh.more) or nothing is posted.
+// the CTA (sh.ncopies, sh.more), the QP's turn ends or nothing is posted.
 __device__ inline void control_step(const Engine& e, uint32_t i, Shared& sh) {
   const QpDesc& q = e.qps[i];
   QpState& s = e.st[i];
