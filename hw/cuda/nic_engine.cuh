@@ -98,7 +98,6 @@ struct Shared {
   bool more;  // a WQE waits for its completion after the CTA's copies
   Pending pending;
   uint32_t done;
-  int quit;
 };
 
 __device__ inline void copy_small(std::byte* dst, const std::byte* src, uint64_t n) {
