@@ -97,14 +97,7 @@ bool malformed_case(const testing::Case& c) {
     d.atomic_mode = mq.atomic_mode;
     qps.push_back(d);
   }
-  cuda_nic::Engine eng;
-  eng.qps = dcopy(qps);
-  eng.st = dcopy(std::vector<cuda_nic::QpState>(2));
-  eng.nqps = 2;
-  eng.mrs = dcopy(table);
-  eng.nmrs = uint32_t(table.size());
-  eng.executed = dalloc<unsigned long long>(1);
-  eng.errors = dalloc<unsigned long long>(1);
+  const cuda_nic::Engine eng = gpu_rig::make_engine(qps, table, 1);
   serve_once<<<1, 128>>>(eng);
   CHECK(cudaDeviceSynchronize());
   std::vector<mlx5::Cqe64> gpu_cqes(64);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 #include "core/ibgda/state.h"
@@ -55,8 +56,9 @@ inline cuda_nic::QpDesc engine_qp(const ibgda::DevQp& d, int32_t peer) {
   return q;
 }
 
-// An engine over `qps` (states from `st`, fresh when empty), served by `nengines` CTAs.
-inline cuda_nic::Engine make_engine(const std::vector<cuda_nic::QpDesc>& qps, const std::vector<Region>& regions,
+// An engine over `qps` with key table `table` (states from `st`, fresh when empty), served
+// by `nengines` CTAs.
+inline cuda_nic::Engine make_engine(const std::vector<cuda_nic::QpDesc>& qps, const std::vector<mock_nic::MemoryRegion>& table,
                                     uint32_t nengines, std::vector<cuda_nic::QpState> st = {}) {
   if (st.empty()) st.resize(qps.size());
   cuda_nic::Engine e;
@@ -64,12 +66,17 @@ inline cuda_nic::Engine make_engine(const std::vector<cuda_nic::QpDesc>& qps, co
   e.st = dcopy(st);
   e.nqps = uint32_t(qps.size());
   e.nengines = nengines;
-  const std::vector<mock_nic::MemoryRegion> table = region_table(regions);
   e.mrs = dcopy(table);
   e.nmrs = uint32_t(table.size());
   e.executed = dalloc<unsigned long long>(1);
   e.errors = dalloc<unsigned long long>(1);
   return e;
+}
+
+// ... with the key table of `regions` (region_table).
+inline cuda_nic::Engine make_engine(const std::vector<cuda_nic::QpDesc>& qps, const std::vector<Region>& regions,
+                                    uint32_t nengines, std::vector<cuda_nic::QpState> st = {}) {
+  return make_engine(qps, region_table(regions), nengines, std::move(st));
 }
 
 }  // namespace doorbell::gpu_rig

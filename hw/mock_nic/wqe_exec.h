@@ -108,6 +108,7 @@ DOORBELL_HD T masked_atomic(Port& port, std::byte* t, mlx5::WqeOpcode op, const 
 }
 
 // The scatter list of a READ / atomic: every piece's key must let the QP write there.
+// `phantom` (may be null) hears whether any piece is phantom memory.
 template <class Port>
 DOORBELL_HD WqeFault gather_scatter(Port& port, const WqeView& v, bool* phantom) {
   for (uint32_t k = 0; k < v.npieces; ++k) {
@@ -115,7 +116,7 @@ DOORBELL_HD WqeFault gather_scatter(Port& port, const WqeView& v, bool* phantom)
     bool ph = false;
     std::byte* at = port.local(v.pieces[k], kLocalWrite, &f, &ph);
     if (at == nullptr) return local_key_fault(f);
-    *phantom |= ph;
+    if (phantom != nullptr) *phantom |= ph;
     port.scatter(v.pieces[k], at);
   }
   return {};
@@ -186,8 +187,7 @@ DOORBELL_HD ExecOutcome exec_atomic(Port& port, const WqeView& v) {
   const WqeOpcode op = v.op;
   const bool masked = op == WqeOpcode::kAtomicMaskedCs || op == WqeOpcode::kAtomicMaskedFa;
   const uint32_t size = v.atomic_size;
-  bool local_phantom = false;
-  if (const WqeFault f = gather_scatter(port, v, &local_phantom); f.failed()) return fail(f);
+  if (const WqeFault f = gather_scatter(port, v, nullptr); f.failed()) return fail(f);  // phantom: checked on the target
   if (v.total != size) return fail(CqeSyndrome::kLocalLengthErr, vendor::kAtomicBadLength);
   if (!port.answer()) return fail(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
   if (!(port.responder_access() & kRemoteAtomic))
