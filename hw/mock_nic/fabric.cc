@@ -11,13 +11,9 @@ Status Fabric::attach(Nic& nic) {
   if (nic.fabric_ != nullptr) return Status(Errc::kBadState, "fabric: NIC already attached to a fabric");
   nic.fabric_ = this;
   nics_.push_back(&nic);
+  if (nic.lid() >= by_lid_.size()) by_lid_.resize(size_t(nic.lid()) + 1, nullptr);
+  by_lid_[nic.lid()] = &nic;
   return {};
-}
-
-Nic* Fabric::by_lid(uint16_t lid) const {
-  for (Nic* n : nics_)
-    if (n->lid() == lid) return n;
-  return nullptr;
 }
 
 Nic* Fabric::by_gid(const uint8_t gid[16]) const {

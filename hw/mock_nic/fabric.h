@@ -16,7 +16,7 @@ class Fabric {
  public:
   // Attach a NIC; its LID must be unique on the fabric.
   Status attach(Nic& nic);
-  Nic* by_lid(uint16_t lid) const;
+  Nic* by_lid(uint16_t lid) const { return lid < by_lid_.size() ? by_lid_[lid] : nullptr; }
   Nic* by_gid(const uint8_t gid[16]) const;
   // The fabric's step clock: the furthest engine time of its NICs, in nanoseconds.
   double now_ns() const;
@@ -27,6 +27,7 @@ class Fabric {
 
  private:
   std::vector<Nic*> nics_;
+  std::vector<Nic*> by_lid_;  // indexed by LID: the engine looks a peer up for every WQE
 };
 
 }  // namespace doorbell::mock_nic
