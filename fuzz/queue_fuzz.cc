@@ -26,6 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   p.cpu_proxy = in.ConsumeBool();
   p.ibuf_slots = 1u << in.ConsumeIntegralInRange<uint32_t>(0, 2);
   p.num_rc_per_pe = in.ConsumeIntegralInRange<uint32_t>(1, 2);
+  p.num_nics = in.ConsumeIntegralInRange<uint32_t>(1, 2);
   p.pe_major = in.ConsumeBool();
   // Where the counters begin: 0, or a little below 2^16, 2^31, 2^32 or 2^63.
   static constexpr uint64_t kBoundaries[] = {0, uint64_t(1) << 16, uint64_t(1) << 31, uint64_t(1) << 32, uint64_t(1) << 63};

@@ -1,5 +1,7 @@
-// Device-side key tables of the symmetric heap (SPEC §1): one lkey per heap chunk, one rkey
-// per (chunk, PE) at rkeys[chunk * npes + pe]; the first kConstKeys entries live in a fixed
+// Device-side key tables of the symmetric heap (SPEC §1): one lkey per (heap chunk, NIC) at
+// lkeys[chunk * ndevs + dev], one rkey per (chunk, PE, NIC) at rkeys[(chunk * npes + pe) *
+// ndevs + dev] (NVSHMEM's order: a chunk is registered on every NIC, each giving its own
+// keys, and a QP uses its NIC's); the first kConstKeys entries live in a fixed
 // array (constant memory on the GPU), the rest behind a pointer (global memory). Each entry
 // carries next_addr, the end of its chunk, so a transfer can be split where a chunk ends.
 #pragma once
@@ -18,20 +20,27 @@ struct KeyEntry {
 struct KeyTables {
   static constexpr uint32_t kConstKeys = 32;
   uint32_t npes = 0;
+  uint32_t ndevs = 1;  // NICs per PE
   uint32_t log2_granularity = 0;
   uint32_t nchunks = 0;
   KeyEntry lkeys_const[kConstKeys];
-  KeyEntry* lkeys_global = nullptr;   // entries kConstKeys.. (chunk index)
+  KeyEntry* lkeys_global = nullptr;   // entries kConstKeys.. (chunk * ndevs + dev)
   KeyEntry rkeys_const[kConstKeys];
-  KeyEntry* rkeys_global = nullptr;   // entries kConstKeys.. (chunk * npes + pe)
+  KeyEntry* rkeys_global = nullptr;   // entries kConstKeys.. ((chunk * npes + pe) * ndevs + dev)
 };
 
-DOORBELL_HD const KeyEntry& lkey_entry(const KeyTables& t, uint32_t chunk) {
-  return chunk < KeyTables::kConstKeys ? t.lkeys_const[chunk] : t.lkeys_global[chunk - KeyTables::kConstKeys];
+DOORBELL_HD uint32_t lkey_index(const KeyTables& t, uint32_t chunk, uint32_t dev) { return chunk * t.ndevs + dev; }
+DOORBELL_HD uint32_t rkey_index(const KeyTables& t, uint32_t chunk, uint32_t pe, uint32_t dev) {
+  return (chunk * t.npes + pe) * t.ndevs + dev;
 }
 
-DOORBELL_HD const KeyEntry& rkey_entry(const KeyTables& t, uint32_t chunk, uint32_t pe) {
-  const uint32_t i = chunk * t.npes + pe;
+DOORBELL_HD const KeyEntry& lkey_entry(const KeyTables& t, uint32_t chunk, uint32_t dev) {
+  const uint32_t i = lkey_index(t, chunk, dev);
+  return i < KeyTables::kConstKeys ? t.lkeys_const[i] : t.lkeys_global[i - KeyTables::kConstKeys];
+}
+
+DOORBELL_HD const KeyEntry& rkey_entry(const KeyTables& t, uint32_t chunk, uint32_t pe, uint32_t dev) {
+  const uint32_t i = rkey_index(t, chunk, pe, dev);
   return i < KeyTables::kConstKeys ? t.rkeys_const[i] : t.rkeys_global[i - KeyTables::kConstKeys];
 }
 
@@ -42,12 +51,13 @@ struct Piece {
   uint64_t bytes;
 };
 
-// The first piece of [loff, loff+bytes) local / [roff, ...) on `pe` (heap offsets):
-// min(remaining, local chunk left, remote chunk left).
+// The first piece of [loff, loff+bytes) local / [roff, ...) on `pe` (heap offsets), with
+// the keys of NIC `dev`: min(remaining, local chunk left, remote chunk left). Where a piece
+// ends does not depend on the NIC.
 DOORBELL_HD Piece first_piece(const KeyTables& t, uint64_t local_base, uint64_t remote_base, uint64_t loff, uint64_t roff,
-                              uint64_t bytes, uint32_t pe) {
-  const KeyEntry& l = lkey_entry(t, uint32_t(loff >> t.log2_granularity));
-  const KeyEntry& r = rkey_entry(t, uint32_t(roff >> t.log2_granularity), pe);
+                              uint64_t bytes, uint32_t pe, uint32_t dev) {
+  const KeyEntry& l = lkey_entry(t, uint32_t(loff >> t.log2_granularity), dev);
+  const KeyEntry& r = rkey_entry(t, uint32_t(roff >> t.log2_granularity), pe, dev);
   Piece p;
   p.laddr = local_base + loff;
   p.raddr = remote_base + roff;

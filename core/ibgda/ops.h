@@ -41,7 +41,7 @@ DOORBELL_HD OpResult get_nbi(C& ctx, const DevState& st, uint64_t dest, uint64_t
 // has not failed, then this thread's logged operations, replayed where their QP failed).
 template <class C>
 DOORBELL_HD OpResult quiet_all(C& ctx, const DevState& st) {
-  const uint32_t nqp = st.npes * st.num_rc_per_pe;
+  const uint32_t nqp = qps_per_set(st);
   for (uint32_t i = 0; i < nqp * (st.backups != nullptr ? 2 : 1); ++i) {
     const DevQp& qp = i < nqp ? st.qps[i] : st.backups[i - nqp];
     if (!enter(ctx, qp)) continue;
@@ -91,7 +91,7 @@ DOORBELL_HD OpResult put_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uin
   // Walk the pieces; each lane writes its own.
   uint64_t loff = src, roff = dest, left = bytes;
   for (uint64_t i = 0; left != 0; ++i) {
-    const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, left, pe);
+    const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, left, pe, key_dev(st, qp));
     left -= p.bytes;
     if (i % ctx.warp_size() == ctx.lane()) {
       WqeStage s;

@@ -9,11 +9,12 @@
 
 namespace doorbell::ibgda {
 
-// How many pieces [loff, +bytes) -> [roff, +bytes) on pe splits into at chunk ends.
+// How many pieces [loff, +bytes) -> [roff, +bytes) on pe splits into at chunk ends (the
+// same on every NIC: NIC 0's table answers).
 DOORBELL_HD uint32_t count_pieces(const DevState& st, uint64_t loff, uint64_t roff, uint64_t bytes, uint32_t pe) {
   uint32_t n = 0;
   while (bytes != 0) {
-    const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe);
+    const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe, 0);
     loff += p.bytes, roff += p.bytes, bytes -= p.bytes, ++n;
   }
   return n;
@@ -23,7 +24,7 @@ DOORBELL_HD uint32_t count_pieces(const DevState& st, uint64_t loff, uint64_t ro
 DOORBELL_HD uint64_t bytes_in_pieces(const DevState& st, uint64_t loff, uint64_t roff, uint64_t bytes, uint32_t pe, uint32_t cap) {
   uint64_t done = 0;
   for (uint32_t n = 0; n < cap && done < bytes; ++n)
-    done += heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff + done, roff + done, bytes - done, pe).bytes;
+    done += heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff + done, roff + done, bytes - done, pe, 0).bytes;
   return done;
 }
 // The most WQEs one transfer reserves at once: half a ring. A transfer of more pieces goes out
@@ -36,7 +37,7 @@ template <class C>
 DOORBELL_HD void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t base, uint64_t loff,
                                 uint64_t roff, uint64_t bytes, uint32_t pe, bool signal_last = true) {
   for (uint64_t idx = base; bytes != 0; ++idx) {
-    const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe);
+    const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe, key_dev(st, qp));
     WqeStage s;
     mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), p.raddr, p.rkey);
     mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32), uint32_t(p.bytes), p.lkey, p.laddr);
@@ -81,7 +82,7 @@ DOORBELL_HD OpResult post_rma(C& ctx, const DevState& st, const DevQp& qp, mlx5:
 template <class C>
 DOORBELL_HD void write_atomic_wqe(C& ctx, const DevState& st, const DevQp& qp, uint64_t idx, mlx5::WqeOpcode op, uint64_t off,
                                   uint32_t pe, uint64_t swap_add, uint64_t compare, uint64_t result_addr) {
-  const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe);
+  const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe, key_dev(st, qp));
   WqeStage s;
   mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), st.heap_bases[pe] + off, rk.key);
   mlx5::set_atomic_seg(s.at<mlx5::WqeAtomicSeg>(32), swap_add, compare);

@@ -19,8 +19,11 @@ struct QpSelector {
   uint32_t index = 0;
 };
 
+// With several NICs a peer's group holds num_rc_per_pe QPs per NIC, NICs interleaved (group
+// member g lives on NIC g % num_devices, as NVSHMEM assigns them), so consecutive ids spread
+// over the NICs.
 DOORBELL_HD uint32_t qp_slot(const DevState& st, uint32_t id, uint32_t pe) {
-  const uint32_t nrc = st.num_rc_per_pe;
+  const uint32_t nrc = rcs_per_peer(st);
   return st.layout == QpLayout::kQpMajor ? (id % nrc) * st.npes + pe : pe * nrc + id % nrc;
 }
 

@@ -62,6 +62,7 @@ struct QpHealth {
 struct DevQp {
   uint32_t qpn = 0;
   uint32_t pe = 0;                     // the PE this QP reaches
+  uint32_t dev = 0;                    // the NIC it lives on (its keys: KeyTables' dev)
   uint32_t nwqes = 0;                  // ring size in WQEBBs (power of two) = CQ size
   uint8_t* wq = nullptr;
   uint64_t* dbr = nullptr;             // the 8-byte doorbell record: receive word, send word
@@ -89,6 +90,7 @@ struct Plants {
   uint32_t drop = 0;              // orderings dropped (ordering.h), host builds only
   bool replay_applied = false;    // failover replays an add the verdict says was applied
   bool no_replay = false;         // failover drops logged puts / gets of a failed QP
+  bool dev0_keys = false;         // every QP takes NIC 0's keys, whatever NIC it lives on
 };
 
 struct Options {
@@ -113,7 +115,8 @@ DOORBELL_HD constexpr bool planted(bool on) {
 
 struct DevState {
   uint32_t my_pe = 0, npes = 0, num_rc_per_pe = 0;
-  DevQp* qps = nullptr;                 // npes * num_rc_per_pe, in `layout` order
+  uint32_t num_devices = 1;             // NICs per PE: each peer has num_rc_per_pe QPs on each
+  DevQp* qps = nullptr;                 // qps_per_set(), in `layout` order
   QpLayout layout = QpLayout::kQpMajor;
   uint64_t* group_switches = nullptr;   // round-robin counter for DEFAULT/ANY selection
   Options opt;
@@ -126,6 +129,13 @@ struct DevState {
   uint64_t* heap_bases = nullptr;       // per PE
   uint64_t* error = nullptr;            // first error CQE seen (error_word); a root cause replaces a flush
 };
+
+// A peer's QPs (over every NIC), and a PE's whole main (or backup) set.
+DOORBELL_HD constexpr uint32_t rcs_per_peer(const DevState& st) { return st.num_rc_per_pe * st.num_devices; }
+DOORBELL_HD constexpr uint32_t qps_per_set(const DevState& st) { return st.npes * rcs_per_peer(st); }
+
+// The NIC whose keys a request on `qp` carries.
+DOORBELL_HD constexpr uint32_t key_dev(const DevState& st, const DevQp& qp) { return planted(st.opt.plant.dev0_keys) ? 0 : qp.dev; }
 
 // The error word a poller records: syndrome, QPN, a set flag and the CQE's wqe_counter.
 DOORBELL_HD constexpr uint64_t error_word(uint8_t syndrome, uint32_t qpn, uint16_t wqe_counter) {

@@ -15,7 +15,9 @@ namespace doorbell::mock_nic {
 
 class MrTable {
  public:
-  explicit MrTable(mem::AddressSpace& mem) : mem_(mem) { mrs_.resize(1); }  // index 0 is never a key
+  // `salt` starts the variant byte: NICs that register the same regions in the same order
+  // still hand out different keys, as separate devices do (a key of the wrong NIC fails).
+  explicit MrTable(mem::AddressSpace& mem, uint8_t salt = 0) : mem_(mem), variant_(salt) { mrs_.resize(1); }  // index 0 is never a key
   ~MrTable();
 
   Result<uint32_t> reg(uint32_t pd, uint64_t addr, uint64_t length, uint32_t access);

@@ -44,7 +44,7 @@ double rnr_nak_ns(uint8_t code) {
   return kTenUs[code & 31] * 10'000.0;
 }
 
-Nic::Nic(mem::AddressSpace& mem, NicConfig cfg) : mem_(mem), cfg_(cfg), mrs_(mem), rng_(cfg.seed | 1) {}
+Nic::Nic(mem::AddressSpace& mem, NicConfig cfg) : mem_(mem), cfg_(cfg), mrs_(mem, uint8_t((cfg.lid - 1u) * 0x35u)), rng_(cfg.seed | 1) {}
 
 Nic::~Nic() {
   for (auto& q : qps_)

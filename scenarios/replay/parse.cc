@@ -92,7 +92,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (t["pcie_gbps"]) sc.pcie_gbps = double(uint_of(t["pcie_gbps"], "pcie_gbps", 1, 100000));
   }
   if (const YAML::Node s = root["stack"]) {
-    only_keys(s, "stack", {"num_rc_per_pe", "qp_depth", "num_requests_in_batch", "qp_layout", "cst", "cpu_proxy", "nic_buffers", "ibuf_slots",
+    only_keys(s, "stack", {"num_rc_per_pe", "nics_per_pe", "qp_depth", "num_requests_in_batch", "qp_layout", "cst", "cpu_proxy", "nic_buffers", "ibuf_slots",
                            "failover", "ack_timeout", "retry_count", "rnr_retry", "start_index"});
     // Below 2^64 by far more than a run posts: indices must not wrap the 64 bits.
     if (s["start_index"]) sc.start_index = uint_of(s["start_index"], "start_index", 0, (uint64_t(3) << 62));
@@ -101,6 +101,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (s["retry_count"]) sc.retry_count = uint32_t(uint_of(s["retry_count"], "retry_count", 0, 7));
     if (s["rnr_retry"]) sc.rnr_retry = uint32_t(uint_of(s["rnr_retry"], "rnr_retry", 0, 7));
     if (s["num_rc_per_pe"]) sc.num_rc_per_pe = uint32_t(uint_of(s["num_rc_per_pe"], "num_rc_per_pe", 1, 16));
+    if (s["nics_per_pe"]) sc.nics_per_pe = uint32_t(uint_of(s["nics_per_pe"], "nics_per_pe", 1, 8));
     if (s["qp_depth"]) sc.qp_depth = pow2_of(s["qp_depth"], "qp_depth", 8, 32768);
     if (s["num_requests_in_batch"]) sc.num_requests_in_batch = pow2_of(s["num_requests_in_batch"], "num_requests_in_batch", 1, 4096);
     if (s["qp_layout"]) sc.pe_major = choice_of(s["qp_layout"], "qp_layout", {"qp-major", "pe-major"}) == "pe-major";
@@ -110,7 +111,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (s["ibuf_slots"]) sc.ibuf_slots = pow2_of(s["ibuf_slots"], "ibuf_slots", 1, 1024);
   }
   if (const YAML::Node p = root["planted"]) {
-    only_keys(p, "planted", {"no_idle_doorbell", "no_carry", "cons_store", "cas_swapped", "early_release", "drop_ordering"});
+    only_keys(p, "planted", {"no_idle_doorbell", "no_carry", "cons_store", "cas_swapped", "early_release", "dev0_keys", "drop_ordering"});
     if (const YAML::Node d = p["drop_ordering"]) {
       if (!d.IsSequence()) fail(d, "'drop_ordering' must be a list of orderings");
       for (const YAML::Node& o : d) {
@@ -130,6 +131,7 @@ Scenario parse_root(const YAML::Node& root, const std::string& file) {
     if (p["cons_store"]) sc.plant.cons_store = bool_of(p["cons_store"], "cons_store");
     if (p["cas_swapped"]) sc.plant.cas_swapped = bool_of(p["cas_swapped"], "cas_swapped");
     if (p["early_release"]) sc.plant.early_release = bool_of(p["early_release"], "early_release");
+    if (p["dev0_keys"]) sc.plant.dev0_keys = bool_of(p["dev0_keys"], "dev0_keys");
   }
   const YAML::Node w = root["workload"];
   if (!w) fail(root, "missing 'workload'");

@@ -80,6 +80,7 @@ class IbgdaReplay {
     WorldConfig c;
     c.npes = sc.pes;
     c.num_rc_per_pe = sc.num_rc_per_pe;
+    c.num_nics = sc.nics_per_pe;
     uint32_t log_depth = 0;
     while ((1u << log_depth) < sc.qp_depth) ++log_depth;
     c.log_qp_depth = log_depth;
@@ -150,7 +151,7 @@ class IbgdaReplay {
         sample_ = double(step);
         size_t i = 0;
         for (uint32_t pe = 0; pe < sc.pes; ++pe)
-          for (uint32_t q = 0; q < sc.pes * sc.num_rc_per_pe; ++q, ++i) {
+          for (uint32_t q = 0; q < qps_per_set(world->state(pe)); ++q, ++i) {
             const Mvars& m = *world->state(pe).qps[q].mv;
             const std::array<uint64_t, 4> now{m.resv_head, m.ready_head, m.prod_idx, m.cons_idx};
             if (last_.size() <= i) last_.push_back({});
@@ -262,7 +263,8 @@ class IbgdaReplay {
     std::string bad;
     std::vector<mock_nic::PhantomCopy> log, want;
     for (uint32_t pe = 0; pe < sc.pes; ++pe)
-      log.insert(log.end(), world->nic(pe).phantom_log().begin(), world->nic(pe).phantom_log().end());
+      for (uint32_t d = 0; d < sc.nics_per_pe; ++d)
+        log.insert(log.end(), world->nic(pe, d).phantom_log().begin(), world->nic(pe, d).phantom_log().end());
     for (const auto& per : gen.by_pe)
       for (const Msg& m : per)
         want.push_back({reinterpret_cast<uint64_t>(world->at(m.to, gen_recv + m.dst)),
@@ -409,12 +411,13 @@ class IbgdaReplay {
       j["bandwidth_gbps"] = t > 0 ? double(int64_t(double(bytes) / t * 1000)) / 1000.0 : 0.0;  // GB/s, all PEs
       j["bandwidth_per_pe_gbps"] = t > 0 ? double(int64_t(double(bytes) / sc.pes / t * 1000)) / 1000.0 : 0.0;
     }
-    std::string table = "  pe  qp->pe   resv  ready   prod   cons  WQEs  doorbells\n";
+    const bool nics = sc.nics_per_pe > 1;
+    std::string table = std::string("  pe  qp->pe   resv  ready   prod   cons  WQEs  doorbells") + (nics ? "  nic\n" : "\n");
     for (uint32_t pe = 0; pe < sc.pes; ++pe) {
       nlohmann::ordered_json qps = nlohmann::ordered_json::array();
-      for (uint32_t q = 0; q < sc.pes * sc.num_rc_per_pe; ++q) {
+      for (uint32_t q = 0; q < qps_per_set(world->state(pe)); ++q) {
         const DevQp& d = world->state(pe).qps[q];
-        const mock_nic::QpStats& ns = world->nic(pe).qp(d.qpn)->stats;
+        const mock_nic::QpStats& ns = world->nic(pe, d.dev).qp(d.qpn)->stats;
         qps.push_back({{"peer", d.pe},
                        {"qpn", d.qpn},
                        {"resv_head", d.mv->resv_head},
@@ -425,6 +428,7 @@ class IbgdaReplay {
                        {"doorbells", ns.doorbells},
                        {"errors", ns.errors},
                        {"flushed", ns.flushed}});
+        if (sc.nics_per_pe > 1) qps.back()["nic"] = d.dev;
         if (d.mv->resv_head == 0) continue;
         char line[128];
         std::snprintf(line, sizeof line, "  %2u  %2u->%-3u %6llu %6llu %6llu %6llu %5llu %10llu\n", pe, q, d.pe,
@@ -432,6 +436,7 @@ class IbgdaReplay {
                       (unsigned long long)d.mv->prod_idx, (unsigned long long)d.mv->cons_idx, (unsigned long long)ns.wqes,
                       (unsigned long long)ns.doorbells);
         table += line;
+        if (nics) table.insert(table.size() - 1, "  " + std::to_string(d.dev));
       }
       j["pes"].push_back({{"pe", pe}, {"qps", qps}});
     }

@@ -78,7 +78,7 @@ struct Scenario {
   uint32_t pes = 2;
   double wire_gbps = 0, pcie_gbps = 0;   // link rates (0: the cost model's defaults)
   // stack
-  uint32_t num_rc_per_pe = 1, qp_depth = 64, num_requests_in_batch = 32, ibuf_slots = 8;
+  uint32_t num_rc_per_pe = 1, nics_per_pe = 1, qp_depth = 64, num_requests_in_batch = 32, ibuf_slots = 8;
   bool pe_major = false, cst = false, cpu_proxy = false, nic_buffers_on_gpu = true;
   bool failover = false;                 // backup QPs, health, host recovery (core/ibgda/failover.h)
   uint64_t start_index = 0;              // where every QP's counters begin (near 2^16, 2^32, 2^63: reach)

@@ -16,6 +16,8 @@ constexpr uint32_t kAllAccess = mock_nic::kLocalWrite | mock_nic::kRemoteWrite |
 
 Result<std::unique_ptr<ModelWorld>> ModelWorld::create(const WorldConfig& cfg) {
   if (cfg.npes == 0 || cfg.num_rc_per_pe == 0) return Status(Errc::kBadParam, "world: need at least one PE and one RC QP per PE");
+  if (cfg.num_nics == 0 || cfg.num_nics > 8) return Status(Errc::kBadParam, "world: num_nics must be 1..8");
+  if (uint64_t(cfg.npes) * cfg.num_nics >= 0xc000) return Status(Errc::kBadParam, "world: more NICs than unicast LIDs");
   if ((cfg.opt.num_requests_in_batch & (cfg.opt.num_requests_in_batch - 1)) != 0 || cfg.opt.num_requests_in_batch == 0)
     return Status(Errc::kBadParam, "world: num_requests_in_batch must be a power of two");
   if ((cfg.ibuf_slots & (cfg.ibuf_slots - 1)) != 0 || cfg.ibuf_slots == 0)
@@ -28,63 +30,74 @@ Result<std::unique_ptr<ModelWorld>> ModelWorld::create(const WorldConfig& cfg) {
 ModelWorld::~ModelWorld() {
   for (auto& pe : pes_) {
     for (size_t i = 0; i < pe->ibufs.size(); ++i) {
-      (void)pe->devx->dereg_mr(pe->ibuf_mrs[i]);
-      pe->devx->free(pe->ibufs[i]);
+      mock_nic::ModelDevx& devx = *pe->devs[pe->ibuf_devs[i]].devx;
+      (void)devx.dereg_mr(pe->ibuf_mrs[i]);
+      devx.free(pe->ibufs[i]);
     }
-    pe->queues.reset();
-    pe->backup_queues.reset();
+    for (Dev& d : pe->devs) d.queues.reset(), d.backup_queues.reset();
   }
   // Heap chunk MRs go with each ModelDevx; the heap's memory must outlive them.
-  for (auto& pe : pes_) pe->devx.reset();
+  for (auto& pe : pes_)
+    for (Dev& d : pe->devs) d.devx.reset();
   heap_.reset();
+}
+
+std::string ModelWorld::where(uint32_t pe, uint32_t dev) const {
+  return "pe " + std::to_string(pe) + (cfg_.num_nics > 1 ? " nic " + std::to_string(dev) : "");
 }
 
 Status ModelWorld::connect_all(bool backup) {
   const uint32_t n = cfg_.npes;
-  for (uint32_t p = 0; p < n; ++p) {
-    devx::Driver drv(*pes_[p]->devx);
-    for (uint32_t rc = 0; rc < cfg_.num_rc_per_pe; ++rc)
-      for (uint32_t peer = 0; peer < n; ++peer) {
-        const devx::Obj& qp = queue_set(*pes_[p], backup).qp(rc * n + peer);
-        devx::RtrSpec r;
-        r.remote_qpn = queue_set(*pes_[peer], backup).qp(rc * n + p).id;
-        r.dlid = pes_[peer]->nic->lid();
-        if (Status st = drv.rst2init(qp, {}); !st) return st;
-        if (Status st = drv.init2rtr(qp, r); !st) return st;
-        if (Status st = drv.rtr2rts(qp, cfg_.rts); !st) return st;
-      }
-  }
+  for (uint32_t p = 0; p < n; ++p)
+    for (uint32_t dev = 0; dev < cfg_.num_nics; ++dev) {
+      devx::Driver drv(*pes_[p]->devs[dev].devx);
+      for (uint32_t rc = 0; rc < cfg_.num_rc_per_pe; ++rc)
+        for (uint32_t peer = 0; peer < n; ++peer) {
+          const devx::Obj& qp = queue_set(pes_[p]->devs[dev], backup).qp(rc * n + peer);
+          devx::RtrSpec r;
+          r.remote_qpn = queue_set(pes_[peer]->devs[dev], backup).qp(rc * n + p).id;
+          r.dlid = pes_[peer]->devs[dev].nic->lid();
+          if (Status st = drv.rst2init(qp, {}); !st) return st;
+          if (Status st = drv.init2rtr(qp, r); !st) return st;
+          if (Status st = drv.rtr2rts(qp, cfg_.rts); !st) return st;
+        }
+    }
   return {};
 }
 
 // The device view of one queue set of a PE: a DevQp per QP in layout order, each with its
 // management words, ibuf (registered) and, with failover, health words.
 Status ModelWorld::fill_qps(Pe& pe, bool backup) {
-  const uint32_t n = cfg_.npes, nrc = cfg_.num_rc_per_pe, nqp = n * nrc;
-  devx::QueueSet& qs = queue_set(pe, backup);
+  const uint32_t n = cfg_.npes, ndev = cfg_.num_nics, ngroup = cfg_.num_rc_per_pe * ndev, nqp = n * ngroup;
   std::vector<Mvars>& mvars = backup ? pe.backup_mvars : pe.mvars;
   std::vector<DevQp>& qps = backup ? pe.backups : pe.qps;
   std::vector<QpHealth>& health = backup ? pe.backup_health : pe.health;
   mvars.resize(nqp);
   qps.resize(nqp);
   if (cfg_.failover) health.resize(nqp);
-  for (uint32_t rc = 0; rc < nrc; ++rc)
+  // Member g of a peer's group lives on NIC g % ndev (qp_select.h), as QP g / ndev of that
+  // NIC's set for the peer.
+  for (uint32_t g = 0; g < ngroup; ++g)
     for (uint32_t peer = 0; peer < n; ++peer) {
-      const uint32_t qi = rc * n + peer;  // queue-set order (QP-major)
-      Result<void*> ib = pe.devx->alloc(uint64_t(cfg_.ibuf_slots + 1) * kIbufSlotBytes, cfg_.nic_buf_on_gpumem);
+      Dev& dv = pe.devs[g % ndev];
+      devx::QueueSet& qs = queue_set(dv, backup);
+      const uint32_t qi = (g / ndev) * n + peer;  // queue-set order (QP-major)
+      Result<void*> ib = dv.devx->alloc(uint64_t(cfg_.ibuf_slots + 1) * kIbufSlotBytes, cfg_.nic_buf_on_gpumem);
       if (!ib) return ib.status();
-      Result<devx::Mr> mr = pe.devx->reg_mr(pe.pdn, *ib, uint64_t(cfg_.ibuf_slots + 1) * kIbufSlotBytes, mock_nic::kLocalWrite);
+      Result<devx::Mr> mr = dv.devx->reg_mr(dv.pdn, *ib, uint64_t(cfg_.ibuf_slots + 1) * kIbufSlotBytes, mock_nic::kLocalWrite);
       if (!mr) return mr.status();
       pe.ibufs.push_back(static_cast<uint8_t*>(*ib));
       pe.ibuf_mrs.push_back(*mr);
-      const uint32_t slot = cfg_.layout == QpLayout::kQpMajor ? rc * n + peer : peer * nrc + rc;
+      pe.ibuf_devs.push_back(g % ndev);
+      const uint32_t slot = cfg_.layout == QpLayout::kQpMajor ? g * n + peer : peer * ngroup + g;
       DevQp& d = qps[slot];
       d.qpn = qs.qp(qi).id;
       d.pe = peer;
+      d.dev = g % ndev;
       d.nwqes = 1u << cfg_.log_qp_depth;
       d.wq = qs.wq(qi);
       d.dbr = reinterpret_cast<uint64_t*>(qs.qp_dbr(qi));
-      d.bf = reinterpret_cast<uint64_t*>(pe.uar.reg_addr);
+      d.bf = reinterpret_cast<uint64_t*>(dv.uar.reg_addr);
       d.cqe = qs.cq_buf(qi);
       d.mv = &mvars[slot];
       d.ibuf = pe.ibufs.back();
@@ -100,7 +113,7 @@ Status ModelWorld::fill_qps(Pe& pe, bool backup) {
 // it would have been rung with, and a collapsed CQE that reports WQE s - 1 done.
 Status ModelWorld::start_at(Pe& pe, DevQp& d, uint64_t s) {
   if (s == 0) return {};
-  if (Status st = pe.nic->start_sq_at(d.qpn, s); !st) return st;
+  if (Status st = pe.devs[d.dev].nic->start_sq_at(d.qpn, s); !st) return st;
   Mvars& m = *d.mv;
   m.resv_head = m.ready_head = m.prod_idx = m.cons_idx = m.get_head = m.get_tail = s;
   m.ibuf_head = m.ibuf_tail = m.proxy_prod = s;
@@ -111,32 +124,36 @@ Status ModelWorld::start_at(Pe& pe, DevQp& d, uint64_t s) {
 }
 
 Status ModelWorld::build() {
-  const uint32_t n = cfg_.npes, nrc = cfg_.num_rc_per_pe, nqp = n * nrc;
+  const uint32_t n = cfg_.npes, nrc = cfg_.num_rc_per_pe, ndev = cfg_.num_nics;
   for (uint32_t p = 0; p < n; ++p) {
     auto pe = std::make_unique<Pe>();
-    mock_nic::NicConfig nc;
-    nc.lid = uint16_t(p + 1);
-    nc.response_delay_max = cfg_.response_delay_max;
-    nc.seed = cfg_.seed * 7919 + p;
-    pe->nic = std::make_unique<mock_nic::Nic>(mem_, nc);
-    if (Status st = fabric_.attach(*pe->nic); !st) return st;
-    pe->devx = std::make_unique<mock_nic::ModelDevx>(*pe->nic, "model_pe" + std::to_string(p));
-    Result<uint32_t> pd = pe->devx->alloc_pd();
-    Result<devx::Uar> uar = pe->devx->alloc_uar();
-    if (!pd || !uar) return Status(Errc::kInternal, "world: PD/UAR allocation failed");
-    pe->pdn = *pd;
-    pe->uar = *uar;
-    devx::QueueSetSpec qs;
-    qs.num_qps = nqp;
-    qs.log_sq_size = cfg_.log_qp_depth;
-    qs.gpu_memory = cfg_.nic_buf_on_gpumem;
-    qs.pdn = pe->pdn;
-    qs.uar_page = pe->uar.page_id;
-    for (bool backup : {false, true}) {
-      if (backup && !cfg_.failover) break;
-      Result<std::unique_ptr<devx::QueueSet>> q = devx::QueueSet::create(*pe->devx, *pe->devx, qs);
-      if (!q) return q.status();
-      (backup ? pe->backup_queues : pe->queues) = std::move(*q);
+    pe->devs.resize(ndev);
+    for (uint32_t d = 0; d < ndev; ++d) {
+      Dev& dv = pe->devs[d];
+      mock_nic::NicConfig nc;
+      nc.lid = uint16_t(p * ndev + d + 1);  // one NIC per PE: LID p + 1, as before
+      nc.response_delay_max = cfg_.response_delay_max;
+      nc.seed = cfg_.seed * 7919 + p * ndev + d;
+      dv.nic = std::make_unique<mock_nic::Nic>(mem_, nc);
+      if (Status st = fabric_.attach(*dv.nic); !st) return st;
+      dv.devx = std::make_unique<mock_nic::ModelDevx>(*dv.nic, "model_pe" + std::to_string(p) + (ndev > 1 ? "_nic" + std::to_string(d) : ""));
+      Result<uint32_t> pd = dv.devx->alloc_pd();
+      Result<devx::Uar> uar = dv.devx->alloc_uar();
+      if (!pd || !uar) return Status(Errc::kInternal, "world: PD/UAR allocation failed");
+      dv.pdn = *pd;
+      dv.uar = *uar;
+      devx::QueueSetSpec qs;
+      qs.num_qps = n * nrc;
+      qs.log_sq_size = cfg_.log_qp_depth;
+      qs.gpu_memory = cfg_.nic_buf_on_gpumem;
+      qs.pdn = dv.pdn;
+      qs.uar_page = dv.uar.page_id;
+      for (bool backup : {false, true}) {
+        if (backup && !cfg_.failover) break;
+        Result<std::unique_ptr<devx::QueueSet>> q = devx::QueueSet::create(*dv.devx, *dv.devx, qs);
+        if (!q) return q.status();
+        (backup ? dv.backup_queues : dv.queues) = std::move(*q);
+      }
     }
     pes_.push_back(std::move(pe));
   }
@@ -152,6 +169,7 @@ Status ModelWorld::build() {
     s.my_pe = p;
     s.npes = n;
     s.num_rc_per_pe = nrc;
+    s.num_devices = ndev;
     s.qps = pe.qps.data();
     s.layout = cfg_.layout;
     s.group_switches = &pe.group_switch;
@@ -159,6 +177,7 @@ Status ModelWorld::build() {
     s.opt.nic_buf_on_gpumem = cfg_.nic_buf_on_gpumem;
     s.error = &pe.error;
     s.keys.npes = n;
+    s.keys.ndevs = ndev;
     uint32_t g = 0;
     while ((uint64_t(1) << g) < cfg_.heap.granularity) ++g;
     s.keys.log2_granularity = g;
@@ -194,59 +213,78 @@ void ModelWorld::set_key(heap::KeyEntry* constant, std::vector<heap::KeyEntry>& 
 }
 
 Status ModelWorld::register_chunk(uint32_t chunk, const std::vector<uint8_t*>& addrs, uint64_t bytes) {
-  const uint32_t n = cfg_.npes;
-  std::vector<uint32_t> keys(n);
+  const uint32_t n = cfg_.npes, ndev = cfg_.num_nics;
+  std::vector<uint32_t> keys(size_t(n) * ndev);  // [pe * ndev + dev]: each NIC's registration has its own key
   for (uint32_t p = 0; p < n; ++p) {
     const mem::MemKind kind = mem::MemKind::kGpu;  // the heap is GPU memory
     if (Status st = mem_.map_external(addrs[p], bytes, kind, "heap", cfg_.heap.phantom); !st) return st;
-    Result<devx::Mr> mr = pes_[p]->devx->reg_mr(pes_[p]->pdn, addrs[p], bytes, kAllAccess);
-    if (!mr) return mr.status();
-    keys[p] = mr->lkey;
+    for (uint32_t d = 0; d < ndev; ++d) {
+      Dev& dv = pes_[p]->devs[d];
+      Result<devx::Mr> mr = dv.devx->reg_mr(dv.pdn, addrs[p], bytes, kAllAccess);
+      if (!mr) return mr.status();
+      keys[p * ndev + d] = mr->lkey;
+    }
   }
   for (uint32_t p = 0; p < n; ++p) {
     Pe& pe = *pes_[p];
     heap::KeyTables& t = pe.state.keys;
-    set_key(t.lkeys_const, pe.lkeys_global, &t.lkeys_global, chunk,
-            {keys[p], reinterpret_cast<uint64_t>(addrs[p]) + bytes});
-    for (uint32_t q = 0; q < n; ++q)
-      set_key(t.rkeys_const, pe.rkeys_global, &t.rkeys_global, chunk * n + q,
-              {keys[q], reinterpret_cast<uint64_t>(addrs[q]) + bytes});
+    for (uint32_t d = 0; d < ndev; ++d) {
+      set_key(t.lkeys_const, pe.lkeys_global, &t.lkeys_global, heap::lkey_index(t, chunk, d),
+              {keys[p * ndev + d], reinterpret_cast<uint64_t>(addrs[p]) + bytes});
+      for (uint32_t q = 0; q < n; ++q)
+        set_key(t.rkeys_const, pe.rkeys_global, &t.rkeys_global, heap::rkey_index(t, chunk, q, d),
+                {keys[q * ndev + d], reinterpret_cast<uint64_t>(addrs[q]) + bytes});
+    }
     t.nchunks = chunk + 1;
   }
   return {};
 }
 
 void ModelWorld::inject(const std::vector<WorldFault>& faults) {
+  // A fault of a PE's node (link, stall, doorbells, death) hits each of its NICs; a QP error
+  // hits the QP of group member 0 to the target, on its NIC.
   for (const WorldFault& f : faults) {
-    mock_nic::Nic& nic = *pes_[f.pe]->nic;
-    mock_nic::Faults& nf = nic.faults();
     DevState& st = pes_[f.pe]->state;
-    switch (f.kind) {
-      case WorldFault::kQpError: nf.qp_errors.push_back({f.at_ns, st.qps[qp_slot(st, 0, f.target)].qpn}); break;
-      case WorldFault::kLinkDown: nf.link_down_from_ns = f.at_ns, nf.link_down_until_ns = f.at_ns + f.for_ns; break;
-      case WorldFault::kStall:
-        if (f.at_ns == 0 && std::isinf(f.for_ns)) nf.stalled = true;
-        else nf.stall_from_ns = f.at_ns, nf.stall_until_ns = f.at_ns + f.for_ns;
-        break;
-      case WorldFault::kLostDoorbells: nf.drop_doorbells = f.count; break;
-      case WorldFault::kLateDoorbells: nf.doorbell_delay = f.count; break;
-      case WorldFault::kLateCqes:
-        for (const std::vector<DevQp>* set : {&pes_[f.pe]->qps, &pes_[f.pe]->backups})
-          for (const DevQp& q : *set) (void)nic.set_completion_delay(nic.qp(q.qpn)->attr.send_cqn, f.count);
-        break;
-      case WorldFault::kStaleRkey:  // the variant byte: the key of a registration that no longer exists
-        for (uint32_t c = 0; c < st.keys.nchunks; ++c) {
-          const uint32_t i = c * st.npes + f.target;
+    if (f.kind == WorldFault::kQpError) {
+      const DevQp& q = st.qps[qp_slot(st, 0, f.target)];
+      nic_of(f.pe, q).faults().qp_errors.push_back({f.at_ns, q.qpn});
+      continue;
+    }
+    if (f.kind == WorldFault::kStaleRkey) {  // the variant byte: the key of a registration that no longer exists
+      for (uint32_t c = 0; c < st.keys.nchunks; ++c)
+        for (uint32_t d = 0; d < st.keys.ndevs; ++d) {
+          const uint32_t i = heap::rkey_index(st.keys, c, f.target, d);
           (i < heap::KeyTables::kConstKeys ? st.keys.rkeys_const[i] : st.keys.rkeys_global[i - heap::KeyTables::kConstKeys]).key ^= 0x80;
         }
-        break;
-      case WorldFault::kNodeDeath: nf.dead_from_ns = f.at_ns; break;
+      continue;
+    }
+    if (f.kind == WorldFault::kLateCqes) {
+      for (const std::vector<DevQp>* set : {&pes_[f.pe]->qps, &pes_[f.pe]->backups})
+        for (const DevQp& q : *set) {
+          mock_nic::Nic& nic = nic_of(f.pe, q);
+          (void)nic.set_completion_delay(nic.qp(q.qpn)->attr.send_cqn, f.count);
+        }
+      continue;
+    }
+    for (Dev& dv : pes_[f.pe]->devs) {
+      mock_nic::Faults& nf = dv.nic->faults();
+      switch (f.kind) {
+        case WorldFault::kLinkDown: nf.link_down_from_ns = f.at_ns, nf.link_down_until_ns = f.at_ns + f.for_ns; break;
+        case WorldFault::kStall:
+          if (f.at_ns == 0 && std::isinf(f.for_ns)) nf.stalled = true;
+          else nf.stall_from_ns = f.at_ns, nf.stall_until_ns = f.at_ns + f.for_ns;
+          break;
+        case WorldFault::kLostDoorbells: nf.drop_doorbells = f.count; break;
+        case WorldFault::kLateDoorbells: nf.doorbell_delay = f.count; break;
+        case WorldFault::kNodeDeath: nf.dead_from_ns = f.at_ns; break;
+        default: break;
+      }
     }
   }
 }
 
 void ModelWorld::attach(gpu_sim::Scheduler& s) {
-  doorbell_ns_.assign(cfg_.npes, 0);
+  doorbell_ns_.assign(size_t(cfg_.npes) * cfg_.num_nics, 0);
   if (cfg_.failover) add_recovery_agent(s);
   // Every management word, by name, for hang reports: each QP's (and backup's) indices, lock
   // and proxy word, its CQE's last word and, with failover, its health.
@@ -267,75 +305,79 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
   // NIC buffers in GPU memory: the NICs read them through L2, where GPU scope reaches.
   if (s.weak() != nullptr) s.weak()->set_gpu_scope_reaches_devices(cfg_.nic_buf_on_gpumem);
   const models::CostModel costs = s.options().costs;
-  for (uint32_t p = 0; p < cfg_.npes; ++p) {
-    mock_nic::Nic* nic = pes_[p]->nic.get();
-    double* rung_ns = &doorbell_ns_[p];
-    nic->set_observer(s.weak(), "nic" + std::to_string(p));  // a system-scope observer of GPU memory
-    // Every UAR page of this NIC: stores there are doorbells (and, in simulated time, the
-    // NIC cannot act on one before it was rung).
-    s.map_mmio(nic->uar_va(0), uint64_t(1) << 32, [this, p, nic, rung_ns, &s](uint64_t addr, uint64_t v) {
-      *rung_ns = std::max(*rung_ns, s.now());
-      if (doorbell_observer_) doorbell_observer_(p, s.now());
-      nic->mmio_write64(addr, v);
-    });
-    // Timers (retries, link outages) run on simulated time in the timed schedule, else on a
-    // step clock every NIC shares: each engine action is action_ns.
-    const bool timed = s.options().policy == gpu_sim::Policy::kTimed;
-    const double action_ns = nic->config().action_ns;
-    if (timed) nic->set_clock([&s] { return s.now(); });
-    else nic->set_clock([this, action_ns] { return double(ticks_) * action_ns; });
-    s.add_agent("nic" + std::to_string(p), [this, nic, rung_ns, costs, timed, action_ns](gpu_sim::AgentCtx& a) {
-      nic->set_cqe_hook([&a](const void* cqe) { a.wrote(cqe); });  // GPU pollers wait for this time
-      struct Unhook {
-        mock_nic::Nic* n;
-        ~Unhook() { n->set_cqe_hook(nullptr); }
-      } unhook{nic};
-      for (;;) {
-        a.point();
-        a.wait_until_ns(*rung_ns);
-        const uint64_t bytes = nic->bytes_moved();
-        if (nic->progress(1) != 0) {
-          a.advance(costs.nic_wqe_ns +
-                    double(nic->bytes_moved() - bytes) / std::min(costs.wire_bytes_per_ns, costs.pcie_bytes_per_ns));
-          ++ticks_;
-          a.changed(nic->now());
-        } else if (const double t = nic->next_timer_ns(); t != std::numeric_limits<double>::infinity()) {
-          // Only a timer can move this NIC on: let time pass to it.
-          if (timed) a.wait_until_ns(t);
-          else ticks_ = std::max(ticks_ + 1, uint64_t(std::ceil(t / action_ns)));
-          a.changed(ticks_);
-        } else if (!a.spin(nic->waiting().empty() ? "nic engine: idle (no doorbell)" : nic->waiting().c_str())) {
-          return;
-        }
-      }
-    });
-    if (cfg_.opt.cpu_proxy) {
-      Pe* pe = pes_[p].get();
-      s.add_agent("proxy" + std::to_string(p), [this, p, pe, nic, rung_ns, costs](gpu_sim::AgentCtx& a) {
-        std::vector<uint64_t> rung(pe->qps.size(), cfg_.start_index);
+  for (uint32_t p = 0; p < cfg_.npes; ++p)
+    for (uint32_t dev = 0; dev < cfg_.num_nics; ++dev) {
+      mock_nic::Nic* nic = pes_[p]->devs[dev].nic.get();
+      double* rung_ns = &doorbell_ns_[p * cfg_.num_nics + dev];
+      const std::string name = "nic" + std::to_string(p) + (cfg_.num_nics > 1 ? "." + std::to_string(dev) : "");
+      nic->set_observer(s.weak(), name);  // a system-scope observer of GPU memory
+      // Every UAR page of this NIC: stores there are doorbells (and, in simulated time, the
+      // NIC cannot act on one before it was rung).
+      s.map_mmio(nic->uar_va(0), uint64_t(1) << 32, [this, p, nic, rung_ns, &s](uint64_t addr, uint64_t v) {
+        *rung_ns = std::max(*rung_ns, s.now());
+        if (doorbell_observer_) doorbell_observer_(p, s.now());
+        nic->mmio_write64(addr, v);
+      });
+      // Timers (retries, link outages) run on simulated time in the timed schedule, else on a
+      // step clock every NIC shares: each engine action is action_ns.
+      const bool timed = s.options().policy == gpu_sim::Policy::kTimed;
+      const double action_ns = nic->config().action_ns;
+      if (timed) nic->set_clock([&s] { return s.now(); });
+      else nic->set_clock([this, action_ns] { return double(ticks_) * action_ns; });
+      s.add_agent(name, [this, nic, rung_ns, costs, timed, action_ns](gpu_sim::AgentCtx& a) {
+        nic->set_cqe_hook([&a](const void* cqe) { a.wrote(cqe); });  // GPU pollers wait for this time
+        struct Unhook {
+          mock_nic::Nic* n;
+          ~Unhook() { n->set_cqe_hook(nullptr); }
+        } unhook{nic};
         for (;;) {
           a.point();
-          bool did = false;
-          for (size_t i = 0; i < pe->qps.size(); ++i) {
-            const DevQp& q = pe->qps[i];
-            const uint64_t prod = __atomic_load_n(&q.mv->proxy_prod, __ATOMIC_ACQUIRE);  // memory: the host's view
-            if (prod <= rung[i]) continue;
-            a.observe(&q.mv->proxy_prod);                          // published by the GPU at that time
-            a.advance(costs.proxy_post_ns * double(prod - rung[i]));  // IBRC-style: each request posted
-            // The host rings for the GPU: DBR, then the BlueFlame store.
-            a.store64(q.dbr, dbr_word(prod));
-            *rung_ns = std::max(*rung_ns, a.now());
-            if (doorbell_observer_) doorbell_observer_(p, a.now());
-            nic->uar_write64(pe->uar.page_id, mlx5::kBfOffset, doorbell_value(prod, q.qpn));
-            rung[i] = prod;
-            did = true;
+          a.wait_until_ns(*rung_ns);
+          const uint64_t bytes = nic->bytes_moved();
+          if (nic->progress(1) != 0) {
+            a.advance(costs.nic_wqe_ns +
+                      double(nic->bytes_moved() - bytes) / std::min(costs.wire_bytes_per_ns, costs.pcie_bytes_per_ns));
+            ++ticks_;
+            a.changed(nic->now());
+          } else if (const double t = nic->next_timer_ns(); t != std::numeric_limits<double>::infinity()) {
+            // Only a timer can move this NIC on: let time pass to it.
+            if (timed) a.wait_until_ns(t);
+            else ticks_ = std::max(ticks_ + 1, uint64_t(std::ceil(t / action_ns)));
+            a.changed(ticks_);
+          } else if (!a.spin(nic->waiting().empty() ? "nic engine: idle (no doorbell)" : nic->waiting().c_str())) {
+            return;
           }
-          if (did) a.changed();
-          else if (!a.spin("cpu proxy: idle")) return;
         }
       });
+      if (cfg_.opt.cpu_proxy) {  // one proxy per NIC, ringing for that NIC's QPs
+        Pe* pe = pes_[p].get();
+        const devx::Uar uar = pe->devs[dev].uar;
+        s.add_agent("proxy" + name.substr(3), [this, p, pe, dev, uar, nic, rung_ns, costs](gpu_sim::AgentCtx& a) {
+          std::vector<uint64_t> rung(pe->qps.size(), cfg_.start_index);
+          for (;;) {
+            a.point();
+            bool did = false;
+            for (size_t i = 0; i < pe->qps.size(); ++i) {
+              const DevQp& q = pe->qps[i];
+              if (q.dev != dev) continue;
+              const uint64_t prod = __atomic_load_n(&q.mv->proxy_prod, __ATOMIC_ACQUIRE);  // memory: the host's view
+              if (prod <= rung[i]) continue;
+              a.observe(&q.mv->proxy_prod);                          // published by the GPU at that time
+              a.advance(costs.proxy_post_ns * double(prod - rung[i]));  // IBRC-style: each request posted
+              // The host rings for the GPU: DBR, then the BlueFlame store.
+              a.store64(q.dbr, dbr_word(prod));
+              *rung_ns = std::max(*rung_ns, a.now());
+              if (doorbell_observer_) doorbell_observer_(p, a.now());
+              nic->uar_write64(uar.page_id, mlx5::kBfOffset, doorbell_value(prod, q.qpn));
+              rung[i] = prod;
+              did = true;
+            }
+            if (did) a.changed();
+            else if (!a.spin("cpu proxy: idle")) return;
+          }
+        });
+      }
     }
-  }
 }
 
 namespace {
@@ -362,8 +404,8 @@ std::string first_violation(const Mvars& m, const Mvars* was, uint64_t fetched, 
 std::string ModelWorld::check_qp(uint32_t p, bool backup, uint32_t slot) {
   const DevQp& q = (backup ? pes_[p]->backups : pes_[p]->qps)[slot];
   const Mvars& m = *q.mv;
-  const uint64_t fetched = pes_[p]->nic->qp(q.qpn)->head;
-  const uint32_t nqp = cfg_.npes * cfg_.num_rc_per_pe;
+  const uint64_t fetched = nic_of(p, q).qp(q.qpn)->head;
+  const uint32_t nqp = qps_per_set(pes_[p]->state);
   if (last_checked_.empty()) last_checked_.resize(size_t(cfg_.npes) * 2 * nqp);  // zeros: below any start
   Checked& was = last_checked_[(size_t(p) * 2 + backup) * nqp + slot];
   // A failed QP's words are reset by its recovery, which then opens a new epoch: indices
@@ -372,7 +414,7 @@ std::string ModelWorld::check_qp(uint32_t p, bool backup, uint32_t slot) {
   const std::string bad = first_violation(m, same_epoch ? &was.words : nullptr, fetched, q.nwqes);
   was = {m, q.hp != nullptr ? q.hp->epoch : 0};
   if (bad.empty()) return bad;
-  return "pe " + std::to_string(p) + " qpn " + std::to_string(q.qpn) + ": " + bad + " (resv " + std::to_string(m.resv_head) + " ready " +
+  return where(p, q.dev) + " qpn " + std::to_string(q.qpn) + ": " + bad + " (resv " + std::to_string(m.resv_head) + " ready " +
          std::to_string(m.ready_head) + " prod " + std::to_string(m.prod_idx) + " cons " + std::to_string(m.cons_idx) + " nic head " +
          std::to_string(fetched) + ")";
 }
@@ -402,7 +444,7 @@ Result<transport::ReachMap> ModelWorld::reach_map() const {
     explicit IbgdaTransport(const ModelWorld* world) : w(world) { name = "ibgda"; }
     uint32_t can_reach(uint32_t pe, uint32_t peer) const override {
       for (const DevQp& q : w->pes_[pe]->qps)
-        if (q.pe == peer && w->pes_[pe]->nic->qp(q.qpn)->state != mock_nic::QpState::kRts) return 0;
+        if (q.pe == peer && w->nic_of(pe, q).qp(q.qpn)->state != mock_nic::QpState::kRts) return 0;
       return transport::kRead | transport::kWrite | transport::kAtomics;
     }
   } ib(this);
@@ -417,14 +459,15 @@ std::string ModelWorld::first_error() const {
             " on qpn " + std::to_string(error_qpn(w)) + " at wqe " + std::to_string(error_wqe(w));
   // The root cause: the earliest failed WQE any NIC recorded (flushes are not recorded).
   const mock_nic::ErrorRecord* first = nullptr;
-  uint32_t first_pe = 0;
+  uint32_t first_pe = 0, first_dev = 0;
   for (uint32_t p = 0; p < cfg_.npes; ++p)
-    for (const mock_nic::ErrorRecord& e : pes_[p]->nic->errors())
-      if (first == nullptr || e.when_ns < first->when_ns) first = &e, first_pe = p;
+    for (uint32_t d = 0; d < cfg_.num_nics; ++d)
+      for (const mock_nic::ErrorRecord& e : pes_[p]->devs[d].nic->errors())
+        if (first == nullptr || e.when_ns < first->when_ns) first = &e, first_pe = p, first_dev = d;
   if (first != nullptr) {
     char v[8];
     std::snprintf(v, sizeof v, "0x%02x", first->vendor);
-    out += std::string(out.empty() ? "" : "; ") + "root cause: pe " + std::to_string(first_pe) + " qpn " +
+    out += std::string(out.empty() ? "" : "; ") + "root cause: " + where(first_pe, first_dev) + " qpn " +
            std::to_string(first->qpn) + " wqe " + std::to_string(first->wqe_idx) + " " +
            mlx5::opcode_name(mlx5::WqeOpcode(first->wqe_opcode)) + " " +
            mlx5::syndrome_name(mlx5::CqeSyndrome(first->syndrome)) + " (vendor " + v + ")";
@@ -434,16 +477,17 @@ std::string ModelWorld::first_error() const {
 
 std::string ModelWorld::nic_errors() const {
   std::string out;
-  for (uint32_t p = 0; p < cfg_.npes; ++p) {
-    const mock_nic::Nic& n = *pes_[p]->nic;
-    for (const mock_nic::ErrorRecord& e : n.errors())
-      out += "  nic" + std::to_string(p) + ": qpn " + std::to_string(e.qpn) + " wqe " + std::to_string(e.wqe_idx) + " " +
-             mlx5::syndrome_name(mlx5::CqeSyndrome(e.syndrome)) + " vendor " + std::to_string(e.vendor) + "\n";
-    for (const mock_nic::AsyncEvent& e : n.events())
-      out += "  nic" + std::to_string(p) + ": async event " + mock_nic::async_event_name(e.kind) + " on " +
-             std::to_string(e.object) + "\n";
-    if (!n.waiting().empty()) out += "  nic" + std::to_string(p) + ": " + n.waiting() + "\n";
-  }
+  for (uint32_t p = 0; p < cfg_.npes; ++p)
+    for (uint32_t d = 0; d < cfg_.num_nics; ++d) {
+      const mock_nic::Nic& n = *pes_[p]->devs[d].nic;
+      const std::string name = "  nic" + std::to_string(p) + (cfg_.num_nics > 1 ? "." + std::to_string(d) : "");
+      for (const mock_nic::ErrorRecord& e : n.errors())
+        out += name + ": qpn " + std::to_string(e.qpn) + " wqe " + std::to_string(e.wqe_idx) + " " +
+               mlx5::syndrome_name(mlx5::CqeSyndrome(e.syndrome)) + " vendor " + std::to_string(e.vendor) + "\n";
+      for (const mock_nic::AsyncEvent& e : n.events())
+        out += name + ": async event " + mock_nic::async_event_name(e.kind) + " on " + std::to_string(e.object) + "\n";
+      if (!n.waiting().empty()) out += name + ": " + n.waiting() + "\n";
+    }
   return out;
 }
 

@@ -1,8 +1,9 @@
 // N PEs of one process on software NICs joined by a fabric, set up the way an IBGDA host
-// does it, through the DEVX driver only: per PE a NIC context, PD, UAR, a queue set of
-// npes * num_rc_per_pe RC QPs with collapsed send CQs, an ibuf per QP, RC handles exchanged
-// through an in-process bootstrap table, QPs moved to RTS, the symmetric heap's chunks
-// registered on every NIC (lkey per chunk, rkey per chunk and PE), and the device state
+// does it, through the DEVX driver only: per PE and NIC (num_nics per PE, each its own LID) a
+// context, PD, UAR, a queue set of npes * num_rc_per_pe RC QPs with collapsed send CQs, an
+// ibuf per QP, RC handles exchanged through an in-process bootstrap table (NIC d of a PE to
+// NIC d of each peer: rail-aligned), QPs moved to RTS, the symmetric heap's chunks registered
+// on every NIC (lkey per chunk and NIC, rkey per chunk, PE and NIC), and the device state
 // each PE's GPU code reads. attach() lets the NIC engines (and the CPU proxies, in the
 // CPU-handler variant) run as agents of a gpu_sim scheduler.
 #pragma once
@@ -25,7 +26,8 @@ namespace doorbell::ibgda {
 
 struct WorldConfig {
   uint32_t npes = 2;
-  uint32_t num_rc_per_pe = 1;
+  uint32_t num_rc_per_pe = 1;         // per peer and NIC
+  uint32_t num_nics = 1;              // NICs per PE (DevState::num_devices)
   uint32_t log_qp_depth = 6;          // WQEBBs per QP (and CQEs per send CQ)
   QpLayout layout = QpLayout::kQpMajor;
   Options opt;
@@ -61,7 +63,7 @@ class ModelWorld {
   const WorldConfig& config() const { return cfg_; }
   DevState& state(uint32_t pe) { return pes_[pe]->state; }
   heap::SymmetricHeap& heap() { return *heap_; }
-  mock_nic::Nic& nic(uint32_t pe) { return *pes_[pe]->nic; }
+  mock_nic::Nic& nic(uint32_t pe, uint32_t dev = 0) { return *pes_[pe]->devs[dev].nic; }
   mock_nic::Fabric& fabric() { return fabric_; }
   // Symmetric allocation (same offset on every PE); grows the heap and the key tables.
   Result<uint64_t> malloc(uint64_t bytes, uint64_t align = 64) { return heap_->alloc(bytes, align); }
@@ -93,18 +95,22 @@ class ModelWorld {
   const RecoveryStats& recovery_stats() const { return recovery_; }
 
  private:
-  struct Pe {
+  struct Dev {  // one NIC of a PE and what the host made on it
     std::unique_ptr<mock_nic::Nic> nic;
     std::unique_ptr<mock_nic::ModelDevx> devx;
     uint32_t pdn = 0;
     devx::Uar uar;
-    std::unique_ptr<devx::QueueSet> queues, backup_queues;
+    std::unique_ptr<devx::QueueSet> queues, backup_queues;  // npes * num_rc_per_pe, QP-major
+  };
+  struct Pe {
+    std::vector<Dev> devs;
     std::vector<Mvars> mvars, backup_mvars;
     std::vector<DevQp> qps, backups;    // layout order
     std::vector<QpHealth> health, backup_health;
     std::vector<ReplayLog> logs;
     std::vector<uint8_t*> ibufs;
     std::vector<devx::Mr> ibuf_mrs;
+    std::vector<uint32_t> ibuf_devs;    // the NIC each ibuf is registered on
     std::vector<heap::KeyEntry> lkeys_global, rkeys_global;
     std::vector<uint64_t> heap_bases;
     uint64_t group_switch = 0, error = 0;
@@ -112,8 +118,11 @@ class ModelWorld {
   };
   explicit ModelWorld(const WorldConfig& c) : cfg_(c) {}
   Status build();
-  Status connect_all(bool backup);  // RST -> RTS, QP (rc * npes + peer) of PE p to (rc * npes + p) of peer
-  static devx::QueueSet& queue_set(Pe& pe, bool backup) { return backup ? *pe.backup_queues : *pe.queues; }
+  Status connect_all(bool backup);  // RST -> RTS, on each NIC QP (rc * npes + peer) of PE p to (rc * npes + p) of peer
+  static devx::QueueSet& queue_set(Dev& d, bool backup) { return backup ? *d.backup_queues : *d.queues; }
+  mock_nic::Nic& nic_of(uint32_t pe, const DevQp& q) const { return *pes_[pe]->devs[q.dev].nic; }
+  // "pe P" or, with several NICs, "pe P nic D": where a QPN is unique.
+  std::string where(uint32_t pe, uint32_t dev) const;
   Status fill_qps(Pe& pe, bool backup);
   static Status start_at(Pe& pe, DevQp& d, uint64_t s);
   void add_recovery_agent(gpu_sim::Scheduler& s);  // recovery.cc
@@ -125,7 +134,7 @@ class ModelWorld {
   mem::AddressSpace mem_;
   mock_nic::Fabric fabric_;
   std::vector<std::unique_ptr<Pe>> pes_;
-  std::vector<double> doorbell_ns_;  // timed schedule: latest doorbell time per PE's NIC
+  std::vector<double> doorbell_ns_;  // timed schedule: latest doorbell time per NIC (pe * num_nics + dev)
   uint64_t ticks_ = 0;               // untimed schedules: the NICs' shared step clock
   RecoveryStats recovery_;
   std::function<void(uint32_t, double)> doorbell_observer_;

@@ -18,6 +18,7 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   WorldConfig c;
   c.npes = p.npes;
   c.num_rc_per_pe = p.num_rc_per_pe;
+  c.num_nics = p.num_nics;
   c.layout = p.pe_major ? QpLayout::kPeMajor : QpLayout::kQpMajor;
   c.log_qp_depth = p.log_depth;
   c.opt.num_requests_in_batch = 1u << p.batch_log;

@@ -39,6 +39,7 @@ struct Program {
   uint32_t npes = 2, warps = 1, lanes = 1;
   uint32_t log_depth = 4, batch_log = 2, ibuf_slots = 8;
   uint32_t num_rc_per_pe = 1;
+  uint32_t num_nics = 1;                // per PE (WorldConfig)
   bool pe_major = false;                // QP layout (DeepEP's); else QP-major (NVSHMEM's)
   bool cpu_proxy = false;
   bool nic_buf_on_gpumem = true;        // WQ rings and DBRs in GPU memory (else host memory)

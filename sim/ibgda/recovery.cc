@@ -20,7 +20,7 @@ namespace doorbell::ibgda {
 void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
   // Every QP of every PE (mains, then backups) has an id: its index in `ends`.
   struct End {
-    uint32_t pe = 0, slot = 0, qi = 0;  // qi: index in the queue set
+    uint32_t pe = 0, slot = 0, dev = 0, qi = 0;  // dev: its NIC; qi: index in that NIC's queue set
     bool backup = false;
     // Watchdog: what it last saw, for how many polls / since when, whether it rang again.
     uint64_t seen_hw = 0, seen_nic = 0;  // the NIC's send queue position, its engine time
@@ -29,11 +29,12 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     bool rerung = false;
   };
   auto ends = std::make_shared<std::vector<End>>();
-  const uint32_t nqp = cfg_.npes * cfg_.num_rc_per_pe;
-  auto id_of = [&](uint32_t pe, bool backup, uint32_t qpn) {
+  const uint32_t nqp = qps_per_set(pes_[0]->state);
+  auto id_of = [&](uint32_t pe, bool backup, uint32_t dev, uint32_t qpn) {  // a QPN is unique on its NIC
     for (uint32_t i = 0; i < ends->size(); ++i) {
       const End& e = (*ends)[i];
-      if (e.pe == pe && e.backup == backup && (backup ? pes_[pe]->backups : pes_[pe]->qps)[e.slot].qpn == qpn) return i;
+      if (e.pe == pe && e.backup == backup && e.dev == dev && (backup ? pes_[pe]->backups : pes_[pe]->qps)[e.slot].qpn == qpn)
+        return i;
     }
     return 0u;
   };
@@ -41,10 +42,11 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     for (bool backup : {false, true})
       for (uint32_t slot = 0; slot < nqp; ++slot) {
         End e;
-        e.pe = p, e.slot = slot, e.backup = backup;
-        const uint32_t qpn = (backup ? pes_[p]->backups : pes_[p]->qps)[slot].qpn;
-        for (uint32_t i = 0; i < nqp; ++i)
-          if (queue_set(*pes_[p], backup).qp(i).id == qpn) e.qi = i;
+        const DevQp& q = (backup ? pes_[p]->backups : pes_[p]->qps)[slot];
+        e.pe = p, e.slot = slot, e.backup = backup, e.dev = q.dev;
+        const devx::QueueSet& qs = queue_set(pes_[p]->devs[q.dev], backup);
+        for (uint32_t i = 0; i < qs.size(); ++i)
+          if (qs.qp(i).id == q.qpn) e.qi = i;
         ends->push_back(e);
       }
   auto dq = [this, ends](uint32_t id) -> DevQp& {
@@ -55,7 +57,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
   auto failed_at = std::make_shared<std::vector<double>>();
   for (uint32_t id = 0; id < ends->size(); ++id) {
     const End& e = (*ends)[id];
-    const uint32_t peer = id_of(dq(id).pe, e.backup, pes_[e.pe]->nic->qp(dq(id).qpn)->peer.qpn);
+    const uint32_t peer = id_of(dq(id).pe, e.backup, e.dev, nic_of(e.pe, dq(id)).qp(dq(id).qpn)->peer.qpn);  // rails: the same NIC index
     if (peer < id) continue;  // added from the other end
     PairRecovery pr;
     pr.a = {&dq(id), id};
@@ -70,9 +72,10 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     ModelWorld* w;
     std::vector<End>* ends;
     const End& end(uint32_t id) const { return (*ends)[id]; }
-    mock_nic::Nic& nic(uint32_t id) const { return *w->pes_[end(id).pe]->nic; }
-    const devx::Obj& obj(uint32_t id) const { return queue_set(*w->pes_[end(id).pe], end(id).backup).qp(end(id).qi); }
-    devx::Driver drv(uint32_t id) const { return devx::Driver(*w->pes_[end(id).pe]->devx); }
+    Dev& dev(uint32_t id) const { return w->pes_[end(id).pe]->devs[end(id).dev]; }
+    mock_nic::Nic& nic(uint32_t id) const { return *dev(id).nic; }
+    const devx::Obj& obj(uint32_t id) const { return queue_set(dev(id), end(id).backup).qp(end(id).qi); }
+    devx::Driver drv(uint32_t id) const { return devx::Driver(*dev(id).devx); }
     const mock_nic::Qp& qp(uint32_t id) const {
       const End& e = end(id);
       return *nic(id).qp((e.backup ? w->pes_[e.pe]->backups : w->pes_[e.pe]->qps)[e.slot].qpn);
@@ -120,7 +123,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
       }
     } m{a, s};
     ModelNic n{this, ends.get()};
-    auto clock = [this] { return pes_[0]->nic->clock_ns(); };
+    auto clock = [this] { return pes_[0]->devs[0].nic->clock_ns(); };
     // A QP with posted work whose NIC is idle (no timer either) for watchdog_polls polls
     // (watchdog_ns simulated): SUSPECTED and rung again; still stuck after as long: failed.
     // (Its load-then-store of the health has no scheduling point between: no CAS needed
@@ -128,7 +131,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     auto watch = [&](uint32_t id) {
       End& e = (*ends)[id];
       const DevQp& q = dq(id);
-      mock_nic::Nic& nic = *pes_[e.pe]->nic;
+      mock_nic::Nic& nic = n.nic(id);
       // Posted work the NIC has not consumed (its position vs the doorbell record's), while
       // the NIC does nothing and waits for no timer. Completed work nobody polled is not stuck.
       Result<devx::QpQuery> qq = n.drv(id).query_qp(n.obj(id));
@@ -143,7 +146,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
       if (!e.rerung) {
         if (m.load(&q.hp->state) != uint64_t(Health::kFailed)) m.store(&q.hp->state, uint64_t(Health::kSuspected));
         m.store(q.dbr, dbr_word(prod));  // a doorbell may have been lost: ring for the GPU
-        nic.uar_write64(pes_[e.pe]->uar.page_id, mlx5::kBfOffset, doorbell_value(prod, q.qpn));
+        nic.uar_write64(n.dev(id).uar.page_id, mlx5::kBfOffset, doorbell_value(prod, q.qpn));
         e.rerung = true;
         ++recovery_.suspected, ++recovery_.rerung;
         return true;

@@ -113,15 +113,15 @@ TEST(KeyTables, FirstPieceStopsAtTheNearerChunkEnd) {
       (i < KeyTables::kConstKeys ? t.rkeys_const[i] : rg[i - KeyTables::kConstKeys]) = r;
     }
   }
-  Piece p = first_piece(t, lbase, rbase, 4000, 100, 10000, 1);  // local chunk ends after 96 bytes
+  Piece p = first_piece(t, lbase, rbase, 4000, 100, 10000, 1, 0);  // local chunk ends after 96 bytes
   EXPECT_EQ(p.bytes, 96u);
   EXPECT_EQ(p.lkey, 0x100u);
   EXPECT_EQ(p.rkey, 0x2000u);
-  p = first_piece(t, lbase, rbase, 8192, 4000, 10000, 0);  // remote ends first
+  p = first_piece(t, lbase, rbase, 8192, 4000, 10000, 0, 0);  // remote ends first
   EXPECT_EQ(p.bytes, 96u);
   EXPECT_EQ(p.lkey, 0x102u);
   EXPECT_EQ(p.rkey, 0x1000u);
-  p = first_piece(t, lbase, rbase, 50 * 4096, 50 * 4096, 100, 1);  // global-memory entries
+  p = first_piece(t, lbase, rbase, 50 * 4096, 50 * 4096, 100, 1, 0);  // global-memory entries
   EXPECT_EQ(p.bytes, 100u);
   EXPECT_EQ(p.lkey, 0x100u + 50);
   EXPECT_EQ(p.rkey, 0x2000u + 50);

@@ -120,7 +120,7 @@ struct Case {
 void showValue(const Case& c, std::ostream& os) {
   const Program& p = c.p;
   os << "npes=" << p.npes << " warps=" << p.warps << " lanes=" << p.lanes << " depth=" << (1u << p.log_depth)
-     << " delay=" << p.delay << " seed=" << c.seed << " start_index=" << p.start_index << "\n";
+     << " nics=" << p.num_nics << " delay=" << p.delay << " seed=" << c.seed << " start_index=" << p.start_index << "\n";
   for (const WorldFault& f : p.faults) os << "  fault " << describe(f) << "\n";
   for (const ProgramOp& o : p.ops)
     os << "  pe" << o.pe << "/w" << o.warp << "/l" << o.lane << " kind=" << int(o.kind) << " -> pe" << o.target
@@ -135,6 +135,7 @@ rc::Gen<Case> gen_case() {
     p.log_depth = *rc::gen::inRange(3u, 5u);  // small rings: waits for room meet the failure too
     p.batch_log = *rc::gen::inRange(0u, 4u);
     p.delay = *rc::gen::element(0u, 0u, 10u);
+    p.num_nics = *rc::gen::element(1u, 1u, 2u);  // a node fault hits each NIC; a QP error one QP
     c.seed = p.seed = *rc::gen::arbitrary<uint64_t>();
     p.start_index = gen_start_index();  // the verdict's 24-bit PSN window, away from 0
     gen_ops(p, *rc::gen::inRange(8u, 64u));

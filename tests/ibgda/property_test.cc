@@ -24,7 +24,7 @@ struct Case {
 void showValue(const Case& c, std::ostream& os) {
   const Program& p = c.p;
   os << "npes=" << p.npes << " warps=" << p.warps << " lanes=" << p.lanes << " depth=" << (1u << p.log_depth)
-     << " batch=" << (1u << p.batch_log) << " rc=" << p.num_rc_per_pe << (p.pe_major ? " pe-major" : " qp-major") << " ibuf=" << p.ibuf_slots << " proxy=" << p.cpu_proxy << " pct=" << c.pct
+     << " batch=" << (1u << p.batch_log) << " rc=" << p.num_rc_per_pe << " nics=" << p.num_nics << (p.pe_major ? " pe-major" : " qp-major") << " ibuf=" << p.ibuf_slots << " proxy=" << p.cpu_proxy << " pct=" << c.pct
      << " delay=" << p.delay << " seed=" << p.seed << " start_index=" << p.start_index << "\n";
   for (const ProgramOp& o : p.ops)
     os << "  pe" << o.pe << "/w" << o.warp << "/l" << o.lane << " scope=" << int(o.scope) << " kind=" << int(o.kind) << " -> pe" << o.target
@@ -42,6 +42,7 @@ rc::Gen<Case> gen_case() {
     p.ibuf_slots = *rc::gen::element(1u, 2u, 8u);
     p.batch_log = *rc::gen::inRange(0u, 7u);
     p.num_rc_per_pe = *rc::gen::element(1u, 1u, 2u, 3u);
+    p.num_nics = *rc::gen::element(1u, 1u, 2u);
     p.pe_major = *rc::gen::arbitrary<bool>();
     p.cpu_proxy = *rc::gen::arbitrary<bool>();
     c.pct = *rc::gen::arbitrary<bool>();
@@ -115,6 +116,19 @@ TEST(IbgdaProperty, FindsAMissingCarryAcrossTwoToThe16) {
 TEST(IbgdaProperty, FindsSwappedCompareSwapOperands) {
   const std::string seen = find_planted("compare-swap operands swapped", [](Case& c) { c.p.plant.cas_swapped = true; });
   EXPECT_NE(seen.find("atomics: "), std::string::npos) << "swapped compare-swap operands were not found: " << seen;
+}
+
+// With several NICs per PE each QP must carry its own NIC's keys (a chunk registered on two
+// NICs has two keys). Taking NIC 0's everywhere is a protection error on the other NIC, found
+// only because the cases draw two NICs per PE; with one NIC per PE the same plant is harmless.
+TEST(IbgdaProperty, FindsKeysOfTheWrongNic) {
+  const std::string seen = find_planted("NIC 0's keys on every QP", [](Case& c) { c.p.plant.dev0_keys = true; });
+  EXPECT_NE(seen.find("PROT_ERR"), std::string::npos) << "keys of the wrong NIC were not found: " << seen;
+  const std::string one_nic = find_planted("NIC 0's keys, one NIC per PE", [](Case& c) {
+    c.p.plant.dev0_keys = true;
+    c.p.num_nics = 1;
+  });
+  EXPECT_EQ(one_nic, "") << "with one NIC per PE the plant must be harmless";
 }
 
 }  // namespace

@@ -307,7 +307,7 @@ TEST(IbgdaProtocol, DoorbellValueDoesNotDependOnTheRing) {
     ASSERT_EQ(reserve(ctx, *st, qp, 2, &base), OpResult::kOk);
     // One RDMA WRITE of three 16-byte pieces: 5 octowords, two WQEBBs; the second begins
     // with a data segment.
-    const heap::Piece p = heap::first_piece(st->keys, st->heap_bases[0], st->heap_bases[1], buf, buf, 48, 1);
+    const heap::Piece p = heap::first_piece(st->keys, st->heap_bases[0], st->heap_bases[1], buf, buf, 48, 1, 0);
     alignas(16) uint8_t w[128] = {};
     mlx5::set_ctrl_seg(reinterpret_cast<mlx5::WqeCtrlSeg*>(w), uint16_t(base), mlx5::WqeOpcode::kRdmaWrite, 0, qp.qpn,
                        mlx5::kCtrlCqUpdate, 5);

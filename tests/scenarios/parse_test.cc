@@ -17,7 +17,7 @@ struct Case {
 
 const Case kCases[] = {
     {"empty.yaml", 1, "a scenario is a mapping"},  // found by fuzz/scenario_fuzz: was line 0
-    {"unknown_key.yaml", 3, "unknown key 'qp_depht' in stack (known: num_rc_per_pe, qp_depth"},
+    {"unknown_key.yaml", 3, "unknown key 'qp_depht' in stack (known: num_rc_per_pe, nics_per_pe, qp_depth"},
     {"wrong_type.yaml", 3, "'qp_depth' must be a non-negative integer, not 'sixty-four'"},
     {"negative_size.yaml", 4, "'bytes' must not be negative"},
     {"unknown_op.yaml", 4, "'op' must be one of put, get, fetch_add, add, compare_swap, quiet, not 'scatter'"},
