@@ -10,10 +10,7 @@
 
 namespace doorbell::scenario {
 
-struct Msg {
-  uint32_t from = 0, to = 0;
-  uint64_t src = 0, dst = 0, len = 0;
-};
+using ibgda::Msg;
 
 struct Generated {
   uint64_t send_bytes = 0, recv_bytes = 0;

@@ -15,6 +15,7 @@
 #include "scenarios/replay/generators.h"
 #include "sim/ibgda/atomic_check.h"
 #include "sim/ibgda/model_world.h"
+#include "sim/ibgda/workload.h"
 
 namespace doorbell::scenario {
 
@@ -23,15 +24,6 @@ using namespace doorbell::ibgda;
 namespace {
 
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-uint8_t pattern(uint32_t pe, uint64_t i) { return uint8_t(i * 31 + pe * 7 + 1); }
-
-// Whether thread t (of `warps` x `lanes` per CTA) owns a destination slot for op o: a
-// collective put has one, its first caller's.
-bool owns_slot(const Op& o, uint64_t t, uint32_t warps, uint32_t lanes) {
-  const uint32_t lane = uint32_t(t % lanes), warp = uint32_t(t / lanes % warps);
-  if (o.warp >= 0 && uint32_t(o.warp) != warp) return false;
-  return o.scope == Scope::kThread || (lane == 0 && (o.scope == Scope::kWarp || warp == 0));
-}
 
 class IbgdaReplay {
  public:
@@ -50,14 +42,19 @@ class IbgdaReplay {
     place();
     gpu_sim::SchedOptions so = scheduler_options();
     gpu_sim::Scheduler s(so);
-    launch(s);
+    // Faults: the scenario's, or a random schedule drawn from the seed, early enough to meet
+    // work in flight (the first 60 NIC actions on the step clock, 6 us simulated).
+    faults = sc.random_faults ? random_faults(seed, sc.pes, 6e3) : sc.faults;
+    world->inject(faults);
+    run_->launch(s);
     world->attach(s);
     world->check_every_store(s);  // the queue invariants, at each change of a QP's words
     const gpu_sim::RunResult r = s.run();
     if (opt.progress && opt.trace == nullptr) std::fprintf(stderr, "\r\033[K");
-    classify(s, r);
+    const WorkloadRun::Verdict v = run_->classify(s, r, sc.failover);
+    out.outcome = v.outcome, out.detail = v.detail;
     if (out.outcome == "completed")
-      for (const std::string& bad : {sc.phantom ? check_phantom() : check_bytes(), check_atomics()})
+      for (const std::string& bad : {sc.phantom ? check_phantom() : run_->check_bytes(), check_atomics()})
         if (!bad.empty() && out.detail.empty()) out.outcome = "wrong-data", out.detail = bad;
     judge(s, r, so);
     report(r, so);
@@ -115,15 +112,18 @@ class IbgdaReplay {
 
   // The buffers every PE allocates symmetrically, sources filled with a pattern.
   void place() {
-    src = *world->malloc(slot), ctr = *world->malloc(kCounterWords * 8);
-    dst = *world->malloc(std::max<uint64_t>(1, uint64_t(threads) * sc.ops.size() * slot));
-    gen_send = gen.send_bytes ? *world->malloc(gen.send_bytes, 4096) : 0;
-    gen_recv = gen.recv_bytes ? *world->malloc(gen.recv_bytes, 4096) : 0;
-    if (!sc.phantom)  // phantom heaps have no bytes to fill (their pages are not even accessible)
-      for (uint32_t pe = 0; pe < sc.pes; ++pe) {
-        for (uint64_t i = 0; i < slot; ++i) world->at(pe, src)[i] = pattern(pe, i);
-        for (uint64_t i = 0; i < gen.send_bytes; ++i) world->at(pe, gen_send)[i] = pattern(pe, i);
-      }
+    wl.shape = {sc.ctas, sc.warps, sc.lanes};
+    wl.ops = sc.ops;
+    wl.seed = seed;
+    wl.src = *world->malloc(slot), wl.src_bytes = slot;
+    wl.words = *world->malloc(kCounterWords * 8);
+    wl.slot = slot;
+    wl.dst = *world->malloc(std::max<uint64_t>(1, uint64_t(threads) * sc.ops.size() * slot));
+    wl.msgs = &gen.by_pe;
+    wl.msg_send = gen.send_bytes ? *world->malloc(gen.send_bytes, 4096) : 0, wl.msg_send_bytes = gen.send_bytes;
+    wl.msg_recv = gen.recv_bytes ? *world->malloc(gen.recv_bytes, 4096) : 0;
+    run_.emplace(*world, wl);
+    if (!sc.phantom) run_->fill_sources();  // phantom heaps have no bytes to fill (their pages are not even accessible)
   }
 
   // The schedule, with the timeline and progress observers the options ask for.
@@ -173,89 +173,6 @@ class IbgdaReplay {
     return so;
   }
 
-  // Every PE's threads run the scenario's ops (a collective put from converged callers), then
-  // their share of the generated messages, then quiet; atomics' results are kept.
-  void launch(gpu_sim::Scheduler& s) {
-    // Faults: the scenario's, or a random schedule drawn from the seed, early enough to meet
-    // work in flight (the first 60 NIC actions on the step clock, 6 us simulated).
-    faults = sc.random_faults ? random_faults(seed, sc.pes, 6e3) : sc.faults;
-    world->inject(faults);
-    for (uint32_t pe = 0; pe < sc.pes; ++pe) {
-      DevState* st = &world->state(pe);
-      s.launch("pe" + std::to_string(pe), {sc.ctas, sc.warps, sc.lanes}, [this, st, pe](gpu_sim::SimCtx& ctx) {
-        const uint64_t t = (uint64_t(ctx.cta()) * ctx.warps_per_cta() + ctx.warp()) * ctx.warp_size() + ctx.lane();
-        for (size_t j = 0; j < sc.ops.size(); ++j) {
-          const Op& o = sc.ops[j];
-          if (o.pe != pe || (o.warp >= 0 && uint32_t(o.warp) != ctx.warp())) continue;
-          // A collective put writes its first caller's slot.
-          const uint64_t owner = o.scope == Scope::kThread ? t
-                                 : o.scope == Scope::kWarp ? t - ctx.lane()
-                                                           : (t - ctx.lane()) - uint64_t(ctx.warp()) * ctx.warp_size();
-          const uint64_t my_slot = dst + (owner * sc.ops.size() + j) * slot;
-          for (uint32_t r = 0; r < o.count; ++r) {
-            uint64_t old = 0;
-            OpResult res = OpResult::kOk;
-            const uint64_t word = ctr + o.word * 8;
-            switch (o.kind) {
-              case OpKind::kPut:
-                if (o.scope == Scope::kWarp) ctx.syncwarp();  // collectives from converged callers
-                if (o.scope == Scope::kBlock) ctx.sync_cta();
-                res = o.scope == Scope::kWarp    ? put_nbi_warp(ctx, *st, my_slot, src, o.bytes, o.target)
-                      : o.scope == Scope::kBlock ? put_nbi_block(ctx, *st, my_slot, src, o.bytes, o.target)
-                                                 : put_nbi(ctx, *st, my_slot, src, o.bytes, o.target);
-                break;
-              case OpKind::kGet:
-                res = get_nbi(ctx, *st, my_slot, src, o.bytes, o.target);
-                break;
-              case OpKind::kFetchAdd:
-                res = atomic_fetch_add(ctx, *st, word, o.value, o.target, &old);
-                break;
-              case OpKind::kAdd:
-                res = atomic_add(ctx, *st, word, o.value, o.target);
-                break;
-              case OpKind::kCompareSwap:
-                res = atomic_compare_swap(ctx, *st, word, o.compare, o.value, o.target, &old);
-                break;
-              case OpKind::kQuiet:
-                res = quiet_all(ctx, *st);
-                break;
-            }
-            // Applied once: a lost result leaves the value unknown (failover's kResultLost).
-            const std::optional<uint64_t> got = res == OpResult::kOk ? std::optional(old) : std::nullopt;
-            if (res == OpResult::kResultLost) ++lost_results, res = OpResult::kOk;
-            if (res != OpResult::kOk) return void(++failed_ops);
-            if (o.kind == OpKind::kFetchAdd) atomics.fetch_add(o.target, o.word, o.value, got);
-            if (o.kind == OpKind::kAdd) atomics.add(o.target, o.word, o.value);
-            if (o.kind == OpKind::kCompareSwap) atomics.compare_swap(o.target, o.word, o.compare, o.value, got);
-          }
-        }
-        // Generated messages (alltoall, dispatch), spread over the PE's threads.
-        const std::vector<Msg>& msgs = gen.by_pe[pe];
-        for (uint64_t k = t; k < msgs.size(); k += threads)
-          if (put_nbi(ctx, *st, gen_recv + msgs[k].dst, gen_send + msgs[k].src, msgs[k].len, msgs[k].to) != OpResult::kOk)
-            return void(++failed_ops);
-        if (quiet_all(ctx, *st) != OpResult::kOk) ++failed_ops;
-      });
-    }
-  }
-
-  // A broken invariant, a hang, an operation that failed, or a run that completed.
-  void classify(const gpu_sim::Scheduler& s, const gpu_sim::RunResult& r) {
-    if (!s.violation().empty()) {
-      out.outcome = "broken-invariant";
-      out.detail = s.violation();
-    } else if (r.outcome != gpu_sim::Outcome::kCompleted) {
-      out.outcome = "hang";
-      out.detail = r.report;
-    } else if (std::string e = world->first_error(); (!sc.failover && !e.empty()) || failed_ops != 0) {
-      // With failover, errors recovery saved are no failure; an operation that failed is.
-      out.outcome = "error";
-      out.detail = (failed_ops != 0 ? std::to_string(failed_ops) + " thread(s) saw an operation fail; " : std::string()) + e;
-    } else {
-      out.outcome = "completed";
-    }
-  }
-
   // Phantom memory: every generated message must appear in the NICs' records as pieces that
   // cover exactly its destination, each from the matching source bytes; explicit puts and
   // gets likewise. What is wrong, or "".
@@ -267,8 +184,8 @@ class IbgdaReplay {
         log.insert(log.end(), world->nic(pe, d).phantom_log().begin(), world->nic(pe, d).phantom_log().end());
     for (const auto& per : gen.by_pe)
       for (const Msg& m : per)
-        want.push_back({reinterpret_cast<uint64_t>(world->at(m.to, gen_recv + m.dst)),
-                        reinterpret_cast<uint64_t>(world->at(m.from, gen_send + m.src)), m.len});
+        want.push_back({reinterpret_cast<uint64_t>(world->at(m.to, wl.msg_recv + m.dst)),
+                        reinterpret_cast<uint64_t>(world->at(m.from, wl.msg_send + m.src)), m.len});
     auto by_dst = [](const auto& x, const auto& y) { return x.dst < y.dst; };
     std::sort(log.begin(), log.end(), by_dst);
     std::sort(want.begin(), want.end(), by_dst);
@@ -287,11 +204,11 @@ class IbgdaReplay {
       for (uint64_t t = 0; t < threads && bad.empty(); ++t)
         for (size_t j = 0; j < sc.ops.size() && bad.empty(); ++j) {
           const Op& o = sc.ops[j];
-          if (o.pe != pe || !owns_slot(o, t, sc.warps, sc.lanes)) continue;
+          if (o.pe != pe || !owns_slot(o, t, wl.shape)) continue;
           if (o.kind != OpKind::kPut && o.kind != OpKind::kGet) continue;
-          const uint64_t sl = dst + (t * sc.ops.size() + j) * slot;
+          const uint64_t sl = wl.dst + (t * sc.ops.size() + j) * slot;
           const auto d = reinterpret_cast<uint64_t>(world->at(o.kind == OpKind::kPut ? o.target : pe, sl));
-          const auto from = reinterpret_cast<uint64_t>(world->at(o.kind == OpKind::kPut ? pe : o.target, src));
+          const auto from = reinterpret_cast<uint64_t>(world->at(o.kind == OpKind::kPut ? pe : o.target, wl.src + o.src));
           uint64_t got = 0;
           for (auto it = std::lower_bound(log.begin(), log.end(), mock_nic::PhantomCopy{d, 0, 0}, by_dst);
                it != log.end() && it->dst < d + o.bytes; ++it) {
@@ -308,40 +225,11 @@ class IbgdaReplay {
     return bad;
   }
 
-  // Real memory: every generated message's bytes, and every explicit put's and get's.
-  std::string check_bytes() {
-    std::string bad;
-    for (const auto& per : gen.by_pe)
-      for (const Msg& m : per)
-        for (uint64_t b = 0; b < m.len && bad.empty(); ++b)
-          if (world->at(m.to, gen_recv + m.dst)[b] != pattern(m.from, m.src + b)) {
-            bad = "generated message to pe " + std::to_string(m.to) + ": byte " + std::to_string(b) + " differs";
-          }
-    for (uint32_t pe = 0; pe < sc.pes && bad.empty(); ++pe)
-      for (uint64_t t = 0; t < threads && bad.empty(); ++t)
-        for (size_t j = 0; j < sc.ops.size(); ++j) {
-          const Op& o = sc.ops[j];
-          if (o.pe != pe || !owns_slot(o, t, sc.warps, sc.lanes)) continue;
-          const uint64_t sl = dst + (t * sc.ops.size() + j) * slot;
-          const uint8_t* got = o.kind == OpKind::kPut   ? world->at(o.target, sl)
-                               : o.kind == OpKind::kGet ? world->at(pe, sl)
-                                                        : nullptr;
-          const uint32_t from = o.kind == OpKind::kPut ? pe : o.target;
-          for (uint64_t i = 0; got != nullptr && i < o.bytes; ++i)
-            if (got[i] != pattern(from, i)) {
-              bad = "op " + std::to_string(j) + " of pe " + std::to_string(pe) + " thread " + std::to_string(t) + ": byte " +
-                    std::to_string(i) + " differs";
-              break;
-            }
-        }
-    return bad;
-  }
-
   // Atomics: some order of them explains every result and final value; then the values the
   // scenario states.
   std::string check_atomics() {
-    auto word_at = [&](uint32_t pe, uint32_t w) { return *reinterpret_cast<const uint64_t*>(world->at(pe, ctr + w * 8)); };
-    if (std::string bad = atomics.check(word_at); !bad.empty()) return "atomics: " + bad;
+    auto word_at = [&](uint32_t pe, uint32_t w) { return *reinterpret_cast<const uint64_t*>(world->at(pe, wl.words + w * 8)); };
+    if (std::string bad = run_->check_atomics(); !bad.empty()) return bad;
     for (const ExpectWord& e : sc.expect_words)
       if (const uint64_t v = word_at(e.pe, e.word); v != e.equals)
         return "pe " + std::to_string(e.pe) + " word " + std::to_string(e.word) + ": expected " + std::to_string(e.equals) +
@@ -390,7 +278,7 @@ class IbgdaReplay {
       j["failover"] = {{"suspected", rs.suspected},   {"rerung", rs.rerung},
                        {"failed", rs.failed},         {"recovered", rs.recovered},
                        {"dead_pairs", rs.dead},       {"longest_recovery_ns", int64_t(rs.max_recovery_ns)},
-                       {"lost_results", lost_results}};
+                       {"lost_results", run_->lost_results()}};
     }
     if (gen.messages != 0) j["generated_messages"] = gen.messages, j["generated_bytes"] = gen.bytes;
     if (sc.phantom) j["phantom_transfers"] = phantom_transfers;
@@ -400,7 +288,7 @@ class IbgdaReplay {
       for (const Op& o : sc.ops)
         if (o.kind != OpKind::kQuiet) {
           uint64_t runners = 0;  // threads that issue it (a collective put is issued once)
-          for (uint64_t t = 0; t < threads; ++t) runners += owns_slot(o, t, sc.warps, sc.lanes);
+          for (uint64_t t = 0; t < threads; ++t) runners += owns_slot(o, t, wl.shape);
           ops += uint64_t(o.count) * runners, bytes += uint64_t(o.count) * runners * o.bytes;
         }
       ops += gen.messages, bytes += gen.bytes;
@@ -448,7 +336,7 @@ class IbgdaReplay {
       char line[200];
       std::snprintf(line, sizeof line,
                     "  failover: %u QP pair(s) failed, %u recovered (longest %.1f us), %u re-rung, %llu result(s) lost\n",
-                    rs.failed, rs.recovered, rs.max_recovery_ns / 1000, rs.rerung, (unsigned long long)lost_results);
+                    rs.failed, rs.recovered, rs.max_recovery_ns / 1000, rs.rerung, (unsigned long long)run_->lost_results());
       out.summary += line;
     }
     if (j.contains("sim_time_ns")) {
@@ -472,12 +360,9 @@ class IbgdaReplay {
   const Generated gen;
   uint64_t slot = 0;
   std::unique_ptr<ModelWorld> world;
-  uint64_t src = 0, ctr = 0, dst = 0, gen_send = 0, gen_recv = 0;  // heap offsets
+  Workload wl;                      // the scenario's ops and generated messages, placed
+  std::optional<WorkloadRun> run_;  // the one runner over them
   std::vector<WorldFault> faults;
-  // Operations that failed (with failover: that recovery could not save), and fetching
-  // atomics applied once whose result was lost.
-  uint64_t failed_ops = 0, lost_results = 0;
-  AtomicCheck atomics;  // what every atomic returned
   uint64_t phantom_transfers = 0;
   double sample_ = 0;                          // the timeline's clock when not timed: observer samples
   std::vector<std::array<uint64_t, 4>> last_;  // each QP's indices at the last sample

@@ -8,31 +8,18 @@
 
 #include "core/ibgda/state.h"
 #include "sim/ibgda/faults.h"
+#include "sim/ibgda/workload.h"
 
 namespace doorbell::scenario {
 
-enum class OpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd, kCompareSwap, kQuiet };
 enum class Expect : uint8_t { kCompletes, kHangs, kErrors };
-// Who calls a put: each thread, every lane of a warp together (put_nbi_warp) or every
-// thread of a CTA together (put_nbi_block), with the same arguments.
-enum class Scope : uint8_t { kThread, kWarp, kBlock };
-
-struct Op {
-  OpKind kind = OpKind::kPut;
-  uint32_t pe = 0;        // which PE's threads run it
-  uint32_t target = 0;    // remote PE
-  uint64_t bytes = 8;
-  uint32_t count = 1;     // repetitions
-  int32_t warp = -1;      // only this warp of each CTA runs it (-1: every warp)
-  Scope scope = Scope::kThread;  // puts
-  // Atomics: which 8-byte word of the target's counter block, the add (or the new value of
-  // a compare-swap), and a compare-swap's compare value. A word takes adds or compare-swaps.
-  uint32_t word = 0;
-  uint64_t value = 1, compare = 0;
-};
+// The workload's ops are the one runner's (sim/ibgda/workload.h).
+using ibgda::Op;
+using ibgda::OpKind;
+using ibgda::Scope;
+using ibgda::is_atomic;
 
 inline constexpr uint32_t kCounterWords = 8;
-inline bool is_atomic(OpKind k) { return k == OpKind::kFetchAdd || k == OpKind::kAdd || k == OpKind::kCompareSwap; }
 
 // A word's value the run must end with (`expect: words`).
 struct ExpectWord {

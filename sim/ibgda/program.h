@@ -15,7 +15,7 @@
 namespace doorbell::ibgda {
 
 inline constexpr uint64_t kProgramRo = 16 << 10;  // read-only source region per PE
-inline constexpr uint64_t kProgramSlot = 3072;    // destination slot per op
+inline constexpr uint64_t kProgramSlot = 3072;    // the most bytes an op moves (its slot: the largest op's, rounded up)
 inline constexpr uint32_t kProgramCounters = 4;
 
 enum class ProgramOpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd, kCompareSwap };

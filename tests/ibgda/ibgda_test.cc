@@ -2,11 +2,13 @@
 // protocol (core/ibgda) against NIC engines that consume the WQEs they write.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <set>
 
 #include "sim/ibgda/model_world.h"
+#include "sim/ibgda/workload.h"
 #include "core/ibgda/api.h"
 #include "core/ibgda/ops.h"
 #include "hw/gpu_sim/sim_ctx.h"
@@ -34,34 +36,41 @@ RunResult run_on_all(ModelWorld& w, Scheduler& s, LaunchConfig cfg, Body body) {
   return s.run();
 }
 
+// A workload placed in a world's heap for the one runner (sim/ibgda/workload.h): sources of
+// `src_bytes`, destination slots of `slot` bytes, 8 counter words.
+Workload placed(ModelWorld& world, gpu_sim::LaunchConfig shape, std::vector<Op> ops, uint64_t src_bytes = 4096,
+                uint64_t slot = 4096) {
+  Workload wl;
+  wl.shape = shape;
+  wl.ops = std::move(ops);
+  wl.src = *world.malloc(src_bytes), wl.src_bytes = src_bytes;
+  wl.words = *world.malloc(64);
+  wl.slot = slot;
+  wl.dst = *world.malloc(std::max<uint64_t>(1, wl.threads() * wl.ops.size() * slot));
+  return wl;
+}
+
 TEST(Ibgda, PutGetAndAtomicsBetweenTwoPes) {
+  // Each lane of each PE puts 1 KiB of its quarter to the peer, gets the peer's back and adds
+  // 3 to the peer's word 0; the runner checks every byte and every fetch-add's value.
   const uint64_t bad = testing::sweep_seeds(1, 30, [](uint64_t seed) {
     auto w = ModelWorld::create(world_cfg());
     EXPECT_TRUE(w.is_ok()) << w.status().to_string();
     ModelWorld& world = **w;
-    const uint64_t src = *world.malloc(4096), dst = *world.malloc(4096), got = *world.malloc(4096), ctr = *world.malloc(64);
+    std::vector<Op> ops;
     for (uint32_t pe = 0; pe < 2; ++pe)
-      for (int i = 0; i < 4096; ++i) world.at(pe, src)[i] = uint8_t(pe * 100 + i);
-    std::vector<uint64_t> fetched(8);
-    Scheduler s(sched(seed));
-    RunResult r = run_on_all(world, s, {1, 1, 4}, [&](SimCtx& ctx, const DevState& st) {
-      const uint32_t peer = 1 - st.my_pe, lane = ctx.lane();
-      // Each lane puts its 1 KiB quarter to the peer, gets the peer's quarter back, and adds.
-      EXPECT_EQ(put_nbi(ctx, st, dst + lane * 1024, src + lane * 1024, 1024, peer), OpResult::kOk);
-      EXPECT_EQ(get_nbi(ctx, st, got + lane * 1024, src + lane * 1024, 1024, peer), OpResult::kOk);
-      uint64_t old = 0;
-      EXPECT_EQ(atomic_fetch_add(ctx, st, ctr, 1 + lane, peer, &old), OpResult::kOk);
-      fetched[st.my_pe * 4 + lane] = old;
-      EXPECT_EQ(quiet_all(ctx, st), OpResult::kOk);
-    });
-    EXPECT_EQ(r.outcome, Outcome::kCompleted) << r.report;
-    for (uint32_t pe = 0; pe < 2; ++pe) {
-      EXPECT_EQ(0, std::memcmp(world.at(pe, dst), world.at(1 - pe, src), 4096)) << "put into pe " << pe;
-      EXPECT_EQ(0, std::memcmp(world.at(pe, got), world.at(1 - pe, src), 4096)) << "get by pe " << pe;
-      EXPECT_EQ(*reinterpret_cast<uint64_t*>(world.at(pe, ctr)), 1u + 2 + 3 + 4);
-    }
+      for (OpKind k : {OpKind::kPut, OpKind::kGet, OpKind::kFetchAdd}) {
+        Op o;
+        o.kind = k, o.pe = pe, o.target = 1 - pe, o.bytes = 1024, o.value = 3;
+        ops.push_back(o);
+      }
+    Workload wl = placed(world, {1, 1, 4}, ops);
+    wl.seed = seed;
+    const std::string why = run_workload(world, wl, sched(seed));
+    EXPECT_EQ(why, "");
+    for (uint32_t pe = 0; pe < 2; ++pe) EXPECT_EQ(*reinterpret_cast<uint64_t*>(world.at(pe, wl.words)), 4u * 3);
     EXPECT_EQ(world.first_error(), "");
-    return r.outcome == Outcome::kCompleted && !::testing::Test::HasFailure();
+    return why.empty() && !::testing::Test::HasFailure();
   });
   EXPECT_EQ(bad, 0u);
 }
@@ -89,7 +98,7 @@ TEST(Ibgda, TransfersSplitAtHeapChunkBoundaries) {
 
 TEST(Ibgda, FetchAddFromManyAgentsGivesDistinctOldValues) {
   // Few ibuf slots make slot reuse frequent: a result read after its slot was handed on
-  // would show up as a repeated previous value.
+  // would show up as a repeated previous value, which the runner's atomics check refuses.
   for (Policy p : {Policy::kRandom, Policy::kPct})
     for (uint32_t slots : {1u, 8u}) {
       const uint64_t bad = testing::sweep_seeds(1, 60, [&](uint64_t seed) {
@@ -97,24 +106,18 @@ TEST(Ibgda, FetchAddFromManyAgentsGivesDistinctOldValues) {
         c.ibuf_slots = slots;
         auto w = ModelWorld::create(c);
         ModelWorld& world = **w;
-        const uint64_t ctr = *world.malloc(8);
-        std::vector<uint64_t> olds;
+        std::vector<Op> ops;
+        for (uint32_t pe = 0; pe < 3; ++pe) {
+          Op o;
+          o.kind = OpKind::kFetchAdd, o.pe = pe, o.target = 0, o.count = 3;
+          ops.push_back(o);
+        }
+        const Workload wl = placed(world, {1, 2, 2}, ops, 8, 8);
         gpu_sim::SchedOptions o = sched(seed, p);
         o.pct_steps = 2000;
-        Scheduler s(o);
-        const int per_lane = 3;
-        RunResult r = run_on_all(world, s, {1, 2, 2}, [&](SimCtx& ctx, const DevState& st) {
-          for (int i = 0; i < per_lane; ++i) {
-            uint64_t old = 0;
-            if (atomic_fetch_add(ctx, st, ctr, 1, 0, &old) != OpResult::kOk) return;
-            olds.push_back(old);
-          }
-        });
-        const size_t total = 3 * 2 * 2 * per_lane;
-        EXPECT_EQ(r.outcome, Outcome::kCompleted) << r.report;
-        return r.outcome == Outcome::kCompleted && olds.size() == total &&
-               std::set<uint64_t>(olds.begin(), olds.end()).size() == total &&
-               *reinterpret_cast<uint64_t*>(world.at(0, ctr)) == total;
+        const std::string why = run_workload(world, wl, o);
+        EXPECT_EQ(why, "");
+        return why.empty() && *reinterpret_cast<uint64_t*>(world.at(0, wl.words)) == 3 * 2 * 2 * 3;
       });
       EXPECT_EQ(bad, 0u) << gpu_sim::policy_name(p) << " ibuf slots " << slots;
     }

@@ -1,0 +1,179 @@
+#include "sim/ibgda/workload.h"
+
+#include <optional>
+#include <tuple>
+
+#include "core/ibgda/ops.h"
+#include "hw/gpu_sim/sim_ctx.h"
+
+namespace doorbell::ibgda {
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Where the send buffers' bytes start in source_byte's index space (after the sources').
+constexpr uint64_t kMsgBytes = uint64_t(1) << 44;
+
+}  // namespace
+
+bool runs_op(const Op& o, uint64_t t, const gpu_sim::LaunchConfig& shape) {
+  const uint32_t lane = uint32_t(t % shape.lanes), warp = uint32_t(t / shape.lanes % shape.warps_per_cta);
+  return (o.warp < 0 || uint32_t(o.warp) == warp) && (o.lane < 0 || uint32_t(o.lane) == lane);
+}
+
+bool owns_slot(const Op& o, uint64_t t, const gpu_sim::LaunchConfig& shape) {
+  const uint32_t lane = uint32_t(t % shape.lanes), warp = uint32_t(t / shape.lanes % shape.warps_per_cta);
+  if (!runs_op(o, t, shape)) return false;
+  return o.scope == Scope::kThread || (lane == 0 && (o.scope == Scope::kWarp || warp == 0));
+}
+
+// Distinct bytes per PE and offset (a copy from the wrong place or PE differs), 8 a draw.
+uint8_t WorkloadRun::source_byte(uint32_t pe, uint64_t i) const {
+  return uint8_t(splitmix64(w_.seed ^ (uint64_t(pe) << 48) ^ (i >> 3)) >> (8 * (i & 7)));
+}
+
+void WorkloadRun::fill_sources() {
+  const uint32_t npes = world_.config().npes;
+  for (uint32_t pe = 0; pe < npes; ++pe)
+    for (auto [at, n, base] : {std::tuple{w_.src, w_.src_bytes, uint64_t(0)}, std::tuple{w_.msg_send, w_.msg_send_bytes, kMsgBytes}}) {
+      uint8_t* p = world_.at(pe, at);
+      for (uint64_t i = 0; i < n; i += 8) {  // source_byte's bytes, one draw per 8
+        const uint64_t r = splitmix64(w_.seed ^ (uint64_t(pe) << 48) ^ ((base + i) >> 3));
+        for (uint64_t k = 0; k < 8 && i + k < n; ++k) p[i + k] = uint8_t(r >> (8 * k));
+      }
+    }
+}
+
+void WorkloadRun::launch(gpu_sim::Scheduler& s) {
+  const uint32_t npes = world_.config().npes;
+  for (uint32_t pe = 0; pe < npes; ++pe) {
+    DevState* st = &world_.state(pe);
+    s.launch("pe" + std::to_string(pe), w_.shape, [this, st, pe](gpu_sim::SimCtx& ctx) {
+      const Workload& w = w_;
+      const uint64_t t = (uint64_t(ctx.cta()) * ctx.warps_per_cta() + ctx.warp()) * ctx.warp_size() + ctx.lane();
+      for (size_t j = 0; j < w.ops.size(); ++j) {
+        const Op& o = w.ops[j];
+        if (o.pe != pe || !runs_op(o, t, w.shape)) continue;
+        // A collective put writes its first caller's slot.
+        const uint64_t owner = o.scope == Scope::kThread ? t
+                               : o.scope == Scope::kWarp ? t - ctx.lane()
+                                                         : (t - ctx.lane()) - uint64_t(ctx.warp()) * ctx.warp_size();
+        const uint64_t slot = w.dst + (owner * w.ops.size() + j) * w.slot, src = w.src + o.src, word = w.words + o.word * 8;
+        for (uint32_t r = 0; r < o.count; ++r) {
+          uint64_t old = 0;
+          OpResult res = OpResult::kOk;
+          switch (o.kind) {
+            case OpKind::kPut:
+              if (o.scope == Scope::kWarp) ctx.syncwarp();  // collectives from converged callers
+              if (o.scope == Scope::kBlock) ctx.sync_cta();
+              res = o.scope == Scope::kWarp    ? put_nbi_warp(ctx, *st, slot, src, o.bytes, o.target)
+                    : o.scope == Scope::kBlock ? put_nbi_block(ctx, *st, slot, src, o.bytes, o.target)
+                                               : put_nbi(ctx, *st, slot, src, o.bytes, o.target);
+              break;
+            case OpKind::kGet: res = get_nbi(ctx, *st, slot, src, o.bytes, o.target); break;
+            case OpKind::kFetchAdd: res = atomic_fetch_add(ctx, *st, word, o.value, o.target, &old); break;
+            case OpKind::kAdd: res = atomic_add(ctx, *st, word, o.value, o.target); break;
+            case OpKind::kCompareSwap: res = atomic_compare_swap(ctx, *st, word, o.compare, o.value, o.target, &old); break;
+            case OpKind::kQuiet: res = quiet_all(ctx, *st); break;
+          }
+          // Applied once: a lost result leaves the value unknown (failover's kResultLost).
+          const std::optional<uint64_t> got = res == OpResult::kOk ? std::optional(old) : std::nullopt;
+          if (res == OpResult::kResultLost) ++lost_results_, res = OpResult::kOk;
+          if (res != OpResult::kOk) return void(++failed_ops_);
+          if (o.kind == OpKind::kFetchAdd) atomics_.fetch_add(o.target, o.word, o.value, got);
+          if (o.kind == OpKind::kAdd) atomics_.add(o.target, o.word, o.value);
+          if (o.kind == OpKind::kCompareSwap) atomics_.compare_swap(o.target, o.word, o.compare, o.value, got);
+        }
+      }
+      // Generated messages (alltoall, dispatch), spread over the PE's threads.
+      if (w.msgs != nullptr) {
+        const std::vector<Msg>& msgs = (*w.msgs)[pe];
+        for (uint64_t k = t; k < msgs.size(); k += w.threads())
+          if (put_nbi(ctx, *st, w.msg_recv + msgs[k].dst, w.msg_send + msgs[k].src, msgs[k].len, msgs[k].to) != OpResult::kOk)
+            return void(++failed_ops_);
+      }
+      if (quiet_all(ctx, *st) != OpResult::kOk) ++failed_ops_;
+    });
+  }
+}
+
+WorkloadRun::Verdict WorkloadRun::classify(gpu_sim::Scheduler& s, const gpu_sim::RunResult& r, bool failover) const {
+  Verdict v;
+  std::string bad = s.violation();
+  if (bad.empty() && r.outcome == gpu_sim::Outcome::kCompleted) bad = world_.check_invariants();  // once more at the end
+  if (!bad.empty()) {
+    v.outcome = "broken-invariant", v.detail = bad;  // the root cause of any hang that follows
+  } else if (r.outcome != gpu_sim::Outcome::kCompleted) {
+    v.outcome = "hang", v.detail = r.report;
+  } else if (std::string e = world_.first_error(); (!failover && !e.empty()) || failed_ops_ != 0) {
+    // With failover, errors recovery saved are no failure; an operation that failed is.
+    v.outcome = "error";
+    v.detail = (failed_ops_ != 0 ? std::to_string(failed_ops_) + " thread(s) saw an operation fail; " : std::string()) + e;
+  } else {
+    v.outcome = "completed";
+  }
+  return v;
+}
+
+std::string WorkloadRun::check_bytes() const {
+  if (w_.msgs != nullptr)
+    for (const auto& per : *w_.msgs)
+      for (const Msg& m : per)
+        for (uint64_t b = 0; b < m.len; ++b)
+          if (world_.at(m.to, w_.msg_recv + m.dst)[b] != source_byte(m.from, kMsgBytes + m.src + b))
+            return "generated message to pe " + std::to_string(m.to) + ": byte " + std::to_string(b) + " differs";
+  const uint32_t npes = world_.config().npes;
+  for (uint32_t pe = 0; pe < npes; ++pe)
+    for (uint64_t t = 0; t < w_.threads(); ++t)
+      for (size_t j = 0; j < w_.ops.size(); ++j) {
+        const Op& o = w_.ops[j];
+        if (o.pe != pe || (o.kind != OpKind::kPut && o.kind != OpKind::kGet) || !owns_slot(o, t, w_.shape)) continue;
+        const uint64_t sl = w_.dst + (t * w_.ops.size() + j) * w_.slot;
+        const uint8_t* got = world_.at(o.kind == OpKind::kPut ? o.target : pe, sl);
+        const uint32_t from = o.kind == OpKind::kPut ? pe : o.target;
+        for (uint64_t i = 0; i < o.bytes; ++i)
+          if (got[i] != source_byte(from, o.src + i))
+            return "op " + std::to_string(j) + " of pe " + std::to_string(pe) + " thread " + std::to_string(t) + ": byte " +
+                   std::to_string(i) + " differs";
+      }
+  return {};
+}
+
+std::string WorkloadRun::check_atomics() const {
+  const std::string bad = atomics_.check(
+      [&](uint32_t pe, uint32_t w) { return *reinterpret_cast<const uint64_t*>(world_.at(pe, w_.words + w * 8)); });
+  return bad.empty() ? bad : "atomics: " + bad;
+}
+
+std::string run_workload(ModelWorld& world, const Workload& w, gpu_sim::SchedOptions so, bool each_step) {
+  WorkloadRun run(world, w);
+  if (!world.config().heap.phantom) run.fill_sources();
+  std::string violation;
+  if (each_step) {
+    so.observe = [&](uint64_t, double) {
+      if (violation.empty()) violation = world.check_invariants();
+    };
+    so.observe_every = 1;
+  }
+  gpu_sim::Scheduler s(so);
+  run.launch(s);
+  world.attach(s);
+  if (!each_step) world.check_every_store(s);
+  const gpu_sim::RunResult r = s.run();
+  if (!violation.empty()) return "broken-invariant: " + violation + "\n" + s.memory_report();
+  const WorkloadRun::Verdict v = run.classify(s, r, world.config().failover);
+  if (v.outcome == "hang") return "hang (" + s.describe() + "):\n" + v.detail;
+  // What broke, and what the weak memory model saw read stale (nothing in the SC mode).
+  if (v.outcome != "completed") return v.outcome + ": " + v.detail + "\n" + s.memory_report();
+  for (const std::string& bad : {run.check_bytes(), run.check_atomics()})
+    if (!bad.empty()) return "wrong-data: " + bad + "\n" + s.memory_report();
+  return {};
+}
+
+}  // namespace doorbell::ibgda
