@@ -1,0 +1,64 @@
+// The workload's threads: where the protocol (core/ibgda) is instantiated for the model, so
+// fuzz builds keep its coverage here and trace nothing else of the runner.
+#include <optional>
+
+#include "core/ibgda/ops.h"
+#include "hw/gpu_sim/sim_ctx.h"
+#include "sim/ibgda/workload.h"
+
+namespace doorbell::ibgda {
+
+void WorkloadRun::launch(gpu_sim::Scheduler& s) {
+  const uint32_t npes = world_.config().npes;
+  for (uint32_t pe = 0; pe < npes; ++pe) {
+    DevState* st = &world_.state(pe);
+    s.launch("pe" + std::to_string(pe), w_.shape, [this, st, pe](gpu_sim::SimCtx& ctx) {
+      const Workload& w = w_;
+      const uint64_t t = (uint64_t(ctx.cta()) * ctx.warps_per_cta() + ctx.warp()) * ctx.warp_size() + ctx.lane();
+      for (size_t j = 0; j < w.ops.size(); ++j) {
+        const Op& o = w.ops[j];
+        if (o.pe != pe || !runs_op(o, t, w.shape)) continue;
+        // A collective put writes its first caller's slot.
+        const uint64_t owner = o.scope == Scope::kThread ? t
+                               : o.scope == Scope::kWarp ? t - ctx.lane()
+                                                         : (t - ctx.lane()) - uint64_t(ctx.warp()) * ctx.warp_size();
+        const uint64_t slot = w.dst + (owner * w.ops.size() + j) * w.slot, src = w.src + o.src, word = w.words + o.word * 8;
+        for (uint32_t r = 0; r < o.count; ++r) {
+          uint64_t old = 0;
+          OpResult res = OpResult::kOk;
+          switch (o.kind) {
+            case OpKind::kPut:
+              if (o.scope == Scope::kWarp) ctx.syncwarp();  // collectives from converged callers
+              if (o.scope == Scope::kBlock) ctx.sync_cta();
+              res = o.scope == Scope::kWarp    ? put_nbi_warp(ctx, *st, slot, src, o.bytes, o.target)
+                    : o.scope == Scope::kBlock ? put_nbi_block(ctx, *st, slot, src, o.bytes, o.target)
+                                               : put_nbi(ctx, *st, slot, src, o.bytes, o.target);
+              break;
+            case OpKind::kGet: res = get_nbi(ctx, *st, slot, src, o.bytes, o.target); break;
+            case OpKind::kFetchAdd: res = atomic_fetch_add(ctx, *st, word, o.value, o.target, &old); break;
+            case OpKind::kAdd: res = atomic_add(ctx, *st, word, o.value, o.target); break;
+            case OpKind::kCompareSwap: res = atomic_compare_swap(ctx, *st, word, o.compare, o.value, o.target, &old); break;
+            case OpKind::kQuiet: res = quiet_all(ctx, *st); break;
+          }
+          // Applied once: a lost result leaves the value unknown (failover's kResultLost).
+          const std::optional<uint64_t> got = res == OpResult::kOk ? std::optional(old) : std::nullopt;
+          if (res == OpResult::kResultLost) ++lost_results_, res = OpResult::kOk;
+          if (res != OpResult::kOk) return void(++failed_ops_);
+          if (o.kind == OpKind::kFetchAdd) atomics_.fetch_add(o.target, o.word, o.value, got);
+          if (o.kind == OpKind::kAdd) atomics_.add(o.target, o.word, o.value);
+          if (o.kind == OpKind::kCompareSwap) atomics_.compare_swap(o.target, o.word, o.compare, o.value, got);
+        }
+      }
+      // Generated messages (alltoall, dispatch), spread over the PE's threads.
+      if (w.msgs != nullptr) {
+        const std::vector<Msg>& msgs = (*w.msgs)[pe];
+        for (uint64_t k = t; k < msgs.size(); k += w.threads())
+          if (put_nbi(ctx, *st, w.msg_recv + msgs[k].dst, w.msg_send + msgs[k].src, msgs[k].len, msgs[k].to) != OpResult::kOk)
+            return void(++failed_ops_);
+      }
+      if (quiet_all(ctx, *st) != OpResult::kOk) ++failed_ops_;
+    });
+  }
+}
+
+}  // namespace doorbell::ibgda
