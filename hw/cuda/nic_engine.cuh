@@ -185,6 +185,8 @@ struct Port {
     for (uint32_t i = 0; i < size; ++i) reinterpret_cast<volatile std::byte*>(scat[0])[i] = bytes[i];
   }
   __device__ void applied() { e.st[self].executed_upto = idx + 1; }
+  // The responder is on this GPU: its half runs here and now.
+  __device__ mock_nic::ExecOutcome respond(const mock_nic::RemoteRequest& q) { return mock_nic::respond(*this, q); }
 };
 
 // The completion's 64 bytes, the word holding op_own last, after a fence: a poller that sees

@@ -143,6 +143,8 @@ struct Engine {
     }
     void atomic_result(const std::byte* bytes, uint32_t size) { resp->data.assign(bytes, bytes + size); }
     void applied() { r.qp->rcv_upto = qp.head + 1; }
+    // The responder is in this process: its half runs here and now.
+    ExecOutcome respond(const RemoteRequest& q) { return mock_nic::respond(*this, q); }
   };
 
   // The QP's reusable response record, emptied for the WQE being issued.

@@ -1,9 +1,15 @@
 // Execution of a send WQE that passed check_wqe(): the key checks, the responder's checks
 // and the data movement, in the order a ConnectX meets them, as one host-and-device source
 // for the NIC model's engine (engine.cc, one agent on the CPU) and its GPU-resident engine
-// (hw/cuda/nic_engine.cuh). Everything that touches memory or the connection goes through
-// a Port, so this file holds the rules and no memcpy or atomic of its own:
+// (hw/cuda/nic_engine.cuh). It has two halves, as RC has two ends: the initiator's (the
+// requester's keys, its gather and scatter lists) builds a RemoteRequest and hands it to
+// port.respond(); the responder's (respond(): whether it answers, its rights, its keys, the
+// memory it writes, reads or updates) runs where the responder's memory is — in the same
+// process a port calls respond(*this, request) at once; a port to another process would carry
+// the request there and the answer back. Everything that touches memory or the connection
+// goes through a Port, so this file holds the rules and no memcpy or atomic of its own:
 //
+//   ExecOutcome respond(const RemoteRequest&)   the responder half, wherever it runs
 //   std::byte* local(const WqePiece&, uint32_t need, KeyFault*, bool* phantom)  requester key
 //   bool answer()                    the responder would answer (exists, RTR/RTS, link up)
 //   uint32_t responder_access()      its QP's remote rights; uint8_t responder_atomic_mode()
@@ -40,6 +46,23 @@ struct ExecOutcome {
     return (fault.syndrome == mlx5::CqeSyndrome::kTransportRetryExcErr && fault.vendor == vendor::kRemoteNotReady) ||
            fault.syndrome == mlx5::CqeSyndrome::kRnrRetryExcErr;
   }
+};
+
+// What the initiator half asks of the responder: an RDMA WRITE (+IMM) with its payload
+// pieces, a READ, or an atomic with its operands. (Across processes, the payload and the
+// operands travel with it.)
+struct RemoteRequest {
+  mlx5::WqeOpcode op = mlx5::WqeOpcode::kNop;
+  uint32_t rkey = 0;
+  uint64_t raddr = 0, total = 0;
+  bool with_imm = false;
+  uint32_t imm = 0;
+  uint32_t npieces = 0;                   // WRITE: pieces[k]'s bytes are at src[k]
+  const WqePiece* pieces = nullptr;
+  const std::byte* const* src = nullptr;
+  bool phantom = false;                   // WRITE / READ: the initiator's side is phantom memory
+  uint32_t atomic_size = 0;               // atomics: 4 or 8, and the atomic segment
+  const std::byte* atomic_args = nullptr;
 };
 
 namespace wqe_exec_detail {
@@ -139,26 +162,36 @@ DOORBELL_HD ExecOutcome exec_write(Port& port, const WqeView& v, bool with_imm, 
     if (src[k] == nullptr) return fail(local_key_fault(f));
     phantom |= ph;
   }
+  RemoteRequest q;
+  q.op = v.op, q.rkey = v.rkey, q.raddr = v.raddr, q.total = v.total, q.with_imm = with_imm, q.imm = imm;
+  q.npieces = v.npieces, q.pieces = v.pieces, q.src = src, q.phantom = phantom;
+  return port.respond(q);
+}
+
+// The responder's half of a WRITE.
+template <class Port>
+DOORBELL_HD ExecOutcome respond_write(Port& port, const RemoteRequest& q) {
+  using mlx5::CqeSyndrome;
   if (!port.answer()) return fail(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
   if (!(port.responder_access() & kRemoteWrite))
     return responder_fail(port, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
-  if (with_imm && !port.has_receive()) return fail(CqeSyndrome::kRnrRetryExcErr, vendor::kRnr);
-  if (v.total != 0) {  // a zero-length write carries no key to check
+  if (q.with_imm && !port.has_receive()) return fail(CqeSyndrome::kRnrRetryExcErr, vendor::kRnr);
+  if (q.total != 0) {  // a zero-length write carries no key to check
     KeyFault f{};
     bool ph = false;
-    std::byte* dst = port.remote(v.rkey, v.raddr, v.total, kRemoteWrite, &f, &ph);
+    std::byte* dst = port.remote(q.rkey, q.raddr, q.total, kRemoteWrite, &f, &ph);
     if (dst == nullptr) return responder_fail(port, AsyncEvent::kQpAccessError, remote_key_fault(f));
-    phantom |= ph;
-    uint64_t dva = v.raddr;
-    for (uint32_t k = 0; k < v.npieces; ++k) {
-      port.write(dst, dva, src[k], v.pieces[k], phantom);
-      dst += v.pieces[k].len;
-      dva += v.pieces[k].len;
+    const bool phantom = q.phantom || ph;
+    uint64_t dva = q.raddr;
+    for (uint32_t k = 0; k < q.npieces; ++k) {
+      port.write(dst, dva, q.src[k], q.pieces[k], phantom);
+      dst += q.pieces[k].len;
+      dva += q.pieces[k].len;
     }
   }
-  if (with_imm) port.deliver_imm(imm, v.total);
+  if (q.with_imm) port.deliver_imm(q.imm, q.total);
   port.applied();
-  return done(uint32_t(v.total), false);
+  return done(uint32_t(q.total), false);
 }
 
 template <class Port>
@@ -166,42 +199,63 @@ DOORBELL_HD ExecOutcome exec_read(Port& port, const WqeView& v) {
   using mlx5::CqeSyndrome;
   bool phantom = false;
   if (const WqeFault f = gather_scatter(port, v, &phantom); f.failed()) return fail(f);
+  RemoteRequest q;
+  q.op = v.op, q.rkey = v.rkey, q.raddr = v.raddr, q.total = v.total, q.phantom = phantom;
+  return port.respond(q);
+}
+
+// The responder's half of a READ.
+template <class Port>
+DOORBELL_HD ExecOutcome respond_read(Port& port, const RemoteRequest& q) {
+  using mlx5::CqeSyndrome;
+  bool phantom = q.phantom;
   if (!port.answer()) return fail(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
   if (!(port.responder_access() & kRemoteRead))
     return responder_fail(port, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
   const std::byte* src = nullptr;
-  if (v.total != 0) {
+  if (q.total != 0) {
     KeyFault f{};
-    src = port.remote(v.rkey, v.raddr, v.total, kRemoteRead, &f, &phantom);
+    src = port.remote(q.rkey, q.raddr, q.total, kRemoteRead, &f, &phantom);
     if (src == nullptr) return responder_fail(port, AsyncEvent::kQpAccessError, remote_key_fault(f));
   }
-  port.read_response(src, v.raddr, v.total, phantom);  // the responder reads now; the data lands later
+  port.read_response(src, q.raddr, q.total, phantom);  // the responder reads now; the data lands later
   port.applied();
-  return done(uint32_t(v.total), true);
+  return done(uint32_t(q.total), true);
 }
 
 template <class Port>
 DOORBELL_HD ExecOutcome exec_atomic(Port& port, const WqeView& v) {
   using mlx5::CqeSyndrome;
-  using mlx5::WqeOpcode;
-  const WqeOpcode op = v.op;
-  const bool masked = op == WqeOpcode::kAtomicMaskedCs || op == WqeOpcode::kAtomicMaskedFa;
+  const mlx5::WqeOpcode op = v.op;
   const uint32_t size = v.atomic_size;
   if (const WqeFault f = gather_scatter(port, v, nullptr); f.failed()) return fail(f);  // phantom: checked on the target
   if (v.total != size) return fail(CqeSyndrome::kLocalLengthErr, vendor::kAtomicBadLength);
+  RemoteRequest q;
+  q.op = op, q.rkey = v.rkey, q.raddr = v.raddr, q.total = size, q.atomic_size = size, q.atomic_args = v.atomic_args;
+  return port.respond(q);
+}
+
+// The responder's half of an atomic.
+template <class Port>
+DOORBELL_HD ExecOutcome respond_atomic(Port& port, const RemoteRequest& q) {
+  using mlx5::CqeSyndrome;
+  using mlx5::WqeOpcode;
+  const WqeOpcode op = q.op;
+  const bool masked = op == WqeOpcode::kAtomicMaskedCs || op == WqeOpcode::kAtomicMaskedFa;
+  const uint32_t size = q.atomic_size;
   if (!port.answer()) return fail(CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady);
   if (!(port.responder_access() & kRemoteAtomic))
     return responder_fail(port, AsyncEvent::kQpAccessError, CqeSyndrome::kRemoteAccessErr, vendor::kQpAccess);
   if (masked && port.responder_atomic_mode() < 3)  // extended atomics need qpc.atomic_mode >= 3 (8 bytes)
     return responder_fail(port, AsyncEvent::kQpRequestError, CqeSyndrome::kRemoteInvalReqErr, vendor::kExtAtomicMode);
-  if (v.raddr % size != 0)
+  if (q.raddr % size != 0)
     return responder_fail(port, AsyncEvent::kQpRequestError, CqeSyndrome::kRemoteInvalReqErr, vendor::kAtomicMisaligned);
   KeyFault f{};
   bool phantom = false;
-  std::byte* t = port.remote(v.rkey, v.raddr, size, kRemoteAtomic, &f, &phantom);
+  std::byte* t = port.remote(q.rkey, q.raddr, size, kRemoteAtomic, &f, &phantom);
   if (t == nullptr) return responder_fail(port, AsyncEvent::kQpAccessError, remote_key_fault(f));
   if (phantom) return fail(CqeSyndrome::kRemoteOpErr, vendor::kPhantomAtomic);
-  const std::byte* args = v.atomic_args;
+  const std::byte* args = q.atomic_args;
   std::byte result[8];
   if (size == 8) {
     uint64_t old = 0;
@@ -234,6 +288,19 @@ DOORBELL_HD ExecOutcome exec_dump(Port& port, const WqeView& v) {
 }
 
 }  // namespace wqe_exec_detail
+
+// The responder's half of a request (what a port's respond() runs where the responder is).
+template <class Port>
+DOORBELL_HD ExecOutcome respond(Port& port, const RemoteRequest& q) {
+  using mlx5::WqeOpcode;
+  namespace d = wqe_exec_detail;
+  switch (q.op) {
+    case WqeOpcode::kRdmaWrite:
+    case WqeOpcode::kRdmaWriteImm: return d::respond_write(port, q);
+    case WqeOpcode::kRdmaRead: return d::respond_read(port, q);
+    default: return d::respond_atomic(port, q);
+  }
+}
 
 // Execute the checked WQE `v` (imm: its control segment's immediate) through `port`.
 template <class Port>
