@@ -137,9 +137,11 @@ struct Rig {
   Fabric fabric;
   uint32_t pd = 0;
 
+  // NICs get LIDs cfg.lid, cfg.lid + 1, ... (1.. by default).
   explicit Rig(int n_nics = 1, NicConfig cfg = {}) {
+    const uint16_t first = cfg.lid;
     for (int i = 0; i < n_nics; ++i) {
-      cfg.lid = uint16_t(i + 1);
+      cfg.lid = uint16_t(first + i);
       nics.push_back(std::make_unique<Nic>(mem, cfg));
       check(fabric.attach(*nics.back()));
     }
@@ -192,6 +194,14 @@ struct Rig {
     check(a.nic->modify_qp(a.qpn, QpState::kRtr, &pa));
     check(b.nic->modify_qp(b.qpn, QpState::kRtr, &pb));
     for (SendQueue* q : {&a, &b}) check(q->nic->modify_qp(q->qpn, QpState::kRts));
+  }
+
+  // Bring a QP to RTS connected to QP `qpn` of the NIC with LID `lid` (in another process).
+  void connect_to(SendQueue& a, uint16_t lid, uint32_t qpn) {
+    check(a.nic->modify_qp(a.qpn, QpState::kInit));
+    QpPeer p{lid, qpn};
+    check(a.nic->modify_qp(a.qpn, QpState::kRtr, &p));
+    check(a.nic->modify_qp(a.qpn, QpState::kRts));
   }
 
   bool run() { return fabric.run_until_idle(); }

@@ -17,9 +17,11 @@
 
 #include "hw/mlx5/wqe.h"
 #include "hw/mock_nic/fabric.h"
+#include "hw/mock_nic/link.h"
 #include "hw/mock_nic/nic.h"
 #include "hw/mock_nic/wqe_check.h"
 #include "hw/mock_nic/wqe_exec.h"
+#include "hw/mock_nic/wire.h"
 
 namespace doorbell::mock_nic {
 
@@ -67,68 +69,50 @@ struct Engine {
 
   // ---- execution (issue time): wqe_exec.h's rules through this NIC's memory and fabric ----
 
-  // The NIC model's Port for execute_wqe (see wqe_exec.h): keys from the MR tables of this
-  // NIC and of the responder's, data moved through the modelled memory (phantom transfers
-  // recorded instead), READ data and atomic results staged in qp.staging until they land.
-  struct Port {
-    Nic& nic;
-    Qp& qp;
-    Peer r{};
-    Inflight* resp = nullptr;  // READ / atomic: the staged response
+  // The responder's end of a request (wqe_exec.h's respond()): its NIC and QP and what it
+  // does to its own memory. A request from this process (Port) and one from another
+  // (RemoteResponder) differ only in how they find it and where READ data and results go.
+  struct Responder {
+    Nic* rn = nullptr;
+    Qp* rq = nullptr;
 
-    std::byte* local(const WqePiece& p, uint32_t need, KeyFault* f, bool* ph) {
-      return nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, need, f, ph);
-    }
-    bool answer() { return peer(nic, qp, &r); }
-    uint32_t responder_access() const { return r.qp->remote_access; }
-    uint8_t responder_atomic_mode() const { return r.qp->atomic_mode; }
+    uint32_t responder_access() const { return rq->remote_access; }
+    uint8_t responder_atomic_mode() const { return rq->atomic_mode; }
     std::byte* remote(uint32_t rkey, uint64_t addr, uint64_t len, uint32_t need, KeyFault* f, bool* ph) {
-      std::byte* p = r.nic->mrs_.resolve(rkey, r.qp->attr.pd, addr, len, need, f, ph);
-      if (p != nullptr && (need & kRemoteAtomic) && !*ph) wrote(*r.nic, p, len);
+      std::byte* p = rn->mrs_.resolve(rkey, rq->attr.pd, addr, len, need, f, ph);
+      if (p != nullptr && (need & kRemoteAtomic) && !*ph) wrote(*rn, p, len);
       return p;
     }
     // The responder rejects a request: its QP goes to ERR (flushing its own work) with an event.
     void responder_error(AsyncEvent::Kind k, WqeFault f) {
-      r.nic->fail_qp(*r.qp);
-      r.nic->raise({k, r.qp->qpn, uint8_t(f.syndrome)});
+      rn->fail_qp(*rq);
+      rn->raise({k, rq->qpn, uint8_t(f.syndrome)});
     }
-    Srq* srq() const { return r.qp->attr.srqn != 0 ? &r.nic->srqs_[r.qp->attr.srqn - kFirstSrqn] : nullptr; }
+    Srq* srq() const { return rq->attr.srqn != 0 ? &rn->srqs_[rq->attr.srqn - kFirstSrqn] : nullptr; }
     bool has_receive() const {
-      if (r.qp->attr.recv_cqn == 0) return false;
+      if (rq->attr.recv_cqn == 0) return false;
       if (const Srq* s = srq()) return s->consumed < s->posted;
-      return uint16_t(r.qp->dbr->rcv.get() - uint16_t(r.qp->rq_head)) != 0;
+      return uint16_t(rq->dbr->rcv.get() - uint16_t(rq->rq_head)) != 0;
     }
     void deliver_imm(uint32_t imm, uint64_t bytes) {
       Srq* s = srq();
       Completion c;
       c.opcode = mlx5::CqeOpcode::kRespWrImm;
-      c.qpn = r.qp->qpn;
-      c.wqe_counter = uint16_t(s != nullptr ? s->consumed++ : r.qp->rq_head++);
+      c.qpn = rq->qpn;
+      c.wqe_counter = uint16_t(s != nullptr ? s->consumed++ : rq->rq_head++);
       c.byte_cnt = uint32_t(bytes);
       c.imm = imm;
-      r.nic->find_cq(r.qp->attr.recv_cqn)->post(c, r.nic->now_);
+      rn->find_cq(rq->attr.recv_cqn)->post(c, rn->now_);
     }
-    void write(std::byte* dst, uint64_t dst_va, const std::byte* src, const WqePiece& p, bool phantom) {
-      if (phantom) return (void)nic.phantom_log_.push_back({dst_va, p.addr, p.len});  // addr 0: inline
-      wrote(*r.nic, dst, p.len);
-      if (p.len == 8) {  // the common small put: a fixed-size copy, no call (load before store: overlap is safe)
+    void store(std::byte* dst, const std::byte* src, uint32_t len) {
+      wrote(*rn, dst, len);
+      if (len == 8) {  // the common small put: a fixed-size copy, no call (load before store: overlap is safe)
         uint64_t v;
         std::memcpy(&v, src, 8);
         std::memcpy(dst, &v, 8);
         return;
       }
-      std::memmove(dst, src, p.len);  // loopback ranges may overlap
-    }
-    void scatter(const WqePiece& p, std::byte*) { resp->scatter.push_back({p.lkey, p.addr, p.len}); }
-    void read_response(const std::byte* src, uint64_t raddr, uint64_t len, bool phantom) {
-      resp->phantom = phantom;
-      if (len == 0) return;
-      if (phantom) {
-        uint64_t off = 0;
-        for (const auto& s : resp->scatter) nic.phantom_log_.push_back({s.addr, raddr + off, s.len}), off += s.len;
-      } else {
-        resp->data.assign(src, src + len);
-      }
+      std::memmove(dst, src, len);  // loopback ranges may overlap
     }
     uint64_t fetch_add64(std::byte* t, uint64_t v) {
       return __atomic_fetch_add(reinterpret_cast<uint64_t*>(t), v, __ATOMIC_ACQ_REL);
@@ -141,10 +125,80 @@ struct Engine {
       __atomic_compare_exchange_n(reinterpret_cast<uint32_t*>(t), &cmp, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
       return cmp;
     }
+  };
+
+  // The NIC model's Port for execute_wqe (see wqe_exec.h): keys from the MR tables of this
+  // NIC and of the responder's, data moved through the modelled memory (phantom transfers
+  // recorded instead), READ data and atomic results staged in qp.staging until they land.
+  // A responder in another process (the fabric's remote LIDs) gets the request over the link.
+  struct Port : Responder {
+    Nic& nic;
+    Qp& qp;
+    Inflight* resp = nullptr;  // READ / atomic: the staged response
+    Port(Nic& n, Qp& q) : nic(n), qp(q) {}
+
+    std::byte* local(const WqePiece& p, uint32_t need, KeyFault* f, bool* ph) {
+      return nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, need, f, ph);
+    }
+    bool answer() {
+      Peer r;
+      if (!peer(nic, qp, &r)) return false;
+      rn = r.nic, rq = r.qp;
+      return true;
+    }
+    void write(std::byte* dst, uint64_t dst_va, const std::byte* src, const WqePiece& p, bool phantom) {
+      if (phantom) return (void)nic.phantom_log_.push_back({dst_va, p.addr, p.len});  // addr 0: inline
+      store(dst, src, p.len);
+    }
+    void scatter(const WqePiece& p, std::byte*) { resp->scatter.push_back({p.lkey, p.addr, p.len}); }
+    void read_response(const std::byte* src, uint64_t raddr, uint64_t len, bool phantom) {
+      resp->phantom = phantom;
+      if (len == 0) return;
+      if (phantom) {
+        uint64_t off = 0;
+        for (const auto& s : resp->scatter) nic.phantom_log_.push_back({s.addr, raddr + off, s.len}), off += s.len;
+      } else {
+        resp->data.assign(src, src + len);
+      }
+    }
     void atomic_result(const std::byte* bytes, uint32_t size) { resp->data.assign(bytes, bytes + size); }
-    void applied() { r.qp->rcv_upto = qp.head + 1; }
-    // The responder is in this process: its half runs here and now.
-    ExecOutcome respond(const RemoteRequest& q) { return mock_nic::respond(*this, q); }
+    void applied() { rq->rcv_upto = qp.head + 1; }
+    ExecOutcome respond(const RemoteRequest& q) {
+      if (nic.fabric_ != nullptr)
+        if (const RemotePeer* far = nic.fabric_->remote(qp.peer.lid)) return respond_far(*far, q);
+      return mock_nic::respond(*this, q);  // the responder is in this process: its half runs here and now
+    }
+    // The request goes to the responder's process; its answer comes back (READ data, results).
+    ExecOutcome respond_far(const RemotePeer& far, const RemoteRequest& q) {
+      std::vector<uint8_t> msg, answer;
+      wire::encode_request(q, nic.lid(), qp.qpn, qp.peer.qpn, qp.head, &msg);
+      std::string why;
+      if (!far.links->call(far.process, msg, &answer, &why)) {
+        nic.trace("mock_nic_link_error qpn=" + std::to_string(qp.qpn) + " " + why);
+        ExecOutcome o;  // no answer: as a peer that does not answer (the retry timer runs)
+        o.fault = {mlx5::CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady};
+        return o;
+      }
+      std::vector<std::byte> data;
+      const ExecOutcome o = wire::decode_response(answer, &data);
+      if (!o.fault.failed() && resp != nullptr) resp->phantom = false, resp->data = std::move(data);
+      return o;
+    }
+  };
+
+  // The responder's half for a request from another process: the QP it names must be
+  // connected back to the requester; READ data and atomic results go back in the answer.
+  struct RemoteResponder : Responder {
+    const wire::RequestHeader& h;
+    std::vector<std::byte>* data;
+    bool answer() {
+      return rq != nullptr && rn->link_up() && (rq->state == QpState::kRtr || rq->state == QpState::kRts) &&
+             rq->peer.qpn == h.src_qpn && rq->peer.lid == h.src_lid;
+    }
+    void write(std::byte* dst, uint64_t, const std::byte* src, const WqePiece& p, bool) { store(dst, src, p.len); }
+    void read_response(const std::byte* src, uint64_t, uint64_t len, bool) { data->assign(src, src + len); }
+    void atomic_result(const std::byte* bytes, uint32_t size) { data->assign(bytes, bytes + size); }
+    void applied() { rq->rcv_upto = h.psn + 1; }
   };
 
   // The QP's reusable response record, emptied for the WQE being issued.
@@ -390,7 +444,8 @@ struct Engine {
            qp.inflight.front().due <= nic.now_) {
       Inflight& e = qp.inflight.front();
       const Nic* rn = nic.peer_nic(qp);
-      if (!nic.link_up() || rn == nullptr || !rn->link_up()) {
+      const bool far = rn == nullptr && nic.fabric_ != nullptr && nic.fabric_->remote(qp.peer.lid) != nullptr;  // answered at issue
+      if (!nic.link_up() || (!far && (rn == nullptr || !rn->link_up()))) {
         if (!retries_left_out(nic, qp, false, 0)) break;
         e.landed = true;
         --qp.pending_responses;
@@ -511,6 +566,22 @@ size_t Nic::jump_to_timer() {
   if (clock_ || timer == std::numeric_limits<double>::infinity()) return 0;
   now_ = std::max(now_ + 1, uint64_t(std::ceil(timer / cfg_.action_ns)));
   return 1;
+}
+
+void Nic::serve_remote(const std::vector<uint8_t>& request, std::vector<uint8_t>* answer) {
+  wire::RequestHeader h;
+  RemoteRequest q;
+  WqePiece piece;
+  const std::byte* src = nullptr;
+  std::vector<std::byte> data;
+  ExecOutcome o;
+  if (!wire::decode_request(request, &h, &q, &piece, &src)) {
+    o.fault = {mlx5::CqeSyndrome::kRemoteInvalReqErr, vendor::kBadSegment};  // not a request: refused
+  } else {
+    Engine::RemoteResponder r{{this, find_qp(h.dst_qpn)}, h, &data};
+    o = respond(r, q);
+  }
+  wire::encode_answer(o, data, answer);
 }
 
 bool Nic::idle() const {

@@ -7,12 +7,20 @@
 namespace doorbell::mock_nic {
 
 Status Fabric::attach(Nic& nic) {
-  if (by_lid(nic.lid()) != nullptr) return Status(Errc::kBadParam, "fabric: LID " + std::to_string(nic.lid()) + " already attached");
+  if (by_lid(nic.lid()) != nullptr || remote(nic.lid()) != nullptr) return Status(Errc::kBadParam, "fabric: LID " + std::to_string(nic.lid()) + " already attached");
   if (nic.fabric_ != nullptr) return Status(Errc::kBadState, "fabric: NIC already attached to a fabric");
   nic.fabric_ = this;
   nics_.push_back(&nic);
   if (nic.lid() >= by_lid_.size()) by_lid_.resize(size_t(nic.lid()) + 1, nullptr);
   by_lid_[nic.lid()] = &nic;
+  return {};
+}
+
+Status Fabric::attach_remote(uint16_t lid, ShmLinks* links, uint32_t process) {
+  if (by_lid(lid) != nullptr || remote(lid) != nullptr)
+    return Status(Errc::kBadParam, "fabric: LID " + std::to_string(lid) + " already attached");
+  if (lid >= remote_.size()) remote_.resize(size_t(lid) + 1);
+  remote_[lid] = {links, process};
   return {};
 }
 

@@ -11,12 +11,22 @@
 namespace doorbell::mock_nic {
 
 class Nic;
+class ShmLinks;
+
+// A NIC of another process: its LID is reached over the link to that process.
+struct RemotePeer {
+  ShmLinks* links = nullptr;
+  uint32_t process = 0;
+};
 
 class Fabric {
  public:
   // Attach a NIC; its LID must be unique on the fabric.
   Status attach(Nic& nic);
   Nic* by_lid(uint16_t lid) const { return lid < by_lid_.size() ? by_lid_[lid] : nullptr; }
+  // The registry of NICs in other processes (cross-process fabric, link.h): LID -> process.
+  Status attach_remote(uint16_t lid, ShmLinks* links, uint32_t process);
+  const RemotePeer* remote(uint16_t lid) const { return lid < remote_.size() && remote_[lid].links != nullptr ? &remote_[lid] : nullptr; }
   Nic* by_gid(const uint8_t gid[16]) const;
   // The fabric's step clock: the furthest engine time of its NICs, in nanoseconds.
   double now_ns() const;
@@ -28,6 +38,7 @@ class Fabric {
  private:
   std::vector<Nic*> nics_;
   std::vector<Nic*> by_lid_;  // indexed by LID: the engine looks a peer up for every WQE
+  std::vector<RemotePeer> remote_;  // indexed by LID
 };
 
 }  // namespace doorbell::mock_nic

@@ -134,6 +134,9 @@ class Nic {
   // With a clock set: the earliest time a waiting timer acts (infinity: none). Without one,
   // progress() jumps the engine there itself.
   double next_timer_ns() const;
+  // Answer a request from a NIC in another process (link.h, wire.h): the responder half
+  // against this NIC's QPs and memory.
+  void serve_remote(const std::vector<uint8_t>& request, std::vector<uint8_t>* answer);
   bool link_up() const {  // inline: asked twice per WQE, and almost always true at once
     if (!faults_.dead && faults_.dead_from_ns < 0 && faults_.link_down_until_ns <= faults_.link_down_from_ns) return true;
     return link_up_at_clock();

@@ -1,0 +1,147 @@
+#include "hw/mock_nic/link.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace doorbell::mock_nic {
+
+// One direction of one pair: head (bytes written) and tail (bytes read) only grow; a message
+// is a 4-byte length and its bytes, padded to 8; one that would cross the end starts again at
+// the front after a skip marker.
+struct ShmLinks::Ring {
+  alignas(64) std::atomic<uint64_t> head;
+  alignas(64) std::atomic<uint64_t> tail;
+  alignas(64) uint8_t data[kRingBytes];
+
+  static constexpr uint32_t kSkip = 0xffffffffu;
+  static size_t padded(size_t n) { return (4 + n + 7) & ~size_t(7); }
+
+  // Writer: false while there is no room (the reader has not caught up).
+  bool try_put(const std::vector<uint8_t>& m) {
+    const uint64_t h = head.load(std::memory_order_relaxed), t = tail.load(std::memory_order_acquire);
+    const size_t need = padded(m.size()), at = size_t(h % kRingBytes), to_end = kRingBytes - at;
+    const size_t skip = need > to_end ? to_end : 0;
+    if (h + skip + need - t > kRingBytes) return false;
+    if (skip != 0) std::memcpy(data + at, &kSkip, 4);
+    const size_t pos = skip != 0 ? 0 : at;
+    const uint32_t len = uint32_t(m.size());
+    std::memcpy(data + pos, &len, 4);
+    std::memcpy(data + pos + 4, m.data(), m.size());
+    head.store(h + skip + need, std::memory_order_release);
+    return true;
+  }
+  // Reader: false when empty.
+  bool try_get(std::vector<uint8_t>* m) {
+    uint64_t t = tail.load(std::memory_order_relaxed);
+    if (head.load(std::memory_order_acquire) == t) return false;
+    size_t at = size_t(t % kRingBytes);
+    uint32_t len;
+    std::memcpy(&len, data + at, 4);
+    if (len == kSkip) {
+      t += kRingBytes - at, at = 0;
+      std::memcpy(&len, data, 4);
+    }
+    m->assign(data + at + 4, data + at + 4 + len);
+    tail.store(t + padded(len), std::memory_order_release);
+    return true;
+  }
+};
+
+// The rings, then a cache line of round counters per process.
+size_t ShmLinks::segment_bytes(uint32_t n) { return sizeof(Ring) * 2 * size_t(n) * n + 64 * size_t(n); }
+
+std::atomic<uint64_t>* ShmLinks::done(uint32_t p) const {
+  auto* after = reinterpret_cast<uint8_t*>(static_cast<Ring*>(base_) + 2 * size_t(n_) * n_);
+  return reinterpret_cast<std::atomic<uint64_t>*>(after + 64 * size_t(p));
+}
+
+bool ShmLinks::serve_until_all_done(uint64_t round, std::string* why, double timeout_s) {
+  done(me_)->store(round, std::memory_order_release);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    serve();
+    uint32_t behind = n_;
+    for (uint32_t p = 0; p < n_; ++p)
+      if (done(p)->load(std::memory_order_acquire) < round) behind = p;
+    if (behind == n_) return true;
+    if (std::chrono::steady_clock::now() > deadline)
+      return *why = "links: process " + std::to_string(behind) + " did not finish round " + std::to_string(round), false;
+    std::this_thread::yield();
+  }
+}
+
+ShmLinks::Ring* ShmLinks::requests(uint32_t from, uint32_t to) const {
+  return static_cast<Ring*>(base_) + 2 * (size_t(from) * n_ + to);
+}
+ShmLinks::Ring* ShmLinks::responses(uint32_t from, uint32_t to) const {
+  return static_cast<Ring*>(base_) + 2 * (size_t(from) * n_ + to) + 1;
+}
+
+Result<std::unique_ptr<ShmLinks>> ShmLinks::open(const std::string& name, uint32_t n, uint32_t me, bool create) {
+  if (n == 0 || me >= n) return Status(Errc::kBadParam, "links: process " + std::to_string(me) + " of " + std::to_string(n));
+  const size_t bytes = segment_bytes(n);
+  const int fd = create ? shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600) : shm_open(name.c_str(), O_RDWR, 0600);
+  if (fd < 0) return Status(Errc::kBadState, "links: shm_open " + name + ": " + std::strerror(errno));
+  if (create && ftruncate(fd, off_t(bytes)) != 0) {
+    const std::string e = std::strerror(errno);
+    close(fd);
+    shm_unlink(name.c_str());
+    return Status(Errc::kNoResource, "links: cannot size " + name + " to " + std::to_string(bytes) + " bytes: " + e);
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return Status(Errc::kNoResource, std::string("links: mmap: ") + std::strerror(errno));
+  // A fresh segment is zero-filled: every ring starts empty.
+  return std::unique_ptr<ShmLinks>(new ShmLinks(p, bytes, n, me, name));
+}
+
+ShmLinks::~ShmLinks() { munmap(base_, bytes_); }
+
+Status ShmLinks::unlink() {
+  if (shm_unlink(name_.c_str()) != 0 && errno != ENOENT) return Status(Errc::kBadState, "links: shm_unlink " + name_ + ": " + std::strerror(errno));
+  return {};
+}
+
+size_t ShmLinks::serve() {
+  size_t n = 0;
+  for (uint32_t from = 0; from < n_; ++from) {
+    if (from == me_) continue;
+    while (requests(from, me_)->try_get(&in_)) {
+      out_.clear();
+      if (server_) server_(from, in_, &out_);
+      while (!responses(me_, from)->try_put(out_)) std::this_thread::yield();  // the caller reads it at once
+      ++n;
+    }
+  }
+  return n;
+}
+
+bool ShmLinks::call(uint32_t to, const std::vector<uint8_t>& request, std::vector<uint8_t>* response, std::string* why,
+                    double timeout_s) {
+  if (request.size() > kMaxMessage) {
+    *why = "links: a request of " + std::to_string(request.size()) + " bytes is larger than the link's " + std::to_string(kMaxMessage);
+    return false;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!requests(me_, to)->try_put(request)) {
+    serve();
+    if (std::chrono::steady_clock::now() > deadline) return *why = "links: process " + std::to_string(to) + " takes no requests", false;
+  }
+  for (uint32_t spins = 0;; ++spins) {
+    if (responses(to, me_)->try_get(response)) return true;
+    if (serve() == 0 && (spins & 255) == 255) {
+      if (std::chrono::steady_clock::now() > deadline)
+        return *why = "links: process " + std::to_string(to) + " did not answer within " + std::to_string(int(timeout_s)) + " s", false;
+      std::this_thread::yield();
+    }
+  }
+}
+
+}  // namespace doorbell::mock_nic

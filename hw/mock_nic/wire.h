@@ -1,0 +1,94 @@
+// Requests and answers between NIC models in different processes (link.h carries them): a
+// request is the initiator half's RemoteRequest (wqe_exec.h) with who sent it and which QP it
+// is for; a WRITE's payload and an atomic's operands travel with it. An answer is the
+// responder half's outcome with the READ data or the atomic's old value.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "hw/mock_nic/wqe_exec.h"
+
+namespace doorbell::mock_nic::wire {
+
+inline constexpr uint32_t kRequestMagic = 0x52'44'4d'41;  // "RDMA"
+
+struct RequestHeader {
+  uint32_t magic = kRequestMagic;
+  uint16_t src_lid = 0;
+  uint8_t op = 0, with_imm = 0;
+  uint32_t src_qpn = 0, dst_qpn = 0;
+  uint64_t psn = 0;           // the requester's WQE index (the model's PSN)
+  uint32_t imm = 0, rkey = 0;
+  uint64_t raddr = 0, total = 0;
+  uint32_t atomic_size = 0;
+  uint32_t payload = 0;       // WRITE bytes after the header
+  uint8_t atomic_args[32] = {};
+};
+
+struct AnswerHeader {
+  uint8_t syndrome = 0, vendor = 0, delayed = 0, pad = 0;
+  uint32_t byte_cnt = 0;
+  uint32_t data = 0;  // bytes after the header
+};
+
+// A request for the link: the header, then a WRITE's pieces gathered into one payload.
+// (Phantom memory does not cross processes: a phantom WRITE carries no bytes.)
+inline void encode_request(const RemoteRequest& q, uint16_t src_lid, uint32_t src_qpn, uint32_t dst_qpn, uint64_t psn,
+                           std::vector<uint8_t>* out) {
+  RequestHeader h;
+  h.src_lid = src_lid, h.op = uint8_t(q.op), h.with_imm = q.with_imm;
+  h.src_qpn = src_qpn, h.dst_qpn = dst_qpn, h.psn = psn;
+  h.imm = q.imm, h.rkey = q.rkey, h.raddr = q.raddr, h.total = q.total, h.atomic_size = q.atomic_size;
+  if (q.atomic_args != nullptr) std::memcpy(h.atomic_args, q.atomic_args, sizeof h.atomic_args);
+  const bool write = q.op == mlx5::WqeOpcode::kRdmaWrite || q.op == mlx5::WqeOpcode::kRdmaWriteImm;
+  h.payload = write && !q.phantom ? uint32_t(q.total) : 0;
+  out->resize(sizeof h + h.payload);
+  std::memcpy(out->data(), &h, sizeof h);
+  uint8_t* p = out->data() + sizeof h;
+  for (uint32_t k = 0; k < q.npieces && h.payload != 0; ++k) std::memcpy(p, q.src[k], q.pieces[k].len), p += q.pieces[k].len;
+}
+
+// The request in `in` as the responder half takes it: one piece over the payload. False if
+// the bytes are not a request.
+inline bool decode_request(const std::vector<uint8_t>& in, RequestHeader* h, RemoteRequest* q, WqePiece* piece,
+                           const std::byte** src) {
+  if (in.size() < sizeof *h) return false;
+  std::memcpy(h, in.data(), sizeof *h);
+  if (h->magic != kRequestMagic || in.size() != sizeof *h + h->payload) return false;
+  q->op = mlx5::WqeOpcode(h->op), q->rkey = h->rkey, q->raddr = h->raddr, q->total = h->total;
+  q->with_imm = h->with_imm != 0, q->imm = h->imm, q->atomic_size = h->atomic_size;
+  q->atomic_args = h->atomic_size != 0 ? reinterpret_cast<const std::byte*>(h->atomic_args) : nullptr;
+  *piece = {0, 0, uint32_t(h->total), nullptr};
+  *src = reinterpret_cast<const std::byte*>(in.data() + sizeof *h);
+  q->npieces = h->total != 0 ? 1 : 0, q->pieces = piece, q->src = src, q->phantom = false;
+  return true;
+}
+
+inline void encode_answer(const ExecOutcome& o, const std::vector<std::byte>& data, std::vector<uint8_t>* out) {
+  AnswerHeader a;
+  a.syndrome = uint8_t(o.fault.syndrome), a.vendor = o.fault.vendor, a.delayed = o.delayed, a.byte_cnt = o.byte_cnt;
+  a.data = uint32_t(data.size());
+  out->resize(sizeof a + data.size());
+  std::memcpy(out->data(), &a, sizeof a);
+  if (!data.empty()) std::memcpy(out->data() + sizeof a, data.data(), data.size());
+}
+
+inline ExecOutcome decode_response(const std::vector<uint8_t>& in, std::vector<std::byte>* data) {
+  ExecOutcome o;
+  AnswerHeader a;
+  if (in.size() < sizeof a) {  // a malformed answer: as none at all
+    o.fault = {mlx5::CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady};
+    return o;
+  }
+  std::memcpy(&a, in.data(), sizeof a);
+  o.fault = {mlx5::CqeSyndrome(a.syndrome), a.vendor};
+  o.delayed = a.delayed != 0, o.byte_cnt = a.byte_cnt;
+  const auto* d = reinterpret_cast<const std::byte*>(in.data() + sizeof a);
+  data->assign(d, d + std::min<size_t>(a.data, in.size() - sizeof a));
+  return o;
+}
+
+}  // namespace doorbell::mock_nic::wire

@@ -1,0 +1,141 @@
+// Run by mpirun (ctest mock_nic_cross_process_mpirun_2): two processes, one NIC model each,
+// joined by the shared-memory links. Through the bootstrap they exchange RC handles (LID,
+// QPN) and memory keys, connect one QP each to the other's, and post RDMA WRITE, READ,
+// fetch-add and compare-swap to the peer: the responder half runs in the peer's process on
+// its own registered memory. Each process then checks what landed in its memory, its READ
+// data and its atomics' old values; last, a WRITE with a wrong rkey gets REMOTE_ACCESS_ERR
+// at the requester and moves the responder's QP to ERR, in the other process.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "host/bootstrap/bootstrap.h"
+#include "hw/mock_nic/driver.h"
+#include "hw/mock_nic/link.h"
+
+using namespace doorbell;
+using namespace doorbell::mock_nic;
+using namespace doorbell::mock_nic::driver;
+
+namespace {
+
+struct Handle {  // what each process publishes
+  uint16_t lid;
+  uint32_t qpn, rkey;
+  uint64_t src, dst, words;
+};
+
+uint8_t pattern(uint32_t rank, uint64_t i) { return uint8_t(i * 13 + rank * 101 + 5); }
+
+int fail(uint32_t rank, const std::string& why) {
+  std::fprintf(stderr, "rank %u: %s\n", rank, why.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main() {
+  auto b = bootstrap::from_env();
+  if (!b) return fail(0, b.status().to_string());
+  bootstrap::Bootstrap& boot = **b;
+  const uint32_t me = boot.rank(), n = boot.size();
+  if (n != 2) return fail(me, "run with 2 processes (mpirun -np 2)");
+  const uint32_t peer = 1 - me;
+
+  // The links: rank 0 creates them and hands out the name; all map them, then the name goes.
+  char name[64] = {};
+  std::vector<char> names(n * sizeof name);
+  if (me == 0) std::snprintf(names.data(), sizeof name, "/doorbell-links-%d", int(getpid()));
+  if (!boot.allgather(names.data(), sizeof name)) return fail(me, "bootstrap");
+  std::memcpy(name, names.data(), sizeof name);
+  std::unique_ptr<ShmLinks> links;
+  if (me == 0) {
+    auto l = ShmLinks::open(name, n, me, true);
+    if (!l) return fail(me, l.status().to_string());
+    links = std::move(*l);
+  }
+  if (!boot.barrier()) return fail(me, "bootstrap");
+  if (me != 0) {
+    auto l = ShmLinks::open(name, n, me, false);
+    if (!l) return fail(me, l.status().to_string());
+    links = std::move(*l);
+  }
+  if (!boot.barrier() || !links->unlink()) return fail(me, "unlink");
+
+  NicConfig cfg;
+  cfg.lid = uint16_t(me + 1);
+  Rig rig(1, cfg);
+  Nic& nic = rig.nic();
+  if (Status s = rig.fabric.attach_remote(uint16_t(peer + 1), links.get(), peer); !s) return fail(me, s.to_string());
+  links->set_server([&nic](uint32_t, const std::vector<uint8_t>& req, std::vector<uint8_t>* ans) { nic.serve_remote(req, ans); });
+
+  const uint32_t all = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic;
+  const uint64_t src = rig.alloc(4096), dst = rig.alloc(4096), words = rig.alloc(64), got = rig.alloc(4096);
+  for (uint64_t i = 0; i < 4096; ++i) rig.mem.as<uint8_t>(src)[i] = pattern(me, i);
+  const uint32_t key_src = rig.reg(src, 4096, all), key_dst = rig.reg(dst, 4096, all), key_words = rig.reg(words, 64, all),
+                 key_got = rig.reg(got, 4096, all);
+  (void)key_dst, (void)key_words;
+  SendQueue q = rig.make_sq(0, 6, 6);
+  // One memory region key per process would do; each buffer has its own, the peer needs
+  // dst's, src's and words' — they are consecutive registrations, so publish each.
+  Handle mine{nic.lid(), q.qpn, 0, src, dst, words};
+  std::vector<Handle> hs(n);
+  struct Keys {
+    uint32_t src, dst, words;
+  };
+  std::vector<Keys> ks(n);
+  hs[me] = mine, ks[me] = {key_src, key_dst, key_words};
+  if (!boot.allgather(hs.data(), sizeof(Handle)) || !boot.allgather(ks.data(), sizeof(Keys))) return fail(me, "bootstrap");
+  const Handle& p = hs[peer];
+  rig.connect_to(q, p.lid, p.qpn);
+  if (!boot.barrier()) return fail(me, "bootstrap");
+
+  // WRITE 1 KiB into the peer's dst, READ 512 B of its src, fetch-add its word 0, CAS its word 1.
+  q.write(key_src, src, 1024, ks[peer].dst, p.dst + 1024 * me);
+  q.read(key_got, got, 512, ks[peer].src, p.src + 64);
+  q.atomic(mlx5::WqeOpcode::kAtomicFa, 10 * (me + 1), 0, key_got, got + 1024, ks[peer].words, p.words);
+  q.atomic(mlx5::WqeOpcode::kAtomicCs, 100 + me, 0, key_got, got + 1032, ks[peer].words, p.words + 8);
+  q.ring_doorbell();
+  int cqes = 0;
+  std::string why;
+  for (int spins = 0; cqes < 4 && spins < 10'000'000; ++spins) {
+    nic.progress();
+    links->serve();
+    while (const Cqe64* c = q.poll()) {
+      if (c->opcode() != uint8_t(CqeOpcode::kReq)) return fail(me, "an error CQE, syndrome " + std::to_string(reinterpret_cast<const ErrCqe64*>(c)->syndrome));
+      ++cqes;
+    }
+  }
+  if (cqes != 4) return fail(me, "only " + std::to_string(cqes) + " of 4 CQEs");
+  if (!links->serve_until_all_done(1, &why)) return fail(me, why);
+  if (!boot.barrier()) return fail(me, "bootstrap");
+
+  // What the peer did to this process's memory, and what came back.
+  for (uint64_t i = 0; i < 1024; ++i)
+    if (rig.mem.as<uint8_t>(dst)[1024 * peer + i] != pattern(peer, i)) return fail(me, "the peer's WRITE: byte " + std::to_string(i));
+  for (uint64_t i = 0; i < 512; ++i)
+    if (rig.mem.as<uint8_t>(got)[i] != pattern(peer, 64 + i)) return fail(me, "READ data: byte " + std::to_string(i));
+  const uint64_t* w = rig.mem.as<uint64_t>(words);
+  const uint64_t* res = rig.mem.as<uint64_t>(got + 1024);
+  if (w[0] != 10 * (peer + 1) || w[1] != 100 + peer) return fail(me, "the peer's atomics left " + std::to_string(w[0]) + ", " + std::to_string(w[1]));
+  if (res[0] != 0 || res[1] != 0) return fail(me, "old values " + std::to_string(res[0]) + ", " + std::to_string(res[1]) + " (want 0, 0)");
+
+  // A wrong rkey: rank 0's WRITE fails with REMOTE_ACCESS_ERR; rank 1's QP goes to ERR.
+  if (me == 0) {
+    q.write(key_src, src, 64, ks[peer].dst ^ 0x80, p.dst);
+    q.ring_doorbell();
+    const Cqe64* c = nullptr;
+    for (int spins = 0; c == nullptr && spins < 10'000'000; ++spins) nic.progress(), links->serve(), c = q.poll();
+    if (c == nullptr || c->opcode() != uint8_t(CqeOpcode::kReqErr) ||
+        reinterpret_cast<const ErrCqe64*>(c)->syndrome != uint8_t(CqeSyndrome::kRemoteAccessErr))
+      return fail(me, "a wrong rkey did not give REMOTE_ACCESS_ERR");
+  }
+  if (!links->serve_until_all_done(2, &why)) return fail(me, why);
+  if (me == 1 && nic.qp(q.qpn)->state != QpState::kErr) return fail(me, "the responder's QP is not in ERR after a wrong rkey");
+  if (!boot.barrier()) return fail(me, "bootstrap");
+  std::printf("rank %u: cross-process NIC models: WRITE, READ, fetch-add, compare-swap and a wrong rkey over the links: OK (%llu WQEs executed here)\n",
+              me, (unsigned long long)nic.qp(q.qpn)->stats.wqes);
+  return 0;
+}
