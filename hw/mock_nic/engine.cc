@@ -170,6 +170,15 @@ struct Engine {
     }
     // The request goes to the responder's process; its answer comes back (READ data, results).
     ExecOutcome respond_far(const RemotePeer& far, const RemoteRequest& q) {
+      // A WRITE's payload or a READ's data must fit the link in one message: a larger one is
+      // refused here, as a length error of this WQE (not a peer that never answers).
+      const bool moves = q.op == mlx5::WqeOpcode::kRdmaWrite || q.op == mlx5::WqeOpcode::kRdmaWriteImm || q.op == mlx5::WqeOpcode::kRdmaRead;
+      if (moves && q.total + sizeof(wire::RequestHeader) > ShmLinks::kMaxMessage) {
+        nic.trace("mock_nic_link_too_large qpn=" + std::to_string(qp.qpn) + " bytes=" + std::to_string(q.total));
+        ExecOutcome o;
+        o.fault = {mlx5::CqeSyndrome::kLocalLengthErr, vendor::kLengthTooLarge};
+        return o;
+      }
       std::vector<uint8_t> msg, answer;
       wire::encode_request(q, nic.lid(), qp.qpn, qp.peer.qpn, qp.head, &msg);
       std::string why;

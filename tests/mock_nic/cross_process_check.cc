@@ -1,10 +1,11 @@
 // Run by mpirun (ctest mock_nic_cross_process_mpirun_2): two processes, one NIC model each,
 // joined by the shared-memory links. Through the bootstrap they exchange RC handles (LID,
-// QPN) and memory keys, connect one QP each to the other's, and post RDMA WRITE, READ,
+// QPN) and memory keys, connect two QPs each to the other's, and post RDMA WRITE, READ,
 // fetch-add and compare-swap to the peer: the responder half runs in the peer's process on
 // its own registered memory. Each process then checks what landed in its memory, its READ
 // data and its atomics' old values; last, a WRITE with a wrong rkey gets REMOTE_ACCESS_ERR
-// at the requester and moves the responder's QP to ERR, in the other process.
+// at the requester and moves the responder's QP to ERR, in the other process; then, on the
+// second pair, a READ too large for the link fails at its requester with LOCAL_LENGTH_ERR.
 #include <unistd.h>
 
 #include <cstdio>
@@ -23,7 +24,7 @@ namespace {
 
 struct Handle {  // what each process publishes
   uint16_t lid;
-  uint32_t qpn, rkey;
+  uint32_t qpn, qpn2;
   uint64_t src, dst, words;
 };
 
@@ -77,10 +78,10 @@ int main() {
   const uint32_t key_src = rig.reg(src, 4096, all), key_dst = rig.reg(dst, 4096, all), key_words = rig.reg(words, 64, all),
                  key_got = rig.reg(got, 4096, all);
   (void)key_dst, (void)key_words;
-  SendQueue q = rig.make_sq(0, 6, 6);
+  SendQueue q = rig.make_sq(0, 6, 6), q2 = rig.make_sq(0, 6, 6);
   // One memory region key per process would do; each buffer has its own, the peer needs
   // dst's, src's and words' — they are consecutive registrations, so publish each.
-  Handle mine{nic.lid(), q.qpn, 0, src, dst, words};
+  Handle mine{nic.lid(), q.qpn, q2.qpn, src, dst, words};
   std::vector<Handle> hs(n);
   struct Keys {
     uint32_t src, dst, words;
@@ -90,6 +91,7 @@ int main() {
   if (!boot.allgather(hs.data(), sizeof(Handle)) || !boot.allgather(ks.data(), sizeof(Keys))) return fail(me, "bootstrap");
   const Handle& p = hs[peer];
   rig.connect_to(q, p.lid, p.qpn);
+  rig.connect_to(q2, p.lid, p.qpn2);
   if (!boot.barrier()) return fail(me, "bootstrap");
 
   // WRITE 1 KiB into the peer's dst, READ 512 B of its src, fetch-add its word 0, CAS its word 1.
@@ -134,8 +136,19 @@ int main() {
   }
   if (!links->serve_until_all_done(2, &why)) return fail(me, why);
   if (me == 1 && nic.qp(q.qpn)->state != QpState::kErr) return fail(me, "the responder's QP is not in ERR after a wrong rkey");
+  // A READ larger than the link takes: LOCAL_LENGTH_ERR at rank 1 on a second QP pair (the first is in ERR by now).
+  if (me == 1) {
+    const uint64_t big = rig.alloc(2 << 20);
+    q2.read(rig.reg(big, 2 << 20, all), big, 2 << 20, ks[peer].src, p.src);
+    q2.ring_doorbell();
+    const Cqe64* c = nullptr;
+    for (int spins = 0; c == nullptr && spins < 10'000'000; ++spins) nic.progress(), links->serve(), c = q2.poll();
+    if (c == nullptr || c->opcode() != uint8_t(CqeOpcode::kReqErr) ||
+        reinterpret_cast<const ErrCqe64*>(c)->syndrome != uint8_t(CqeSyndrome::kLocalLengthErr))
+      return fail(me, "a READ larger than the link did not give LOCAL_LENGTH_ERR");
+  }
   if (!boot.barrier()) return fail(me, "bootstrap");
-  std::printf("rank %u: cross-process NIC models: WRITE, READ, fetch-add, compare-swap and a wrong rkey over the links: OK (%llu WQEs executed here)\n",
+  std::printf("rank %u: cross-process NIC models: WRITE, READ, fetch-add, compare-swap, an oversize READ and a wrong rkey over the links: OK (%llu WQEs executed here)\n",
               me, (unsigned long long)nic.qp(q.qpn)->stats.wqes);
   return 0;
 }
