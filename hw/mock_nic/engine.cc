@@ -42,16 +42,26 @@ struct Engine {
     if (nic.observer_ != nullptr) nic.observer_->device_read(p, len, nic.observer_name_.c_str(), what, index);
   }
 
-  // The responder end of an RC connection, if it would answer (exists, RTR/RTS, connected back).
+  // Whether QP `rq` of NIC `rn` answers a request of QP `src_qpn` at LID `src_lid`: it exists,
+  // is in RTR/RTS, is connected back to it, and its link is up.
+  static bool answers(const Nic& rn, const Qp* rq, uint16_t src_lid, uint32_t src_qpn) {
+    return rq != nullptr && rn.link_up() && (rq->state == QpState::kRtr || rq->state == QpState::kRts) &&
+           rq->peer.qpn == src_qpn && rq->peer.lid == src_lid;
+  }
+
+  // The responder end of an RC connection in this process, if it would answer.
   static bool peer(Nic& nic, const Qp& qp, Peer* out) {
     Nic* rn = nic.peer_nic(qp);
-    if (rn == nullptr || !nic.link_up() || !rn->link_up()) return false;  // packets lost: no answer
+    if (rn == nullptr || !nic.link_up()) return false;  // packets lost: no answer
     Qp* rq = rn->find_qp(qp.peer.qpn);
-    if (rq == nullptr || (rq->state != QpState::kRtr && rq->state != QpState::kRts) || rq->peer.qpn != qp.qpn ||
-        rq->peer.lid != nic.lid())
-      return false;
+    if (!answers(*rn, rq, nic.lid(), qp.qpn)) return false;
     *out = {rn, rq};
     return true;
+  }
+
+  // The responder end's process, when it is another one (the fabric's remote LIDs).
+  static const RemotePeer* far_peer(const Nic& nic, const Qp& qp) {
+    return nic.fabric_ != nullptr ? nic.fabric_->remote(qp.peer.lid) : nullptr;
   }
 
   static uint64_t response_due(Nic& nic, Qp& qp) {
@@ -164,8 +174,7 @@ struct Engine {
     void atomic_result(const std::byte* bytes, uint32_t size) { resp->data.assign(bytes, bytes + size); }
     void applied() { rq->rcv_upto = qp.head + 1; }
     ExecOutcome respond(const RemoteRequest& q) {
-      if (nic.fabric_ != nullptr)
-        if (const RemotePeer* far = nic.fabric_->remote(qp.peer.lid)) return respond_far(*far, q);
+      if (const RemotePeer* far = far_peer(nic, qp)) return respond_far(*far, q);
       return mock_nic::respond(*this, q);  // the responder is in this process: its half runs here and now
     }
     // The request goes to the responder's process; its answer comes back (READ data, results).
@@ -200,10 +209,7 @@ struct Engine {
   struct RemoteResponder : Responder {
     const wire::RequestHeader& h;
     std::vector<std::byte>* data;
-    bool answer() {
-      return rq != nullptr && rn->link_up() && (rq->state == QpState::kRtr || rq->state == QpState::kRts) &&
-             rq->peer.qpn == h.src_qpn && rq->peer.lid == h.src_lid;
-    }
+    bool answer() { return answers(*rn, rq, h.src_lid, h.src_qpn); }
     void write(std::byte* dst, uint64_t, const std::byte* src, const WqePiece& p, bool) { store(dst, src, p.len); }
     void read_response(const std::byte* src, uint64_t, uint64_t len, bool) { data->assign(src, src + len); }
     void atomic_result(const std::byte* bytes, uint32_t size) { data->assign(bytes, bytes + size); }
@@ -453,7 +459,7 @@ struct Engine {
            qp.inflight.front().due <= nic.now_) {
       Inflight& e = qp.inflight.front();
       const Nic* rn = nic.peer_nic(qp);
-      const bool far = rn == nullptr && nic.fabric_ != nullptr && nic.fabric_->remote(qp.peer.lid) != nullptr;  // answered at issue
+      const bool far = rn == nullptr && far_peer(nic, qp) != nullptr;  // answered at issue
       if (!nic.link_up() || (!far && (rn == nullptr || !rn->link_up()))) {
         if (!retries_left_out(nic, qp, false, 0)) break;
         e.landed = true;

@@ -118,7 +118,7 @@ class IbgdaReplay {
     wl.src = *world->malloc(slot), wl.src_bytes = slot;
     wl.words = *world->malloc(kCounterWords * 8);
     wl.slot = slot;
-    wl.dst = *world->malloc(std::max<uint64_t>(1, uint64_t(threads) * sc.ops.size() * slot));
+    wl.dst = *world->malloc(wl.dst_bytes());
     wl.msgs = &gen.by_pe;
     wl.msg_send = gen.send_bytes ? *world->malloc(gen.send_bytes, 4096) : 0, wl.msg_send_bytes = gen.send_bytes;
     wl.msg_recv = gen.recv_bytes ? *world->malloc(gen.recv_bytes, 4096) : 0;
@@ -206,7 +206,7 @@ class IbgdaReplay {
           const Op& o = sc.ops[j];
           if (o.pe != pe || !owns_slot(o, t, wl.shape)) continue;
           if (o.kind != OpKind::kPut && o.kind != OpKind::kGet) continue;
-          const uint64_t sl = wl.dst + (t * sc.ops.size() + j) * slot;
+          const uint64_t sl = wl.slot_at(t, j);
           const auto d = reinterpret_cast<uint64_t>(world->at(o.kind == OpKind::kPut ? o.target : pe, sl));
           const auto from = reinterpret_cast<uint64_t>(world->at(o.kind == OpKind::kPut ? pe : o.target, wl.src + o.src));
           uint64_t got = 0;

@@ -59,7 +59,7 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   wl.src = *world.malloc(kProgramRo), wl.src_bytes = kProgramRo;
   wl.words = *world.malloc(2 * kProgramCounters * 8);
   for (const Op& o : wl.ops) wl.slot = std::max<uint64_t>(wl.slot, (o.bytes + 63) / 64 * 64);  // the largest op's bytes
-  wl.dst = *world.malloc(std::max<uint64_t>(1, wl.threads() * p.ops.size() * wl.slot));
+  wl.dst = *world.malloc(wl.dst_bytes());
   world.inject(p.faults);
   const std::string why = run_workload(world, wl, so, p.check_each_step);
   if (stats != nullptr) *stats = world.recovery_stats();

@@ -31,10 +31,10 @@ bool owns_slot(const Op& o, uint64_t t, const gpu_sim::LaunchConfig& shape) {
   return o.scope == Scope::kThread || (lane == 0 && (o.scope == Scope::kWarp || warp == 0));
 }
 
-// Distinct bytes per PE and offset (a copy from the wrong place or PE differs), 8 a draw.
-uint8_t WorkloadRun::source_byte(uint32_t pe, uint64_t i) const {
-  return uint8_t(splitmix64(w_.seed ^ (uint64_t(pe) << 48) ^ (i >> 3)) >> (8 * (i & 7)));
-}
+// Distinct bytes per PE and offset (a copy from the wrong place or PE differs): the draw
+// for bytes [8k, 8k + 8) of PE pe's index space.
+uint64_t WorkloadRun::source_word(uint32_t pe, uint64_t k) const { return splitmix64(w_.seed ^ (uint64_t(pe) << 48) ^ k); }
+uint8_t WorkloadRun::source_byte(uint32_t pe, uint64_t i) const { return uint8_t(source_word(pe, i >> 3) >> (8 * (i & 7))); }
 
 void WorkloadRun::fill_sources() {
   const uint32_t npes = world_.config().npes;
@@ -42,7 +42,7 @@ void WorkloadRun::fill_sources() {
     for (auto [at, n, base] : {std::tuple{w_.src, w_.src_bytes, uint64_t(0)}, std::tuple{w_.msg_send, w_.msg_send_bytes, kMsgBytes}}) {
       uint8_t* p = world_.at(pe, at);
       for (uint64_t i = 0; i < n; i += 8) {  // source_byte's bytes, one draw per 8
-        const uint64_t r = splitmix64(w_.seed ^ (uint64_t(pe) << 48) ^ ((base + i) >> 3));
+        const uint64_t r = source_word(pe, (base + i) >> 3);
         for (uint64_t k = 0; k < 8 && i + k < n; ++k) p[i + k] = uint8_t(r >> (8 * k));
       }
     }
@@ -79,7 +79,7 @@ std::string WorkloadRun::check_bytes() const {
       for (size_t j = 0; j < w_.ops.size(); ++j) {
         const Op& o = w_.ops[j];
         if (o.pe != pe || (o.kind != OpKind::kPut && o.kind != OpKind::kGet) || !owns_slot(o, t, w_.shape)) continue;
-        const uint64_t sl = w_.dst + (t * w_.ops.size() + j) * w_.slot;
+        const uint64_t sl = w_.slot_at(t, j);
         const uint8_t* got = world_.at(o.kind == OpKind::kPut ? o.target : pe, sl);
         const uint32_t from = o.kind == OpKind::kPut ? pe : o.target;
         for (uint64_t i = 0; i < o.bytes; ++i)

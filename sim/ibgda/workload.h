@@ -56,6 +56,8 @@ struct Workload {
   uint64_t msg_send = 0, msg_recv = 0, msg_send_bytes = 0;
   uint64_t seed = 1;                     // the source bytes
   uint64_t threads() const { return uint64_t(shape.ctas) * shape.warps_per_cta * shape.lanes; }
+  uint64_t slot_at(uint64_t owner, size_t op) const { return dst + (owner * ops.size() + op) * slot; }
+  uint64_t dst_bytes() const { return threads() * ops.size() * slot > 0 ? threads() * ops.size() * slot : 1; }  // to malloc
 };
 
 // Whether thread t (CTA-major, shape.warps_per_cta x shape.lanes per CTA) runs op o, and whether it
@@ -90,6 +92,7 @@ class WorkloadRun {
   uint8_t source_byte(uint32_t pe, uint64_t i) const;
 
  private:
+  uint64_t source_word(uint32_t pe, uint64_t k) const;
   ModelWorld& world_;
   const Workload& w_;
   // Operations that failed (with failover: that recovery could not save), and fetching

@@ -22,7 +22,7 @@ void WorkloadRun::launch(gpu_sim::Scheduler& s) {
         const uint64_t owner = o.scope == Scope::kThread ? t
                                : o.scope == Scope::kWarp ? t - ctx.lane()
                                                          : (t - ctx.lane()) - uint64_t(ctx.warp()) * ctx.warp_size();
-        const uint64_t slot = w.dst + (owner * w.ops.size() + j) * w.slot, src = w.src + o.src, word = w.words + o.word * 8;
+        const uint64_t slot = w.slot_at(owner, j), src = w.src + o.src, word = w.words + o.word * 8;
         for (uint32_t r = 0; r < o.count; ++r) {
           uint64_t old = 0;
           OpResult res = OpResult::kOk;

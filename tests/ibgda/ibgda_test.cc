@@ -46,7 +46,7 @@ Workload placed(ModelWorld& world, gpu_sim::LaunchConfig shape, std::vector<Op> 
   wl.src = *world.malloc(src_bytes), wl.src_bytes = src_bytes;
   wl.words = *world.malloc(64);
   wl.slot = slot;
-  wl.dst = *world.malloc(std::max<uint64_t>(1, wl.threads() * wl.ops.size() * slot));
+  wl.dst = *world.malloc(wl.dst_bytes());
   return wl;
 }
 

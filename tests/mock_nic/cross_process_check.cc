@@ -114,6 +114,14 @@ int main() {
   if (!links->serve_until_all_done(1, &why)) return fail(me, why);
   if (!boot.barrier()) return fail(me, "bootstrap");
 
+  // The next CQE of `sq` (the NIC run, the peer's requests served meanwhile) is an error
+  // CQE with syndrome `want`.
+  auto error_cqe = [&](SendQueue& sq, CqeSyndrome want) {
+    const Cqe64* c = nullptr;
+    for (int spins = 0; c == nullptr && spins < 10'000'000; ++spins) nic.progress(), links->serve(), c = sq.poll();
+    return c != nullptr && c->opcode() == uint8_t(CqeOpcode::kReqErr) && reinterpret_cast<const ErrCqe64*>(c)->syndrome == uint8_t(want);
+  };
+
   // What the peer did to this process's memory, and what came back.
   for (uint64_t i = 0; i < 1024; ++i)
     if (rig.mem.as<uint8_t>(dst)[1024 * peer + i] != pattern(peer, i)) return fail(me, "the peer's WRITE: byte " + std::to_string(i));
@@ -128,11 +136,7 @@ int main() {
   if (me == 0) {
     q.write(key_src, src, 64, ks[peer].dst ^ 0x80, p.dst);
     q.ring_doorbell();
-    const Cqe64* c = nullptr;
-    for (int spins = 0; c == nullptr && spins < 10'000'000; ++spins) nic.progress(), links->serve(), c = q.poll();
-    if (c == nullptr || c->opcode() != uint8_t(CqeOpcode::kReqErr) ||
-        reinterpret_cast<const ErrCqe64*>(c)->syndrome != uint8_t(CqeSyndrome::kRemoteAccessErr))
-      return fail(me, "a wrong rkey did not give REMOTE_ACCESS_ERR");
+    if (!error_cqe(q, CqeSyndrome::kRemoteAccessErr)) return fail(me, "a wrong rkey did not give REMOTE_ACCESS_ERR");
   }
   if (!links->serve_until_all_done(2, &why)) return fail(me, why);
   if (me == 1 && nic.qp(q.qpn)->state != QpState::kErr) return fail(me, "the responder's QP is not in ERR after a wrong rkey");
@@ -141,11 +145,7 @@ int main() {
     const uint64_t big = rig.alloc(2 << 20);
     q2.read(rig.reg(big, 2 << 20, all), big, 2 << 20, ks[peer].src, p.src);
     q2.ring_doorbell();
-    const Cqe64* c = nullptr;
-    for (int spins = 0; c == nullptr && spins < 10'000'000; ++spins) nic.progress(), links->serve(), c = q2.poll();
-    if (c == nullptr || c->opcode() != uint8_t(CqeOpcode::kReqErr) ||
-        reinterpret_cast<const ErrCqe64*>(c)->syndrome != uint8_t(CqeSyndrome::kLocalLengthErr))
-      return fail(me, "a READ larger than the link did not give LOCAL_LENGTH_ERR");
+    if (!error_cqe(q2, CqeSyndrome::kLocalLengthErr)) return fail(me, "a READ larger than the link did not give LOCAL_LENGTH_ERR");
   }
   if (!boot.barrier()) return fail(me, "bootstrap");
   std::printf("rank %u: cross-process NIC models: WRITE, READ, fetch-add, compare-swap, an oversize READ and a wrong rkey over the links: OK (%llu WQEs executed here)\n",

@@ -8,7 +8,7 @@ M = [
  ("hw/mock_nic/cq.cc", "if (!overrun_ignore) {", "if (!collapsed) {", "mock_nic_fidelity_test", "CqOverrun.*"),
  ("hw/mlx5_devx/driver.cc", "  DB_SET(create_cq_in, p, cq_context.oi, s.overrun_ignore ? 1 : 0);\n", "", "mlx5_devx_prm_golden_test", "PrmGolden.CreateCq"),
  ("hw/mock_nic/engine.cc", "      if (!retries_left_out(nic, qp, rnr, rnr_ns)) return false;  // not answered yet: try again later", "", "mock_nic_fidelity_test", "RetryTimer.*:RnrTimer.*"),
- ("hw/mock_nic/engine.cc", "      r.nic->fail_qp(*r.qp);\n      r.nic->raise({k, r.qp->qpn, uint8_t(f.syndrome)});", "", "mock_nic_fidelity_test", "Responder.*"),
+ ("hw/mock_nic/engine.cc", "      rn->fail_qp(*rq);\n      rn->raise({k, rq->qpn, uint8_t(f.syndrome)});", "", "mock_nic_fidelity_test", "Responder.*"),
  ("hw/mock_nic/engine.cc", "        nic.errors_.push_back({qp.qpn, e.wqe_idx, e.wqe_opcode, e.syndrome, e.vendor, nic.clock_ns()});", "", "mock_nic_fidelity_test", "RootCause.*"),
  ("hw/mock_nic/wqe_exec.h", "result[i] = std::byte(old >> (24 - 8 * i));", "result[i] = std::byte(old >> (8 * i));", "mock_nic_engine_test", "Loopback.MaskedAtomics"),
  ("hw/mock_nic/wqe_exec.h", "if (masked && port.responder_atomic_mode() < 3)", "if (false)", "mock_nic_fidelity_test", "AtomicMode.*"),
