@@ -6,10 +6,9 @@
 // memory equal to the sequential reference.
 #include <fuzzer/FuzzedDataProvider.h>
 
-#include <iterator>
 #include <vector>
 
-#include "sim/ibgda/program.h"
+#include "sim/ibgda/program_draw.h"
 #include "fuzz/check.h"
 
 using namespace doorbell;
@@ -28,30 +27,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   p.num_rc_per_pe = in.ConsumeIntegralInRange<uint32_t>(1, 2);
   p.num_nics = in.ConsumeIntegralInRange<uint32_t>(1, 2);
   p.pe_major = in.ConsumeBool();
-  // Where the counters begin: 0, or a little below 2^16, 2^31, 2^32 or 2^63.
-  static constexpr uint64_t kBoundaries[] = {0, uint64_t(1) << 16, uint64_t(1) << 31, uint64_t(1) << 32, uint64_t(1) << 63};
-  const uint64_t boundary = kBoundaries[in.ConsumeIntegralInRange<size_t>(0, std::size(kBoundaries) - 1)];
-  p.start_index = boundary - (boundary != 0 ? in.ConsumeIntegralInRange<uint64_t>(0, 48) : 0);
+  // Every draw from the input: a value in [lo, hi).
+  auto draw = [&in](uint32_t lo, uint32_t hi) { return in.ConsumeIntegralInRange<uint32_t>(lo, hi - 1); };
+  p.start_index = draw_start_index(draw);
 #ifdef DOORBELL_PLANT
   p.plant.no_idle_doorbell = true;  // planted: the last submitter of a burst does not ring
 #endif
   p.heap_bytes = 1ull << 20;  // fits 24 ops: smaller heaps make more runs per second
   p.check_each_step = false;  // the invariants at each change of a QP's words, as replay checks them
-  p.ops.resize(in.ConsumeIntegralInRange<size_t>(1, 24));
-  for (ProgramOp& o : p.ops) {
-    o.pe = in.ConsumeIntegralInRange<uint32_t>(0, p.npes - 1);
-    o.warp = in.ConsumeIntegralInRange<uint32_t>(0, p.warps - 1);
-    o.lane = in.ConsumeIntegralInRange<uint32_t>(0, p.lanes - 1);
-    o.target = in.ConsumeIntegralInRange<uint32_t>(0, p.npes - 1);
-    o.kind = ProgramOpKind(in.ConsumeIntegralInRange<int>(0, 4));
-    if (o.kind == ProgramOpKind::kPut) o.scope = ProgramScope(in.ConsumeIntegralInRange<int>(0, 2));
-    o.bytes = in.ConsumeIntegralInRange<uint32_t>(1, 512);
-    o.src = in.ConsumeIntegralInRange<uint32_t>(0, uint32_t(kProgramRo) - o.bytes);
-    o.counter = in.ConsumeIntegralInRange<uint32_t>(0, kProgramCounters - 1);
-    o.add = in.ConsumeIntegralInRange<uint32_t>(1, 1000);
-    if (o.kind == ProgramOpKind::kCompareSwap)
-      o.compare = in.ConsumeIntegralInRange<uint32_t>(0, 3), o.add = in.ConsumeIntegralInRange<uint32_t>(0, 3);
-  }
+  draw_ops(p, draw(1, 25), draw, 512);
   // The schedule: one input byte per choice; then round-robin, so a short input still ends.
   const std::vector<uint8_t> script = in.ConsumeRemainingBytes<uint8_t>();
   size_t pos = 0, rr = 0;

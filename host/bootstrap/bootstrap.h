@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -25,6 +26,10 @@ class Bootstrap {
   virtual Status barrier() = 0;
   virtual const char* name() const = 0;
 };
+
+// Blocks of any size: every rank's `mine`, in rank order (two exchanges: sizes, then the
+// blocks padded to the largest).
+Result<std::vector<std::vector<uint8_t>>> allgatherv(Bootstrap& b, const std::vector<uint8_t>& mine);
 
 // One process, size 1.
 std::unique_ptr<Bootstrap> single();

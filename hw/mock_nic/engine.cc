@@ -189,7 +189,7 @@ struct Engine {
         return o;
       }
       std::vector<uint8_t> msg, answer;
-      wire::encode_request(q, nic.lid(), qp.qpn, qp.peer.qpn, qp.head, &msg);
+      wire::encode_request(q, nic.lid(), qp.peer.lid, qp.qpn, qp.peer.qpn, qp.head, &msg);
       std::string why;
       if (!far.links->call(far.process, msg, &answer, &why)) {
         nic.trace("mock_nic_link_error qpn=" + std::to_string(qp.qpn) + " " + why);

@@ -1,8 +1,10 @@
 #include "hw/mock_nic/fabric.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "hw/mock_nic/nic.h"
+#include "hw/mock_nic/wire.h"
 
 namespace doorbell::mock_nic {
 
@@ -28,6 +30,15 @@ Nic* Fabric::by_gid(const uint8_t gid[16]) const {
   for (Nic* n : nics_)
     if (std::equal(gid, gid + 16, n->gid().begin())) return n;
   return nullptr;
+}
+
+void Fabric::serve(const std::vector<uint8_t>& request, std::vector<uint8_t>* answer) const {
+  wire::RequestHeader h;
+  if (request.size() >= sizeof h) std::memcpy(&h, request.data(), sizeof h);
+  if (Nic* n = by_lid(h.dst_lid)) return n->serve_remote(request, answer);
+  ExecOutcome o;
+  o.fault = {mlx5::CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady};
+  wire::encode_answer(o, {}, answer);
 }
 
 double Fabric::now_ns() const {

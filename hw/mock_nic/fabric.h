@@ -28,6 +28,10 @@ class Fabric {
   Status attach_remote(uint16_t lid, ShmLinks* links, uint32_t process);
   const RemotePeer* remote(uint16_t lid) const { return lid < remote_.size() && remote_[lid].links != nullptr ? &remote_[lid] : nullptr; }
   Nic* by_gid(const uint8_t gid[16]) const;
+  // Answer a request that came over the link from another process: the NIC of this process
+  // the request names by LID runs its responder half. A LID no NIC here owns is a packet
+  // nobody takes: the requester sees it unanswered (and retries, as for a silent peer).
+  void serve(const std::vector<uint8_t>& request, std::vector<uint8_t>* answer) const;
   // The fabric's step clock: the furthest engine time of its NICs, in nanoseconds.
   double now_ns() const;
   // One progress round over every NIC; returns the actions performed.

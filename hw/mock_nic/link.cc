@@ -62,7 +62,8 @@ std::atomic<uint64_t>* ShmLinks::done(uint32_t p) const {
   return reinterpret_cast<std::atomic<uint64_t>*>(after + 64 * size_t(p));
 }
 
-bool ShmLinks::serve_until_all_done(uint64_t round, std::string* why, double timeout_s) {
+bool ShmLinks::serve_until_all_done(std::string* why, double timeout_s) {
+  const uint64_t round = ++rounds_;
   done(me_)->store(round, std::memory_order_release);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   for (;;) {

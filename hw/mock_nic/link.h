@@ -42,9 +42,10 @@ class ShmLinks {
             double timeout_s = 60);
   // Serve every request waiting now; returns how many.
   size_t serve();
-  // Say this process is done with round `round` (its own requests answered), then serve the
+  // Say this process is done with its next round (its own requests answered), then serve the
   // others' requests until every process is: a process that finishes first must still answer.
-  bool serve_until_all_done(uint64_t round, std::string* why, double timeout_s = 60);
+  // Every process calls it the same number of times; the rounds count up over the links' life.
+  bool serve_until_all_done(std::string* why, double timeout_s = 60);
 
  private:
   struct Ring;
@@ -61,6 +62,7 @@ class ShmLinks {
   std::string name_;
   Server server_;
   std::vector<uint8_t> in_, out_;  // scratch
+  uint64_t rounds_ = 0;            // rounds this process finished
 };
 
 }  // namespace doorbell::mock_nic

@@ -17,7 +17,7 @@ inline constexpr uint32_t kRequestMagic = 0x52'44'4d'41;  // "RDMA"
 
 struct RequestHeader {
   uint32_t magic = kRequestMagic;
-  uint16_t src_lid = 0;
+  uint16_t src_lid = 0, dst_lid = 0;  // dst: which of the process's NICs answers
   uint8_t op = 0, with_imm = 0;
   uint32_t src_qpn = 0, dst_qpn = 0;
   uint64_t psn = 0;           // the requester's WQE index (the model's PSN)
@@ -36,10 +36,10 @@ struct AnswerHeader {
 
 // A request for the link: the header, then a WRITE's pieces gathered into one payload.
 // (Phantom memory does not cross processes: a phantom WRITE carries no bytes.)
-inline void encode_request(const RemoteRequest& q, uint16_t src_lid, uint32_t src_qpn, uint32_t dst_qpn, uint64_t psn,
-                           std::vector<uint8_t>* out) {
+inline void encode_request(const RemoteRequest& q, uint16_t src_lid, uint16_t dst_lid, uint32_t src_qpn, uint32_t dst_qpn,
+                           uint64_t psn, std::vector<uint8_t>* out) {
   RequestHeader h;
-  h.src_lid = src_lid, h.op = uint8_t(q.op), h.with_imm = q.with_imm;
+  h.src_lid = src_lid, h.dst_lid = dst_lid, h.op = uint8_t(q.op), h.with_imm = q.with_imm;
   h.src_qpn = src_qpn, h.dst_qpn = dst_qpn, h.psn = psn;
   h.imm = q.imm, h.rkey = q.rkey, h.raddr = q.raddr, h.total = q.total, h.atomic_size = q.atomic_size;
   if (q.atomic_args != nullptr) std::memcpy(h.atomic_args, q.atomic_args, sizeof h.atomic_args);

@@ -1,6 +1,7 @@
 #include "sim/ibgda/atomic_check.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 namespace doorbell::ibgda {
@@ -72,14 +73,49 @@ std::string AtomicCheck::check_swaps(const std::vector<Cas>& cas, uint64_t final
   return {};
 }
 
-std::string AtomicCheck::check(const std::function<uint64_t(uint32_t, uint32_t)>& final_value) const {
+std::string AtomicCheck::check(const std::function<std::optional<uint64_t>(uint32_t, uint32_t)>& final_value) const {
   for (const auto& [key, w] : words_) {
     const std::string where = "pe " + n(key.first) + " word " + n(key.second) + ": ";
-    const uint64_t fin = final_value(key.first, key.second);
+    const std::optional<uint64_t> here = final_value(key.first, key.second);
+    if (!here) continue;
+    const uint64_t fin = *here;
     if (!w.adds.empty() && !w.cas.empty()) return where + "takes adds and compare-swaps; the check takes one kind per word";
     if (std::string bad = w.adds.empty() ? check_swaps(w.cas, fin) : check_adds(w.adds, fin); !bad.empty()) return where + bad;
   }
   return {};
+}
+
+namespace {
+
+struct Record {  // one atomic, as encode() writes it
+  uint8_t cas, has_old, pad[2];
+  uint32_t pe, word, pad2;
+  uint64_t v, cmp, old;
+};
+
+}  // namespace
+
+std::vector<uint8_t> AtomicCheck::encode() const {
+  std::vector<Record> rs;
+  for (const auto& [key, w] : words_) {
+    for (const Add& a : w.adds) rs.push_back({0, a.old.has_value(), {}, key.first, key.second, 0, a.v, 0, a.old.value_or(0)});
+    for (const Cas& c : w.cas) rs.push_back({1, c.old.has_value(), {}, key.first, key.second, 0, c.v, c.cmp, c.old.value_or(0)});
+  }
+  std::vector<uint8_t> out(rs.size() * sizeof(Record));
+  if (!rs.empty()) std::memcpy(out.data(), rs.data(), out.size());
+  return out;
+}
+
+bool AtomicCheck::merge(const std::vector<uint8_t>& bytes) {
+  if (bytes.size() % sizeof(Record) != 0) return false;
+  for (size_t at = 0; at < bytes.size(); at += sizeof(Record)) {
+    Record r;
+    std::memcpy(&r, bytes.data() + at, sizeof r);
+    const std::optional<uint64_t> old = r.has_old ? std::optional(r.old) : std::nullopt;
+    if (r.cas) compare_swap(r.pe, r.word, r.cmp, r.v, old);
+    else words_[{r.pe, r.word}].adds.push_back({r.v, old});
+  }
+  return true;
 }
 
 }  // namespace doorbell::ibgda

@@ -24,8 +24,14 @@ class AtomicCheck {
     words_[{pe, word}].cas.push_back({cmp, v, old});
   }
   // Empty when every word is consistent; else the first word that is not, and why.
-  // `final_value(pe, word)` reads a word after the run.
-  std::string check(const std::function<uint64_t(uint32_t pe, uint32_t word)>& final_value) const;
+  // `final_value(pe, word)` reads a word after the run; nullopt: the word is not here (another
+  // process's PE), not checked here.
+  std::string check(const std::function<std::optional<uint64_t>(uint32_t pe, uint32_t word)>& final_value) const;
+
+  // The records as bytes, and another's records added to these: with one PE per process,
+  // each process checks its own words against the atomics every process sent them.
+  std::vector<uint8_t> encode() const;
+  bool merge(const std::vector<uint8_t>& bytes);
 
  private:
   struct Add {

@@ -22,13 +22,22 @@ Result<std::unique_ptr<ModelWorld>> ModelWorld::create(const WorldConfig& cfg) {
     return Status(Errc::kBadParam, "world: num_requests_in_batch must be a power of two");
   if ((cfg.ibuf_slots & (cfg.ibuf_slots - 1)) != 0 || cfg.ibuf_slots == 0)
     return Status(Errc::kBadParam, "world: ibuf_slots must be a power of two");
+  if (cfg.procs.boot != nullptr) {
+    if (cfg.procs.links == nullptr) return Status(Errc::kBadParam, "world: one PE per process needs the links between the processes");
+    if (cfg.procs.boot->size() != cfg.npes)
+      return Status(Errc::kBadParam, "world: one PE per process, but " + std::to_string(cfg.npes) + " PEs in " +
+                                         std::to_string(cfg.procs.boot->size()) + " processes");
+    if (cfg.failover) return Status(Errc::kNotSupported, "world: failover across processes is not built yet (its recovery agent reaches every PE)");
+  }
   std::unique_ptr<ModelWorld> w(new ModelWorld(cfg));
   if (Status st = w->build(); !st) return st;
   return w;
 }
 
 ModelWorld::~ModelWorld() {
+  if (cfg_.procs.links != nullptr) cfg_.procs.links->set_server(nullptr);  // the links outlive this world
   for (auto& pe : pes_) {
+    if (pe == nullptr) continue;
     for (size_t i = 0; i < pe->ibufs.size(); ++i) {
       mock_nic::ModelDevx& devx = *pe->devs[pe->ibuf_devs[i]].devx;
       (void)devx.dereg_mr(pe->ibuf_mrs[i]);
@@ -38,7 +47,8 @@ ModelWorld::~ModelWorld() {
   }
   // Heap chunk MRs go with each ModelDevx; the heap's memory must outlive them.
   for (auto& pe : pes_)
-    for (Dev& d : pe->devs) d.devx.reset();
+    if (pe != nullptr)
+      for (Dev& d : pe->devs) d.devx.reset();
   heap_.reset();
 }
 
@@ -46,17 +56,39 @@ std::string ModelWorld::where(uint32_t pe, uint32_t dev) const {
   return "pe " + std::to_string(pe) + (cfg_.num_nics > 1 ? " nic " + std::to_string(dev) : "");
 }
 
-Status ModelWorld::connect_all(bool backup) {
-  const uint32_t n = cfg_.npes;
+template <class T>
+Result<std::vector<T>> ModelWorld::gather(const T& mine) {
+  std::vector<T> all(cfg_.npes);
+  all[cfg_.procs.boot->rank()] = mine;
+  if (Status st = cfg_.procs.boot->allgather(all.data(), sizeof(T)); !st) return st;
+  return all;
+}
+
+Result<std::vector<uint32_t>> ModelWorld::qpn_table(bool backup) {
+  const uint32_t n = cfg_.npes, ndev = cfg_.num_nics, nqs = n * cfg_.num_rc_per_pe;
+  std::vector<uint32_t> t(size_t(n) * ndev * nqs);
   for (uint32_t p = 0; p < n; ++p)
-    for (uint32_t dev = 0; dev < cfg_.num_nics; ++dev) {
+    for (uint32_t dev = 0; dev < ndev && local(p); ++dev)
+      for (uint32_t i = 0; i < nqs; ++i) t[(size_t(p) * ndev + dev) * nqs + i] = queue_set(pes_[p]->devs[dev], backup).qp(i).id;
+  if (cfg_.procs.boot == nullptr) return t;
+  // One PE per process: each contributes its own PE's block, in place.
+  if (Status st = cfg_.procs.boot->allgather(t.data(), size_t(ndev) * nqs * sizeof(uint32_t)); !st) return st;
+  return t;
+}
+
+Status ModelWorld::connect_all(bool backup) {
+  const uint32_t n = cfg_.npes, nqs = n * cfg_.num_rc_per_pe;
+  Result<std::vector<uint32_t>> qpns = qpn_table(backup);
+  if (!qpns) return qpns.status();
+  for (uint32_t p = 0; p < n; ++p)
+    for (uint32_t dev = 0; dev < cfg_.num_nics && local(p); ++dev) {
       devx::Driver drv(*pes_[p]->devs[dev].devx);
       for (uint32_t rc = 0; rc < cfg_.num_rc_per_pe; ++rc)
         for (uint32_t peer = 0; peer < n; ++peer) {
           const devx::Obj& qp = queue_set(pes_[p]->devs[dev], backup).qp(rc * n + peer);
           devx::RtrSpec r;
-          r.remote_qpn = queue_set(pes_[peer]->devs[dev], backup).qp(rc * n + p).id;
-          r.dlid = pes_[peer]->devs[dev].nic->lid();
+          r.remote_qpn = (*qpns)[(size_t(peer) * cfg_.num_nics + dev) * nqs + rc * n + p];
+          r.dlid = lid(peer, dev);
           if (Status st = drv.rst2init(qp, {}); !st) return st;
           if (Status st = drv.init2rtr(qp, r); !st) return st;
           if (Status st = drv.rtr2rts(qp, cfg_.rts); !st) return st;
@@ -126,12 +158,18 @@ Status ModelWorld::start_at(Pe& pe, DevQp& d, uint64_t s) {
 Status ModelWorld::build() {
   const uint32_t n = cfg_.npes, nrc = cfg_.num_rc_per_pe, ndev = cfg_.num_nics;
   for (uint32_t p = 0; p < n; ++p) {
+    if (cfg_.procs.boot != nullptr && p != cfg_.procs.boot->rank()) {  // another process's PE: its NICs are reached over the links
+      pes_.push_back(nullptr);
+      for (uint32_t d = 0; d < ndev; ++d)
+        if (Status st = fabric_.attach_remote(lid(p, d), cfg_.procs.links, p); !st) return st;
+      continue;
+    }
     auto pe = std::make_unique<Pe>();
     pe->devs.resize(ndev);
     for (uint32_t d = 0; d < ndev; ++d) {
       Dev& dv = pe->devs[d];
       mock_nic::NicConfig nc;
-      nc.lid = uint16_t(p * ndev + d + 1);  // one NIC per PE: LID p + 1, as before
+      nc.lid = lid(p, d);
       nc.response_delay_max = cfg_.response_delay_max;
       nc.seed = cfg_.seed * 7919 + p * ndev + d;
       dv.nic = std::make_unique<mock_nic::Nic>(mem_, nc);
@@ -157,10 +195,13 @@ Status ModelWorld::build() {
     }
     pes_.push_back(std::move(pe));
   }
+  if (cfg_.procs.links != nullptr)  // requests from the other processes: the NIC they name answers
+    cfg_.procs.links->set_server([this](uint32_t, const std::vector<uint8_t>& req, std::vector<uint8_t>* ans) { fabric_.serve(req, ans); });
   for (bool backup : {false, true})
     if (!backup || cfg_.failover)
       if (Status st = connect_all(backup); !st) return st;
   for (uint32_t p = 0; p < n; ++p) {
+    if (!local(p)) continue;
     Pe& pe = *pes_[p];
     for (bool backup : {false, true})
       if (!backup || cfg_.failover)
@@ -189,15 +230,21 @@ Status ModelWorld::build() {
     }
   }
   heap::HeapConfig hc = cfg_.heap;
-  hc.npes = n;
+  hc.npes = cfg_.procs.boot != nullptr ? 1 : n;  // one PE per process: this process's heap only
   Result<std::unique_ptr<heap::SymmetricHeap>> h = heap::SymmetricHeap::create(
       hc, [this](uint32_t chunk, const std::vector<uint8_t*>& addrs, uint64_t bytes) { return register_chunk(chunk, addrs, bytes); });
   if (!h) return h.status();
   heap_ = std::move(*h);
-  for (auto& pe : pes_) {
-    for (uint32_t q = 0; q < n; ++q) pe->heap_bases.push_back(reinterpret_cast<uint64_t>(heap_->base(q)));
-    pe->state.heap_bases = pe->heap_bases.data();
+  std::vector<uint64_t> bases(n);
+  for (uint32_t p = 0; p < n; ++p)
+    if (local(p)) bases[p] = reinterpret_cast<uint64_t>(at(p, 0));
+  if (cfg_.procs.boot != nullptr) {
+    Result<std::vector<uint64_t>> all = gather(bases[cfg_.procs.boot->rank()]);
+    if (!all) return all.status();
+    bases = *all;
   }
+  for (auto& pe : pes_)
+    if (pe != nullptr) pe->heap_bases = bases, pe->state.heap_bases = pe->heap_bases.data();
   return {};
 }
 
@@ -212,28 +259,41 @@ void ModelWorld::set_key(heap::KeyEntry* constant, std::vector<heap::KeyEntry>& 
   *global_ptr = global.data();
 }
 
-Status ModelWorld::register_chunk(uint32_t chunk, const std::vector<uint8_t*>& addrs, uint64_t bytes) {
+// `addrs`: the chunk on each PE of this process's heap (every PE, or this process's one).
+Status ModelWorld::register_chunk(uint32_t chunk, const std::vector<uint8_t*>& heap_addrs, uint64_t bytes) {
   const uint32_t n = cfg_.npes, ndev = cfg_.num_nics;
-  std::vector<uint32_t> keys(size_t(n) * ndev);  // [pe * ndev + dev]: each NIC's registration has its own key
+  struct Reg {  // one PE's registration of the chunk: its address there, a key per NIC
+    uint64_t addr = 0;
+    uint32_t keys[8] = {};
+  };
+  std::vector<Reg> regs(n);
   for (uint32_t p = 0; p < n; ++p) {
+    if (!local(p)) continue;
+    uint8_t* addr = heap_addrs[cfg_.procs.boot != nullptr ? 0 : p];
     const mem::MemKind kind = mem::MemKind::kGpu;  // the heap is GPU memory
-    if (Status st = mem_.map_external(addrs[p], bytes, kind, "heap", cfg_.heap.phantom); !st) return st;
+    if (Status st = mem_.map_external(addr, bytes, kind, "heap", cfg_.heap.phantom); !st) return st;
+    regs[p].addr = reinterpret_cast<uint64_t>(addr);
     for (uint32_t d = 0; d < ndev; ++d) {
       Dev& dv = pes_[p]->devs[d];
-      Result<devx::Mr> mr = dv.devx->reg_mr(dv.pdn, addrs[p], bytes, kAllAccess);
+      Result<devx::Mr> mr = dv.devx->reg_mr(dv.pdn, addr, bytes, kAllAccess);
       if (!mr) return mr.status();
-      keys[p * ndev + d] = mr->lkey;
+      regs[p].keys[d] = mr->lkey;  // each NIC's registration has its own key
     }
   }
+  if (cfg_.procs.boot != nullptr) {  // the other processes' registrations of the chunk
+    Result<std::vector<Reg>> all = gather(regs[cfg_.procs.boot->rank()]);
+    if (!all) return all.status();
+    regs = *all;
+  }
   for (uint32_t p = 0; p < n; ++p) {
+    if (!local(p)) continue;
     Pe& pe = *pes_[p];
     heap::KeyTables& t = pe.state.keys;
     for (uint32_t d = 0; d < ndev; ++d) {
       set_key(t.lkeys_const, pe.lkeys_global, &t.lkeys_global, heap::lkey_index(t, chunk, d),
-              {keys[p * ndev + d], reinterpret_cast<uint64_t>(addrs[p]) + bytes});
+              {regs[p].keys[d], regs[p].addr + bytes});
       for (uint32_t q = 0; q < n; ++q)
-        set_key(t.rkeys_const, pe.rkeys_global, &t.rkeys_global, heap::rkey_index(t, chunk, q, d),
-                {keys[q * ndev + d], reinterpret_cast<uint64_t>(addrs[q]) + bytes});
+        set_key(t.rkeys_const, pe.rkeys_global, &t.rkeys_global, heap::rkey_index(t, chunk, q, d), {regs[q].keys[d], regs[q].addr + bytes});
     }
     t.nchunks = chunk + 1;
   }
@@ -244,6 +304,7 @@ void ModelWorld::inject(const std::vector<WorldFault>& faults) {
   // A fault of a PE's node (link, stall, doorbells, death) hits each of its NICs; a QP error
   // hits the QP of group member 0 to the target, on its NIC.
   for (const WorldFault& f : faults) {
+    if (!local(f.pe)) continue;  // another process's PE: its own world injects it
     DevState& st = pes_[f.pe]->state;
     if (f.kind == WorldFault::kQpError) {
       const DevQp& q = st.qps[qp_slot(st, 0, f.target)];
@@ -288,7 +349,8 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
   if (cfg_.failover) add_recovery_agent(s);
   // Every management word, by name, for hang reports: each QP's (and backup's) indices, lock
   // and proxy word, its CQE's last word and, with failover, its health.
-  for (uint32_t p = 0; p < cfg_.npes; ++p)
+  for (uint32_t p = 0; p < cfg_.npes; ++p) {
+    if (!local(p)) continue;
     for (const std::vector<DevQp>* set : {&pes_[p]->qps, &pes_[p]->backups})
       for (size_t i = 0; i < set->size(); ++i) {
         const DevQp& q = (*set)[i];
@@ -298,6 +360,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
         s.watch(pfx + "cqe", reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(q.cqe) + 56));
         if (q.hp != nullptr) s.watch(pfx + "health", &q.hp->state);
       }
+  }
   s.add_reporter([this] {
     const std::string e = nic_errors();
     return e.empty() ? e : "NIC errors and events:\n" + e;
@@ -305,8 +368,16 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
   // NIC buffers in GPU memory: the NICs read them through L2, where GPU scope reaches.
   if (s.weak() != nullptr) s.weak()->set_gpu_scope_reaches_devices(cfg_.nic_buf_on_gpumem);
   const models::CostModel costs = s.options().costs;
+  if (cfg_.procs.links != nullptr)  // the other processes' requests: their responder halves run here, between this process's steps
+    s.add_agent("links", [this](gpu_sim::AgentCtx& a) {
+      for (;;) {
+        a.point();
+        if (cfg_.procs.links->serve() != 0) a.changed();
+        else if (!a.spin("links: no request from another process")) return;
+      }
+    });
   for (uint32_t p = 0; p < cfg_.npes; ++p)
-    for (uint32_t dev = 0; dev < cfg_.num_nics; ++dev) {
+    for (uint32_t dev = 0; dev < cfg_.num_nics && local(p); ++dev) {
       mock_nic::Nic* nic = pes_[p]->devs[dev].nic.get();
       double* rung_ns = &doorbell_ns_[p * cfg_.num_nics + dev];
       const std::string name = "nic" + std::to_string(p) + (cfg_.num_nics > 1 ? "." + std::to_string(dev) : "");
@@ -380,6 +451,13 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
     }
 }
 
+Status ModelWorld::finish_run() {
+  if (cfg_.procs.links == nullptr) return {};
+  std::string why;
+  if (!cfg_.procs.links->serve_until_all_done(&why)) return Status(Errc::kBadState, "world: " + why);
+  return {};
+}
+
 namespace {
 
 // The first broken queue invariant of one QP (its words now and, if `was` is given, at the
@@ -422,6 +500,7 @@ std::string ModelWorld::check_qp(uint32_t p, bool backup, uint32_t slot) {
 std::string ModelWorld::check_invariants() {
   for (uint32_t p = 0; p < cfg_.npes; ++p)
     for (bool backup : {false, true})
+      if (local(p))
       for (uint32_t slot = 0; slot < (backup ? pes_[p]->backups : pes_[p]->qps).size(); ++slot)
         if (std::string bad = check_qp(p, backup, slot); !bad.empty()) return bad;
   return {};
@@ -430,6 +509,7 @@ std::string ModelWorld::check_invariants() {
 void ModelWorld::check_every_store(gpu_sim::Scheduler& s) {
   for (uint32_t p = 0; p < cfg_.npes; ++p)
     for (bool backup : {false, true}) {
+      if (!local(p)) continue;
       const std::vector<Mvars>& mv = backup ? pes_[p]->backup_mvars : pes_[p]->mvars;
       if (mv.empty()) continue;
       s.check_stores(mv.data(), mv.size() * sizeof(Mvars), [this, p, backup, base = mv.data()](const void* addr) {
@@ -443,6 +523,7 @@ Result<transport::ReachMap> ModelWorld::reach_map() const {
     const ModelWorld* w;
     explicit IbgdaTransport(const ModelWorld* world) : w(world) { name = "ibgda"; }
     uint32_t can_reach(uint32_t pe, uint32_t peer) const override {
+      if (!w->local(pe)) return 0;  // another process's PE: its QPs' states are known there
       for (const DevQp& q : w->pes_[pe]->qps)
         if (q.pe == peer && w->nic_of(pe, q).qp(q.qpn)->state != mock_nic::QpState::kRts) return 0;
       return transport::kRead | transport::kWrite | transport::kAtomics;
@@ -454,14 +535,14 @@ Result<transport::ReachMap> ModelWorld::reach_map() const {
 std::string ModelWorld::first_error() const {
   std::string out;
   for (uint32_t p = 0; p < cfg_.npes && out.empty(); ++p)
-    if (const uint64_t w = pes_[p]->error; w != 0)
+    if (const uint64_t w = local(p) ? pes_[p]->error : 0; w != 0)
       out = "pe " + std::to_string(p) + ": error CQE " + mlx5::syndrome_name(mlx5::CqeSyndrome(error_syndrome(w))) +
             " on qpn " + std::to_string(error_qpn(w)) + " at wqe " + std::to_string(error_wqe(w));
   // The root cause: the earliest failed WQE any NIC recorded (flushes are not recorded).
   const mock_nic::ErrorRecord* first = nullptr;
   uint32_t first_pe = 0, first_dev = 0;
   for (uint32_t p = 0; p < cfg_.npes; ++p)
-    for (uint32_t d = 0; d < cfg_.num_nics; ++d)
+    for (uint32_t d = 0; d < cfg_.num_nics && local(p); ++d)
       for (const mock_nic::ErrorRecord& e : pes_[p]->devs[d].nic->errors())
         if (first == nullptr || e.when_ns < first->when_ns) first = &e, first_pe = p, first_dev = d;
   if (first != nullptr) {
@@ -478,7 +559,7 @@ std::string ModelWorld::first_error() const {
 std::string ModelWorld::nic_errors() const {
   std::string out;
   for (uint32_t p = 0; p < cfg_.npes; ++p)
-    for (uint32_t d = 0; d < cfg_.num_nics; ++d) {
+    for (uint32_t d = 0; d < cfg_.num_nics && local(p); ++d) {
       const mock_nic::Nic& n = *pes_[p]->devs[d].nic;
       const std::string name = "  nic" + std::to_string(p) + (cfg_.num_nics > 1 ? "." + std::to_string(d) : "");
       for (const mock_nic::ErrorRecord& e : n.errors())

@@ -21,8 +21,19 @@
 #include "hw/mlx5_devx/queue_set.h"
 #include "hw/mock_nic/devx/model_devx.h"
 #include "hw/mock_nic/fabric.h"
+#include "hw/mock_nic/link.h"
+#include "host/bootstrap/bootstrap.h"
 
 namespace doorbell::ibgda {
+
+// One PE per process (processes launched by mpirun): a process builds PE boot->rank() only
+// (npes == boot->size()), exchanges RC handles, heap bases and keys through `boot`, and
+// reaches the other PEs' NICs over `links` (their responder halves run there). malloc is
+// then collective: every process calls it in the same order, as nvshmem_malloc.
+struct Processes {
+  bootstrap::Bootstrap* boot = nullptr;
+  mock_nic::ShmLinks* links = nullptr;
+};
 
 struct WorldConfig {
   uint32_t npes = 2;
@@ -47,6 +58,7 @@ struct WorldConfig {
   uint32_t failover_threads = 256;    // replay logs per PE: at least the threads of a launch
   uint32_t watchdog_polls = 24;       // polls of a stuck QP (its NIC idle) before the host acts
   double watchdog_ns = 20e3;          // ... in simulated time (timed schedule)
+  Processes procs;                    // one PE per process, when procs.boot is set
 };
 
 // What the recovery agent did, in simulated ns (timed schedule) or the NICs' step clock.
@@ -61,13 +73,20 @@ class ModelWorld {
   ~ModelWorld();
 
   const WorldConfig& config() const { return cfg_; }
+  // Whether PE `pe` lives in this process (all do, unless one PE per process): only a local
+  // PE has a state, NICs and memory here.
+  bool local(uint32_t pe) const { return pes_[pe] != nullptr; }
   DevState& state(uint32_t pe) { return pes_[pe]->state; }
   heap::SymmetricHeap& heap() { return *heap_; }
   mock_nic::Nic& nic(uint32_t pe, uint32_t dev = 0) { return *pes_[pe]->devs[dev].nic; }
   mock_nic::Fabric& fabric() { return fabric_; }
   // Symmetric allocation (same offset on every PE); grows the heap and the key tables.
   Result<uint64_t> malloc(uint64_t bytes, uint64_t align = 64) { return heap_->alloc(bytes, align); }
-  uint8_t* at(uint32_t pe, uint64_t off) { return heap_->base(pe) + off; }
+  uint8_t* at(uint32_t pe, uint64_t off) { return heap_->base(cfg_.procs.boot != nullptr ? 0 : pe) + off; }  // a local PE's
+  // After a run, one PE per process: answer the other processes' requests until every one
+  // has finished its run too (a process done first still owns memory the others write).
+  // Nothing to do in one process.
+  Status finish_run();
 
   // Faults for the coming run (before attach).
   void inject(const std::vector<WorldFault>& faults);
@@ -119,6 +138,13 @@ class ModelWorld {
   explicit ModelWorld(const WorldConfig& c) : cfg_(c) {}
   Status build();
   Status connect_all(bool backup);  // RST -> RTS, on each NIC QP (rc * npes + peer) of PE p to (rc * npes + p) of peer
+  // Every PE's QPNs, [(pe * num_nics + dev) * npes * num_rc_per_pe + queue-set index]: from
+  // the local queue sets, the others' through the bootstrap.
+  Result<std::vector<uint32_t>> qpn_table(bool backup);
+  // What each process contributes to an exchange of fixed-size blocks, gathered.
+  template <class T>
+  Result<std::vector<T>> gather(const T& mine);
+  uint16_t lid(uint32_t pe, uint32_t dev) const { return uint16_t(pe * cfg_.num_nics + dev + 1); }  // one NIC per PE: LID pe + 1
   static devx::QueueSet& queue_set(Dev& d, bool backup) { return backup ? *d.backup_queues : *d.queues; }
   mock_nic::Nic& nic_of(uint32_t pe, const DevQp& q) const { return *pes_[pe]->devs[q.dev].nic; }
   // "pe P" or, with several NICs, "pe P nic D": where a QPN is unique.

@@ -7,7 +7,7 @@
 
 namespace doorbell::ibgda {
 
-std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStats* stats) {
+std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStats* stats, Processes procs) {
   using Kind = ProgramOpKind;
   WorldConfig c;
   c.npes = p.npes;
@@ -30,11 +30,13 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   c.failover_threads = p.warps * p.lanes;
   c.rts.ack_timeout = uint8_t(p.ack_timeout);
   c.rts.retry_count = uint8_t(p.retry_count);
+  c.procs = procs;
   auto w = ModelWorld::create(c);
   if (!w) return w.status().to_string();
   ModelWorld& world = **w;
   if (p.plant_gpu_scope_fences)
-    for (uint32_t pe = 0; pe < p.npes; ++pe) world.state(pe).opt.nic_buf_on_gpumem = true;
+    for (uint32_t pe = 0; pe < p.npes; ++pe)
+      if (world.local(pe)) world.state(pe).opt.nic_buf_on_gpumem = true;
   // The program as a workload: op i names its caller (a thread, a warp, the CTA); counter
   // words 0.. take adds, words kProgramCounters.. compare-swaps.
   Workload wl;

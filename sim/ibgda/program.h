@@ -67,6 +67,7 @@ struct Program {
 // the reference — no operation lost, none applied twice. The one error it accepts is a
 // fetch-add applied once whose result was lost (kResultLost): its add counts, its value is
 // unknown. `stats`, if given, receives what the recovery did.
-std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStats* stats = nullptr);
+// `procs`: one PE per process (every process runs the same program; each checks its own PE).
+std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStats* stats = nullptr, Processes procs = {});
 
 }  // namespace doorbell::ibgda

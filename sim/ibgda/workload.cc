@@ -41,7 +41,7 @@ void WorkloadRun::fill_sources() {
   for (uint32_t pe = 0; pe < npes; ++pe)
     for (auto [at, n, base] : {std::tuple{w_.src, w_.src_bytes, uint64_t(0)}, std::tuple{w_.msg_send, w_.msg_send_bytes, kMsgBytes}}) {
       uint8_t* p = world_.at(pe, at);
-      for (uint64_t i = 0; i < n; i += 8) {  // source_byte's bytes, one draw per 8
+      for (uint64_t i = 0; i < n && world_.local(pe); i += 8) {  // source_byte's bytes, one draw per 8
         const uint64_t r = source_word(pe, (base + i) >> 3);
         for (uint64_t k = 0; k < 8 && i + k < n; ++k) p[i + k] = uint8_t(r >> (8 * k));
       }
@@ -70,7 +70,7 @@ std::string WorkloadRun::check_bytes() const {
   if (w_.msgs != nullptr)
     for (const auto& per : *w_.msgs)
       for (const Msg& m : per)
-        for (uint64_t b = 0; b < m.len; ++b)
+        for (uint64_t b = 0; b < m.len && world_.local(m.to); ++b)  // another process checks its own memory
           if (world_.at(m.to, w_.msg_recv + m.dst)[b] != source_byte(m.from, kMsgBytes + m.src + b))
             return "generated message to pe " + std::to_string(m.to) + ": byte " + std::to_string(b) + " differs";
   const uint32_t npes = world_.config().npes;
@@ -79,6 +79,7 @@ std::string WorkloadRun::check_bytes() const {
       for (size_t j = 0; j < w_.ops.size(); ++j) {
         const Op& o = w_.ops[j];
         if (o.pe != pe || (o.kind != OpKind::kPut && o.kind != OpKind::kGet) || !owns_slot(o, t, w_.shape)) continue;
+        if (!world_.local(o.kind == OpKind::kPut ? o.target : pe)) continue;  // another process checks its own memory
         const uint64_t sl = w_.slot_at(t, j);
         const uint8_t* got = world_.at(o.kind == OpKind::kPut ? o.target : pe, sl);
         const uint32_t from = o.kind == OpKind::kPut ? pe : o.target;
@@ -91,9 +92,21 @@ std::string WorkloadRun::check_bytes() const {
 }
 
 std::string WorkloadRun::check_atomics() const {
-  const std::string bad = atomics_.check(
-      [&](uint32_t pe, uint32_t w) { return *reinterpret_cast<const uint64_t*>(world_.at(pe, w_.words + w * 8)); });
+  const std::string bad = atomics_.check([&](uint32_t pe, uint32_t w) -> std::optional<uint64_t> {
+    if (!world_.local(pe)) return std::nullopt;  // checked in its own process
+    return *reinterpret_cast<const uint64_t*>(world_.at(pe, w_.words + w * 8));
+  });
   return bad.empty() ? bad : "atomics: " + bad;
+}
+
+Status WorkloadRun::gather_atomics() {
+  bootstrap::Bootstrap* boot = world_.config().procs.boot;
+  if (boot == nullptr) return {};
+  Result<std::vector<std::vector<uint8_t>>> all = bootstrap::allgatherv(*boot, atomics_.encode());
+  if (!all) return all.status();
+  for (uint32_t r = 0; r < all->size(); ++r)
+    if (r != boot->rank() && !atomics_.merge((*all)[r])) return Status(Errc::kBadParam, "atomics from process " + std::to_string(r) + ": not whole records");
+  return {};
 }
 
 std::string run_workload(ModelWorld& world, const Workload& w, gpu_sim::SchedOptions so, bool each_step) {
@@ -111,6 +124,10 @@ std::string run_workload(ModelWorld& world, const Workload& w, gpu_sim::SchedOpt
   world.attach(s);
   if (!each_step) world.check_every_store(s);
   const gpu_sim::RunResult r = s.run();
+  // One PE per process: answer the others until all have run, then take the atomics they
+  // sent this PE (every process does both, whatever its own verdict).
+  for (const Status& st : {world.finish_run(), run.gather_atomics()})
+    if (!st) return "processes: " + st.to_string();
   if (!violation.empty()) return "broken-invariant: " + violation + "\n" + s.memory_report();
   const WorkloadRun::Verdict v = run.classify(s, r, world.config().failover);
   if (v.outcome == "hang") return "hang (" + s.describe() + "):\n" + v.detail;

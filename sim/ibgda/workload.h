@@ -69,6 +69,8 @@ class WorkloadRun {
  public:
   WorkloadRun(ModelWorld& world, const Workload& w) : world_(world), w_(w) {}
 
+  // With one PE per process (WorldConfig::procs), each process fills, launches and checks its
+  // own PE: the bytes that land in its memory, the atomics on its words.
   // Fill every PE's sources (and the generated messages' send buffers) with bytes drawn
   // from the seed; not for phantom heaps, which have no bytes.
   void fill_sources();
@@ -84,8 +86,12 @@ class WorkloadRun {
   Verdict classify(gpu_sim::Scheduler& s, const gpu_sim::RunResult& r, bool failover) const;
   // Real memory: every destination slot and generated message against its source bytes.
   std::string check_bytes() const;
-  // Some order of the atomics explains every result and every word's final value.
+  // Some order of the atomics explains every result and every word's final value (of the
+  // PEs in this process).
   std::string check_atomics() const;
+  // One PE per process: every process's atomics, so each checks the words it holds (a
+  // collective; nothing to do in one process).
+  Status gather_atomics();
 
   uint64_t failed_ops() const { return failed_ops_; }
   uint64_t lost_results() const { return lost_results_; }

@@ -11,6 +11,7 @@ namespace doorbell::ibgda {
 void WorkloadRun::launch(gpu_sim::Scheduler& s) {
   const uint32_t npes = world_.config().npes;
   for (uint32_t pe = 0; pe < npes; ++pe) {
+    if (!world_.local(pe)) continue;  // another process runs it
     DevState* st = &world_.state(pe);
     s.launch("pe" + std::to_string(pe), w_.shape, [this, st, pe](gpu_sim::SimCtx& ctx) {
       const Workload& w = w_;

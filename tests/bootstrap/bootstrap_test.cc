@@ -39,6 +39,27 @@ TEST(Bootstrap, TcpRanksExchangeBlocksAllToAll) {
       for (uint32_t i = 0; i < kWords; ++i) EXPECT_EQ(seen[r][q * kWords + i], q * 1000 + i) << "rank " << r << " block " << q;
 }
 
+TEST(Bootstrap, BlocksOfDifferentSizesIncludingNone) {
+  constexpr uint32_t kRanks = 3;
+  std::vector<std::vector<std::vector<uint8_t>>> seen(kRanks);
+  on_ranks(kRanks, [&](const std::string& uid, uint32_t r) {
+    Result<std::unique_ptr<Bootstrap>> b = tcp(uid, r, kRanks, 10);
+    ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+    std::vector<uint8_t> mine(r * 5);  // rank 0 sends nothing
+    for (size_t i = 0; i < mine.size(); ++i) mine[i] = uint8_t(r * 16 + i);
+    Result<std::vector<std::vector<uint8_t>>> all = allgatherv(**b, mine);
+    ASSERT_TRUE(all.is_ok()) << all.status().to_string();
+    seen[r] = *all;
+  });
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(seen[r].size(), kRanks);
+    for (uint32_t q = 0; q < kRanks; ++q) {
+      ASSERT_EQ(seen[r][q].size(), q * 5) << "rank " << r << " block " << q;
+      for (size_t i = 0; i < seen[r][q].size(); ++i) EXPECT_EQ(seen[r][q][i], uint8_t(q * 16 + i));
+    }
+  }
+}
+
 TEST(Bootstrap, TcpRootThatIsNotThereIsAClearError) {
   const Result<std::string> uid = tcp_unique_id("127.0.0.1");  // a free port nobody listens on
   ASSERT_TRUE(uid.is_ok());

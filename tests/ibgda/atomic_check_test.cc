@@ -8,7 +8,7 @@ namespace doorbell::ibgda {
 namespace {
 
 std::string check(const AtomicCheck& a, uint64_t final_value) {
-  return a.check([final_value](uint32_t, uint32_t) { return final_value; });
+  return a.check([final_value](uint32_t, uint32_t) { return std::optional(final_value); });
 }
 
 TEST(AtomicCheck, FetchAddsThatFitAnOrderPass) {
@@ -72,6 +72,26 @@ TEST(AtomicCheck, NamesCompareSwapsThatCannotChain) {
   mixed.add(0, 0, 1);
   mixed.compare_swap(0, 0, 0, 1, 0);
   EXPECT_NE(check(mixed, 1).find("takes adds and compare-swaps"), std::string::npos);
+}
+
+// One PE per process: each process checks its own words against every process's records.
+TEST(AtomicCheck, RecordsMergedFromAnotherProcessAreCheckedWhereTheWordLives) {
+  AtomicCheck here, there;  // pe 0's and pe 1's records; word 0 of pe 1 takes adds from both
+  here.fetch_add(1, 0, 5, 0);
+  there.fetch_add(1, 0, 2, std::nullopt);
+  there.add(0, 1, 7);
+  here.compare_swap(1, 2, 0, 9, 0);
+  AtomicCheck at_pe1 = there;
+  ASSERT_TRUE(at_pe1.merge(here.encode()));
+  auto on_pe1 = [](uint64_t word0) {
+    return [word0](uint32_t pe, uint32_t word) -> std::optional<uint64_t> {
+      if (pe != 1) return std::nullopt;  // pe 0's words: checked in pe 0's process
+      return word == 0 ? word0 : 9;
+    };
+  };
+  EXPECT_EQ(at_pe1.check(on_pe1(7)), "");
+  EXPECT_EQ(at_pe1.check(on_pe1(5)), "pe 1 word 0: final value 5, but its adds sum to 7");  // pe 0's add counts
+  EXPECT_FALSE(at_pe1.merge(std::vector<uint8_t>(7)));  // not whole records
 }
 
 }  // namespace

@@ -6,15 +6,13 @@
 // data and its atomics' old values; last, a WRITE with a wrong rkey gets REMOTE_ACCESS_ERR
 // at the requester and moves the responder's QP to ERR, in the other process; then, on the
 // second pair, a READ too large for the link fails at its requester with LOCAL_LENGTH_ERR.
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "host/bootstrap/bootstrap.h"
 #include "hw/mock_nic/driver.h"
-#include "hw/mock_nic/link.h"
+#include "hw/mock_nic/link_join.h"
 
 using namespace doorbell;
 using namespace doorbell::mock_nic;
@@ -45,32 +43,16 @@ int main() {
   if (n != 2) return fail(me, "run with 2 processes (mpirun -np 2)");
   const uint32_t peer = 1 - me;
 
-  // The links: rank 0 creates them and hands out the name; all map them, then the name goes.
-  char name[64] = {};
-  std::vector<char> names(n * sizeof name);
-  if (me == 0) std::snprintf(names.data(), sizeof name, "/doorbell-links-%d", int(getpid()));
-  if (!boot.allgather(names.data(), sizeof name)) return fail(me, "bootstrap");
-  std::memcpy(name, names.data(), sizeof name);
-  std::unique_ptr<ShmLinks> links;
-  if (me == 0) {
-    auto l = ShmLinks::open(name, n, me, true);
-    if (!l) return fail(me, l.status().to_string());
-    links = std::move(*l);
-  }
-  if (!boot.barrier()) return fail(me, "bootstrap");
-  if (me != 0) {
-    auto l = ShmLinks::open(name, n, me, false);
-    if (!l) return fail(me, l.status().to_string());
-    links = std::move(*l);
-  }
-  if (!boot.barrier() || !links->unlink()) return fail(me, "unlink");
+  auto joined = join_links(boot);
+  if (!joined) return fail(me, joined.status().to_string());
+  ShmLinks* links = joined->get();
 
   NicConfig cfg;
   cfg.lid = uint16_t(me + 1);
   Rig rig(1, cfg);
   Nic& nic = rig.nic();
-  if (Status s = rig.fabric.attach_remote(uint16_t(peer + 1), links.get(), peer); !s) return fail(me, s.to_string());
-  links->set_server([&nic](uint32_t, const std::vector<uint8_t>& req, std::vector<uint8_t>* ans) { nic.serve_remote(req, ans); });
+  if (Status s = rig.fabric.attach_remote(uint16_t(peer + 1), links, peer); !s) return fail(me, s.to_string());
+  links->set_server([&rig](uint32_t, const std::vector<uint8_t>& req, std::vector<uint8_t>* ans) { rig.fabric.serve(req, ans); });
 
   const uint32_t all = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic;
   const uint64_t src = rig.alloc(4096), dst = rig.alloc(4096), words = rig.alloc(64), got = rig.alloc(4096);
@@ -111,7 +93,7 @@ int main() {
     }
   }
   if (cqes != 4) return fail(me, "only " + std::to_string(cqes) + " of 4 CQEs");
-  if (!links->serve_until_all_done(1, &why)) return fail(me, why);
+  if (!links->serve_until_all_done(&why)) return fail(me, why);
   if (!boot.barrier()) return fail(me, "bootstrap");
 
   // The next CQE of `sq` (the NIC run, the peer's requests served meanwhile) is an error
@@ -138,7 +120,7 @@ int main() {
     q.ring_doorbell();
     if (!error_cqe(q, CqeSyndrome::kRemoteAccessErr)) return fail(me, "a wrong rkey did not give REMOTE_ACCESS_ERR");
   }
-  if (!links->serve_until_all_done(2, &why)) return fail(me, why);
+  if (!links->serve_until_all_done(&why)) return fail(me, why);
   if (me == 1 && nic.qp(q.qpn)->state != QpState::kErr) return fail(me, "the responder's QP is not in ERR after a wrong rkey");
   // A READ larger than the link takes: LOCAL_LENGTH_ERR at rank 1 on a second QP pair (the first is in ERR by now).
   if (me == 1) {

@@ -26,7 +26,7 @@ TEST(ShmLinks, RequestsAndAnswersWrapTheRingsInOrder) {
   });
   std::thread server([&] {
     std::string why;
-    EXPECT_TRUE((*b)->serve_until_all_done(1, &why)) << why;
+    EXPECT_TRUE((*b)->serve_until_all_done(&why)) << why;
   });
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < 400; ++i) {
@@ -43,7 +43,7 @@ TEST(ShmLinks, RequestsAndAnswersWrapTheRingsInOrder) {
   std::vector<uint8_t> huge(ShmLinks::kMaxMessage + 1), ans;
   EXPECT_FALSE((*a)->call(1, huge, &ans, &why, 1));
   EXPECT_NE(why.find("larger than the link's"), std::string::npos) << why;
-  EXPECT_TRUE((*a)->serve_until_all_done(1, &why)) << why;
+  EXPECT_TRUE((*a)->serve_until_all_done(&why)) << why;
   server.join();
 }
 

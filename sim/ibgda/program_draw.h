@@ -1,0 +1,44 @@
+// Random IBGDA programs, one recipe for every source of randomness: rapidcheck's generators
+// (the properties), a fuzzer's input bytes (queue_fuzz) and a seeded PRNG (the multi-process
+// check, where every process must draw the same program). `draw(lo, hi)` returns a value in
+// [lo, hi).
+#pragma once
+
+#include <cstdint>
+
+#include "sim/ibgda/program.h"
+
+namespace doorbell::ibgda {
+
+// Where the QPs' counters begin: mostly 0, else a little below 2^16, 2^31, 2^32 or 2^63, so
+// a short program crosses what a long run would.
+template <class Draw>
+uint64_t draw_start_index(Draw&& draw) {
+  static constexpr uint64_t kBoundaries[] = {0, 0, uint64_t(1) << 16, uint64_t(1) << 31, uint64_t(1) << 32, uint64_t(1) << 63};
+  const uint64_t boundary = kBoundaries[draw(0u, 6u)];
+  return boundary == 0 ? 0 : boundary - draw(0u, 64u);
+}
+
+// `n` operations over p's PEs, warps and lanes, each moving at most `max_bytes`.
+template <class Draw>
+void draw_ops(Program& p, uint32_t n, Draw&& draw, uint32_t max_bytes = kProgramSlot) {
+  static constexpr ProgramScope kScopes[] = {ProgramScope::kThread, ProgramScope::kThread, ProgramScope::kWarp, ProgramScope::kBlock};
+  for (uint32_t i = 0; i < n; ++i) {
+    ProgramOp o;
+    o.pe = draw(0u, p.npes);
+    o.warp = draw(0u, p.warps);
+    o.lane = draw(0u, p.lanes);
+    o.kind = ProgramOpKind(draw(0u, 5u));
+    o.target = draw(0u, p.npes);
+    o.bytes = draw(1u, max_bytes + 1);
+    o.src = draw(0u, uint32_t(kProgramRo) - o.bytes + 1);
+    o.counter = draw(0u, kProgramCounters);
+    o.add = draw(1u, 1000u);
+    if (o.kind == ProgramOpKind::kPut) o.scope = kScopes[draw(0u, 4u)];
+    if (o.kind == ProgramOpKind::kCompareSwap)  // few values: swaps chain and collide
+      o.compare = draw(0u, 4u), o.add = draw(0u, 4u);
+    p.ops.push_back(o);
+  }
+}
+
+}  // namespace doorbell::ibgda
