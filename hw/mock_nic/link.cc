@@ -121,6 +121,7 @@ size_t ShmLinks::serve() {
       ++n;
     }
   }
+  served_ += n;
   return n;
 }
 
@@ -136,7 +137,7 @@ bool ShmLinks::call(uint32_t to, const std::vector<uint8_t>& request, std::vecto
     if (std::chrono::steady_clock::now() > deadline) return *why = "links: process " + std::to_string(to) + " takes no requests", false;
   }
   for (uint32_t spins = 0;; ++spins) {
-    if (responses(to, me_)->try_get(response)) return true;
+    if (responses(to, me_)->try_get(response)) return ++calls_, true;
     if (serve() == 0 && (spins & 255) == 255) {
       if (std::chrono::steady_clock::now() > deadline)
         return *why = "links: process " + std::to_string(to) + " did not answer within " + std::to_string(int(timeout_s)) + " s", false;

@@ -30,6 +30,8 @@ class ShmLinks {
   Status unlink();
 
   uint32_t processes() const { return n_; }
+  uint64_t calls() const { return calls_; }    // requests this process sent and had answered
+  uint64_t served() const { return served_; }  // requests it answered for the others
   uint32_t me() const { return me_; }
 
   // How this process answers a request from process `from` (the NIC's responder half).
@@ -63,6 +65,7 @@ class ShmLinks {
   Server server_;
   std::vector<uint8_t> in_, out_;  // scratch
   uint64_t rounds_ = 0;            // rounds this process finished
+  uint64_t calls_ = 0, served_ = 0;
 };
 
 }  // namespace doorbell::mock_nic

@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
   }
   if (!boot.barrier()) return 1;
   std::printf("rank %u: %u IBGDA programs (seeds %llu..%llu, %llu ops) over %u processes, one PE and its NICs each: bytes, atomics, "
-              "invariants OK\n",
-              me, runs, (unsigned long long)seed, (unsigned long long)(seed + runs - 1), (unsigned long long)ops, n);
+              "invariants OK (%llu requests to the others' NICs, %llu served for them)\n",
+              me, runs, (unsigned long long)seed, (unsigned long long)(seed + runs - 1), (unsigned long long)ops, n,
+              (unsigned long long)(*links)->calls(), (unsigned long long)(*links)->served());
   return 0;
 }
