@@ -41,6 +41,21 @@ struct Engine {
   static void read(Nic& nic, const void* p, size_t len, const char* what, uint64_t index) {
     if (nic.observer_ != nullptr) nic.observer_->device_read(p, len, nic.observer_name_.c_str(), what, index);
   }
+  // Bytes a WQE moves: through the NIC's Dma where its memory is a real device's (dma.h).
+  static void copy(const Nic& nic, std::byte* dst, const std::byte* src, size_t len) {
+    if (nic.dma_ != nullptr) return nic.dma_->copy(dst, src, len);
+    if (len == 8) {  // the common small put: a fixed-size copy, no call (load before store: overlap is safe)
+      uint64_t v;
+      std::memcpy(&v, src, 8);
+      std::memcpy(dst, &v, 8);
+      return;
+    }
+    std::memmove(dst, src, len);  // loopback ranges may overlap
+  }
+  static void copy_into(const Nic& nic, std::vector<std::byte>* out, const std::byte* src, size_t len) {
+    out->resize(len);
+    if (len != 0) copy(nic, out->data(), src, len);
+  }
 
   // Whether QP `rq` of NIC `rn` answers a request of QP `src_qpn` at LID `src_lid`: it exists,
   // is in RTR/RTS, is connected back to it, and its link is up.
@@ -116,22 +131,19 @@ struct Engine {
     }
     void store(std::byte* dst, const std::byte* src, uint32_t len) {
       wrote(*rn, dst, len);
-      if (len == 8) {  // the common small put: a fixed-size copy, no call (load before store: overlap is safe)
-        uint64_t v;
-        std::memcpy(&v, src, 8);
-        std::memcpy(dst, &v, 8);
-        return;
-      }
-      std::memmove(dst, src, len);  // loopback ranges may overlap
+      copy(*rn, dst, src, len);
     }
     uint64_t fetch_add64(std::byte* t, uint64_t v) {
+      if (rn->dma_ != nullptr) return rn->dma_->fetch_add64(t, v);
       return __atomic_fetch_add(reinterpret_cast<uint64_t*>(t), v, __ATOMIC_ACQ_REL);
     }
     uint64_t cas64(std::byte* t, uint64_t cmp, uint64_t swap) {
+      if (rn->dma_ != nullptr) return rn->dma_->cas64(t, cmp, swap);
       __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(t), &cmp, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
       return cmp;
     }
     uint32_t cas32(std::byte* t, uint32_t cmp, uint32_t swap) {
+      if (rn->dma_ != nullptr) return rn->dma_->cas32(t, cmp, swap);
       __atomic_compare_exchange_n(reinterpret_cast<uint32_t*>(t), &cmp, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
       return cmp;
     }
@@ -168,7 +180,7 @@ struct Engine {
         uint64_t off = 0;
         for (const auto& s : resp->scatter) nic.phantom_log_.push_back({s.addr, raddr + off, s.len}), off += s.len;
       } else {
-        resp->data.assign(src, src + len);
+        copy_into(*rn, &resp->data, src, len);
       }
     }
     void atomic_result(const std::byte* bytes, uint32_t size) { resp->data.assign(bytes, bytes + size); }
@@ -189,7 +201,8 @@ struct Engine {
         return o;
       }
       std::vector<uint8_t> msg, answer;
-      wire::encode_request(q, nic.lid(), qp.peer.lid, qp.qpn, qp.peer.qpn, qp.head, &msg);
+      wire::encode_request(q, nic.lid(), qp.peer.lid, qp.qpn, qp.peer.qpn, qp.head, &msg,
+                           [this](std::byte* d, const std::byte* s, size_t n) { copy(nic, d, s, n); });
       std::string why;
       if (!far.links->call(far.process, msg, &answer, &why)) {
         nic.trace("mock_nic_link_error qpn=" + std::to_string(qp.qpn) + " " + why);
@@ -211,7 +224,7 @@ struct Engine {
     std::vector<std::byte>* data;
     bool answer() { return answers(*rn, rq, h.src_lid, h.src_qpn); }
     void write(std::byte* dst, uint64_t, const std::byte* src, const WqePiece& p, bool) { store(dst, src, p.len); }
-    void read_response(const std::byte* src, uint64_t, uint64_t len, bool) { data->assign(src, src + len); }
+    void read_response(const std::byte* src, uint64_t, uint64_t len, bool) { copy_into(*rn, data, src, len); }
     void atomic_result(const std::byte* bytes, uint32_t size) { data->assign(bytes, bytes + size); }
     void applied() { rq->rcv_upto = h.psn + 1; }
   };
@@ -269,7 +282,7 @@ struct Engine {
         return;
       }
       wrote(nic, dst, s.len);
-      std::memcpy(dst, e.data.data() + off, s.len);
+      copy(nic, dst, e.data.data() + off, s.len);
       off += s.len;
     }
   }

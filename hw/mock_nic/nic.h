@@ -18,6 +18,7 @@
 #include "hw/mem/address_space.h"
 #include "hw/mem/observer.h"
 #include "hw/mock_nic/cq.h"
+#include "hw/mock_nic/dma.h"
 #include "hw/mock_nic/mr_table.h"
 #include "hw/mock_nic/qp.h"
 #include "hw/mock_nic/types.h"
@@ -156,6 +157,9 @@ class Nic {
   uint64_t bad_doorbells() const { return bad_doorbells_; }
   // A weak memory model that must hear of the engine's writes to memory and of its reads of
   // WQEs and DBRs (null: none); `name` identifies this NIC in its notes.
+  // Registered memory behind a real device (dma.h): every byte a WQE moves, and every
+  // atomic, goes through `d` (null: the engine moves host memory itself).
+  void set_dma(Dma* d) { dma_ = d; }
   void set_observer(mem::Observer* o, std::string name) {
     observer_ = o;
     observer_name_ = std::move(name);
@@ -204,6 +208,7 @@ class Nic {
   std::vector<PhantomCopy> phantom_log_;
   std::function<void(const void*)> cqe_hook_;
   mem::Observer* observer_ = nullptr;
+  Dma* dma_ = nullptr;
   std::string observer_name_;
   std::function<void(const std::string&)> trace_;
   std::function<double()> clock_;

@@ -34,10 +34,12 @@ struct AnswerHeader {
   uint32_t data = 0;  // bytes after the header
 };
 
-// A request for the link: the header, then a WRITE's pieces gathered into one payload.
-// (Phantom memory does not cross processes: a phantom WRITE carries no bytes.)
-inline void encode_request(const RemoteRequest& q, uint16_t src_lid, uint16_t dst_lid, uint32_t src_qpn, uint32_t dst_qpn,
-                           uint64_t psn, std::vector<uint8_t>* out) {
+// A request for the link: the header, then a WRITE's pieces gathered into one payload by
+// `copy(dst, src, len)` (the NIC's: its sources may be device memory). (Phantom memory does
+// not cross processes: a phantom WRITE carries no bytes.)
+template <class Copy>
+void encode_request(const RemoteRequest& q, uint16_t src_lid, uint16_t dst_lid, uint32_t src_qpn, uint32_t dst_qpn, uint64_t psn,
+                    std::vector<uint8_t>* out, Copy&& copy) {
   RequestHeader h;
   h.src_lid = src_lid, h.dst_lid = dst_lid, h.op = uint8_t(q.op), h.with_imm = q.with_imm;
   h.src_qpn = src_qpn, h.dst_qpn = dst_qpn, h.psn = psn;
@@ -47,8 +49,8 @@ inline void encode_request(const RemoteRequest& q, uint16_t src_lid, uint16_t ds
   h.payload = write && !q.phantom ? uint32_t(q.total) : 0;
   out->resize(sizeof h + h.payload);
   std::memcpy(out->data(), &h, sizeof h);
-  uint8_t* p = out->data() + sizeof h;
-  for (uint32_t k = 0; k < q.npieces && h.payload != 0; ++k) std::memcpy(p, q.src[k], q.pieces[k].len), p += q.pieces[k].len;
+  auto* p = reinterpret_cast<std::byte*>(out->data() + sizeof h);
+  for (uint32_t k = 0; k < q.npieces && h.payload != 0; ++k) copy(p, q.src[k], q.pieces[k].len), p += q.pieces[k].len;
 }
 
 // The request in `in` as the responder half takes it: one piece over the payload. False if

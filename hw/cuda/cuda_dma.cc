@@ -1,0 +1,97 @@
+#include "hw/cuda/cuda_dma.h"
+
+#include <cstring>
+#include <vector>
+
+namespace doorbell::cuda {
+
+namespace {
+
+std::string driver_error(CUresult r) {
+  const char* s = nullptr;
+  cuGetErrorString(r, &s);
+  return s != nullptr ? s : "CUDA error " + std::to_string(int(r));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CudaDma>> CudaDma::create(bool legacy_stream) {
+  CUcontext ctx = nullptr;
+  if (CUresult r = cuCtxGetCurrent(&ctx); r != CUDA_SUCCESS || ctx == nullptr)
+    return Status(Errc::kBadState, "cuda dma: no current CUDA context (" + (r != CUDA_SUCCESS ? driver_error(r) : std::string("none")) + ")");
+  CUstream s = nullptr;  // CU_STREAM_LEGACY only where the hang is to be shown
+  if (legacy_stream) s = CU_STREAM_LEGACY;
+  else if (CUresult r = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
+    return Status(Errc::kNoResource, "cuda dma: cuStreamCreate: " + driver_error(r));
+  return std::unique_ptr<CudaDma>(new CudaDma(ctx, s));
+}
+
+CudaDma::~CudaDma() {
+  if (stream_ != nullptr && stream_ != CU_STREAM_LEGACY) cuStreamDestroy(stream_);
+}
+
+bool CudaDma::ok(CUresult r, const char* what) {
+  if (r == CUDA_SUCCESS) return true;
+  if (error_.empty()) error_ = std::string("cuda dma: ") + what + ": " + driver_error(r);
+  return false;
+}
+
+bool CudaDma::device(const void* p) const {
+  CUmemorytype t{};
+  // Plain host memory the driver does not know gives an error: host.
+  if (cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS) return false;
+  return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_ARRAY;
+}
+
+void CudaDma::move(void* dst, const void* src, size_t len) {
+  ++copies_, bytes_ += len;
+  if (!device(dst) && !device(src)) return (void)std::memmove(dst, src, len);  // host to host: no copy engine
+  if (!ok(cuCtxPushCurrent(ctx_), "cuCtxPushCurrent")) return;
+  ok(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), len, stream_), "cuMemcpyAsync");
+  ok(cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  CUcontext popped;
+  cuCtxPopCurrent(&popped);
+}
+
+void CudaDma::copy(std::byte* dst, const std::byte* src, size_t len) {
+  if (len == 0) return;
+  if (dst < src + len && src < dst + len && dst != src) {  // overlapping (loopback): through a staging buffer
+    std::vector<std::byte> stage(len);
+    move(stage.data(), src, len);
+    move(dst, stage.data(), len);
+    return;
+  }
+  move(dst, src, len);
+}
+
+template <class T, class Op>
+T CudaDma::rmw(std::byte* t, Op op) {
+  T old{};
+  move(&old, t, sizeof old);
+  const T next = op(old);
+  if (next != old) move(t, &next, sizeof next);
+  return old;
+}
+
+uint64_t CudaDma::fetch_add64(std::byte* t, uint64_t v) {
+  if (!device(t)) return __atomic_fetch_add(reinterpret_cast<uint64_t*>(t), v, __ATOMIC_ACQ_REL);
+  return rmw<uint64_t>(t, [v](uint64_t x) { return x + v; });
+}
+
+uint64_t CudaDma::cas64(std::byte* t, uint64_t cmp, uint64_t swap) {
+  if (!device(t)) {
+    __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(t), &cmp, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return cmp;
+  }
+  return rmw<uint64_t>(t, [cmp, swap](uint64_t x) { return x == cmp ? swap : x; });
+}
+
+uint32_t CudaDma::cas32(std::byte* t, uint32_t cmp, uint32_t swap) {
+  if (!device(t)) {
+    __atomic_compare_exchange_n(reinterpret_cast<uint32_t*>(t), &cmp, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return cmp;
+  }
+  return rmw<uint32_t>(t, [cmp, swap](uint32_t x) { return x == cmp ? swap : x; });
+}
+
+}  // namespace doorbell::cuda

@@ -1,0 +1,24 @@
+// How the NIC model touches the memory a WQE moves, when that memory is not plain host memory
+// the engine may load and store: behind a real GPU the heap is device memory, reached only by
+// copies through the CUDA driver (hw/cuda/cuda_dma.h). Without a Dma the engine moves bytes
+// itself. Either side of a copy may be such memory; an atomic is a read-modify-write the
+// engine serializes (the NIC's atomics are atomic among themselves, as PCIe atomics are not
+// with the GPU's own).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace doorbell::mock_nic {
+
+class Dma {
+ public:
+  virtual ~Dma() = default;
+  virtual void copy(std::byte* dst, const std::byte* src, size_t len) = 0;  // ranges may overlap
+  virtual uint64_t fetch_add64(std::byte* t, uint64_t v) = 0;
+  virtual uint64_t cas64(std::byte* t, uint64_t cmp, uint64_t swap) = 0;  // returns the old value
+  virtual uint32_t cas32(std::byte* t, uint32_t cmp, uint32_t swap) = 0;
+  virtual const char* name() const = 0;
+};
+
+}  // namespace doorbell::mock_nic
