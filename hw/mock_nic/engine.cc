@@ -377,6 +377,8 @@ struct Engine {
     WqeView v;  // the structure checks (wqe_check.h), then execution (wqe_exec.h): both shared with the GPU engine
     if (const WqeFault f = check_wqe(w, qp.qpn, uint16_t(idx), nic.cfg_.check_wqe_index, qp.attr.max_ds, &v); f.failed()) {
       o.fault = f;
+    } else if (qp.attr.dc && op != WqeOpcode::kNop) {  // said plainly rather than misread as RC
+      o.fault = {CqeSyndrome::kLocalQpOpErr, vendor::kDcNotModelled};
     } else {
       Port port{nic, qp};
       if (op == WqeOpcode::kRdmaRead || v.atomic_size != 0) port.resp = &stage(qp);

@@ -24,6 +24,7 @@ struct QpAttr {
   uint32_t uar_page = 0;      // doorbells for this QP must come through this UAR page
   uint32_t srqn = 0;          // receives come from this SRQ instead of the QP's own RQ
   uint32_t max_ds = 63;       // largest WQE accepted, in octowords
+  bool dc = false;            // a DC initiator (DCI): accepted, not executed (DC transport is not modelled)
 };
 
 // Where an RC QP's packets go: the peer port's LID and the peer QPN.

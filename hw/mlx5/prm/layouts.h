@@ -48,7 +48,7 @@ const char* status_name(uint8_t status);
 
 // QP states as qpc.state encodes them.
 enum QpcState : uint8_t { kQpcRst = 0, kQpcInit = 1, kQpcRtr = 2, kQpcRts = 3, kQpcSqer = 4, kQpcSqd = 5, kQpcErr = 6 };
-enum : uint8_t { kQpcStRc = 0x0, kQpcPmMigrated = 0x3 };
+enum : uint8_t { kQpcStRc = 0x0, kQpcStDci = 0x5, kQpcPmMigrated = 0x3 };
 enum : uint8_t { kRqTypeRegular = 0x0, kRqTypeSrq = 0x1, kRqTypeZeroSize = 0x3 };
 
 // Every command starts with this header; every reply with status + syndrome.

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "hw/mlx5/prm/hca_caps.h"
 #include "hw/mlx5/prm/layouts.h"
 #include "hw/mlx5_devx/driver.h"
 #include "hw/mock_nic/fabric.h"
@@ -203,6 +204,31 @@ Result<devx::Obj> ModelDevx::obj_create(const void* in, size_t inlen, void* out,
   }
 }
 
+Status ModelDevx::general_cmd(const void* in, size_t inlen, void* out, size_t outlen) {
+  if (outlen < sizeof(mbox_out) / 8) return Status(Errc::kBadParam, "general_cmd: reply buffer shorter than a mailbox");
+  std::memset(out, 0, outlen);
+  if (inlen < sizeof(query_hca_cap_in) / 8) return reject(out, DevxSyndrome::kInputTooShort);
+  const auto op = uint16_t(DB_GET(mbox_in, in, opcode));
+  if (op != kQueryHcaCap) return reject(out, DevxSyndrome::kUnknownOpcode, "general command 0x" + std::to_string(op));
+  if (outlen < sizeof(query_hca_cap_out) / 8) return reject(out, DevxSyndrome::kOutputTooShort, "QUERY_HCA_CAP");
+  void* cap = DB_BYTES(query_hca_cap_out, out, capability);
+  switch (DB_GET(query_hca_cap_in, in, op_mod) >> 1) {
+    case kHcaCapGeneral:
+      DB_SET(cmd_hca_cap, cap, cqe_version, 1);
+      DB_SET(cmd_hca_cap, cap, log_bf_reg_size, 9);  // 512-byte BlueFlame registers
+      return {};
+    case kHcaCapAtomic:  // every atomic the engine executes; 8-byte operands in host order
+      DB_SET(atomic_caps, cap, atomic_operations, kAtomicOpCas | kAtomicOpFa | kAtomicOpMaskedCas | kAtomicOpMaskedFa);
+      DB_SET(atomic_caps, cap, atomic_size_qp, kAtomicSize4 | kAtomicSize8);
+      DB_SET(atomic_caps, cap, atomic_size_dc, kAtomicSize4 | kAtomicSize8);
+      DB_SET(atomic_caps, cap, atomic_req_8B_endianness_mode, 1);
+      DB_SET(atomic_caps, cap, supported_atomic_req_8B_endianness_mode_1, 1);
+      return {};
+    default:
+      return reject(out, DevxSyndrome::kUnknownOpcode, "QUERY_HCA_CAP page " + std::to_string(DB_GET(query_hca_cap_in, in, op_mod) >> 1));
+  }
+}
+
 Result<devx::Obj> ModelDevx::create_cq(const void* in, void* out) {
   const uint32_t log = uint32_t(DB_GET(create_cq_in, in, cq_context.log_cq_size));
   if (log > 22) return reject(out, DevxSyndrome::kBadCqSize);
@@ -229,7 +255,8 @@ Result<devx::Obj> ModelDevx::create_cq(const void* in, void* out) {
 }
 
 Result<devx::Obj> ModelDevx::create_qp(const void* in, void* out) {
-  if (DB_GET(create_qp_in, in, qp_context.st) != kQpcStRc) return reject(out, DevxSyndrome::kQpTypeUnsupported);
+  const auto st = uint8_t(DB_GET(create_qp_in, in, qp_context.st));
+  if (st != kQpcStRc && st != kQpcStDci) return reject(out, DevxSyndrome::kQpTypeUnsupported);
   const uint32_t pd = uint32_t(DB_GET(create_qp_in, in, qp_context.pd));
   if (!pds_.count(pd)) return reject(out, DevxSyndrome::kUnknownPd);
   const uint32_t uar = uint32_t(DB_GET(create_qp_in, in, qp_context.uar_page));
@@ -262,6 +289,7 @@ Result<devx::Obj> ModelDevx::create_qp(const void* in, void* out) {
   a.send_cqn = snd;
   a.log_sq_size = log_sq;
   a.uar_page = uar;
+  a.dc = st == kQpcStDci;  // accepted (NVSHMEM always makes one); its WQEs fail plainly
   Result<uint32_t> qpn = nic_.create_qp(a);
   if (!qpn) return reject(out, DevxSyndrome::kModelRefused, qpn.status().message());
   qps_.insert(*qpn);

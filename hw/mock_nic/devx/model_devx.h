@@ -37,6 +37,8 @@ class ModelDevx final : public devx::DevxContext, public devx::QueueMemory {
   Result<devx::Obj> create_srq(uint32_t pdn, uint32_t max_wr) override;
   Result<devx::Obj> create_verbs_cq(uint32_t cqe) override;
 
+  // QUERY_HCA_CAP (general and atomic pages): what mlx5dv_devx_general_cmd asks the device.
+  Status general_cmd(const void* in, size_t inlen, void* out, size_t outlen);
   Result<devx::Obj> obj_create(const void* in, size_t inlen, void* out, size_t outlen) override;
   Status obj_modify(const devx::Obj& o, const void* in, size_t inlen, void* out, size_t outlen) override;
   Status obj_query(const devx::Obj& o, const void* in, size_t inlen, void* out, size_t outlen) override;

@@ -1,0 +1,191 @@
+#include "host/verbs_shim/model.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <chrono>
+
+#include "hw/mlx5/wqe.h"
+
+namespace doorbell::shim {
+
+namespace {
+
+uint32_t env_u32(const char* name, uint32_t dflt) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != 0 ? uint32_t(std::strtoul(v, nullptr, 10)) : dflt;
+}
+
+}  // namespace
+
+Model* Model::get(std::string* why) {
+  static std::mutex made_mu;
+  static Model* made = nullptr;
+  static std::string failed;
+  std::lock_guard<std::mutex> lock(made_mu);
+  if (made == nullptr && failed.empty()) {
+    auto* m = new Model();
+    if (Status st = m->start(&failed); !st) {
+      failed = "doorbell verbs shim: " + (failed.empty() ? st.to_string() : failed);
+      delete m;
+    } else {
+      made = m;
+      std::atexit([] {
+        if (made == nullptr) return;
+        const Stats s = made->stats();
+        if (std::getenv("DOORBELL_SHIM_QUIET") == nullptr)
+          std::fprintf(stderr,
+                       "doorbell verbs shim (rank %u, lid %u): %llu doorbells, %llu WQEs executed by the model NIC, %llu engine "
+                       "actions, %llu requests to other processes, %llu served for them\n",
+                       made->rank_, made->nic_->lid(), (unsigned long long)s.doorbells, (unsigned long long)s.wqes,
+                       (unsigned long long)s.actions, (unsigned long long)s.remote_calls, (unsigned long long)s.remote_served);
+        delete made;
+        made = nullptr;
+      });
+    }
+  }
+  if (made == nullptr && why != nullptr) *why = failed;
+  return made;
+}
+
+Status Model::start(std::string* why) {
+  rank_ = env_u32("DOORBELL_SHIM_RANK", 0);
+  nranks_ = env_u32("DOORBELL_SHIM_NRANKS", 1);
+  if (nranks_ == 0 || rank_ >= nranks_ || nranks_ >= 0xbfff)
+    return Status(Errc::kBadParam, "DOORBELL_SHIM_RANK " + std::to_string(rank_) + " is not below DOORBELL_SHIM_NRANKS " + std::to_string(nranks_));
+  mock_nic::NicConfig cfg;
+  cfg.lid = uint16_t(rank_ + 1);
+  nic_ = std::make_unique<mock_nic::Nic>(mem_, cfg);
+  if (Status st = fabric_.attach(*nic_); !st) return st;
+  if (nranks_ > 1) {
+    const char* name = std::getenv("DOORBELL_SHIM_LINKS");
+    if (name == nullptr || name[0] != '/')
+      return Status(Errc::kBadParam, "several processes (DOORBELL_SHIM_NRANKS) need DOORBELL_SHIM_LINKS=/name, the same in each");
+    // Rank 0 creates the segment; the others wait for it (a job's processes start together).
+    for (int tries = 0;; ++tries) {
+      auto l = mock_nic::ShmLinks::open(name, nranks_, rank_, rank_ == 0);
+      if (l) {
+        links_ = std::move(*l);
+        break;
+      }
+      if (rank_ == 0 || tries > 3000) return l.status();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    for (uint32_t r = 0; r < nranks_; ++r)
+      if (r != rank_)
+        if (Status st = fabric_.attach_remote(uint16_t(r + 1), links_.get(), r); !st) return st;
+    links_->set_server([this](uint32_t, const std::vector<uint8_t>& req, std::vector<uint8_t>* ans) { fabric_.serve(req, ans); });
+  }
+  // DOORBELL_SHIM_DMA=cuda: registered memory may be device memory (the CUDA plugin moves it).
+  if (const char* dma = std::getenv("DOORBELL_SHIM_DMA"); dma != nullptr && std::strcmp(dma, "cuda") == 0) {
+    std::string no;
+    dma_ = make_cuda_dma(int(env_u32("DOORBELL_SHIM_CUDA_DEVICE", 0)), &no);
+    if (dma_ == nullptr) return *why = "DOORBELL_SHIM_DMA=cuda: " + no, Status(Errc::kNotSupported, *why);
+    nic_->set_dma(dma_.get());
+  }
+  engine_ = std::thread([this] { run(); });
+  return {};
+}
+
+Model::~Model() {
+  stop_ = true;
+  if (engine_.joinable()) engine_.join();
+  if (links_ != nullptr) (void)links_->unlink();
+}
+
+Status Model::map(void* addr, uint64_t len) {
+  const auto va = reinterpret_cast<uint64_t>(addr);
+  auto it = maps_.upper_bound(va);
+  if (it != maps_.begin()) {
+    auto prev = std::prev(it);
+    if (va >= prev->first && va + len <= prev->first + prev->second.len) return ++prev->second.users, Status();
+  }
+  if (Status st = mem_.map_external(addr, len, mem::MemKind::kHost, "program memory"); !st)
+    return Status(st.code(), "the range at " + std::to_string(va) + " (+" + std::to_string(len) + ") overlaps memory the model has mapped otherwise: " + st.message());
+  maps_[va] = {len, 1};
+  return {};
+}
+
+void Model::unmap(void* addr) {
+  const auto va = reinterpret_cast<uint64_t>(addr);
+  auto it = maps_.upper_bound(va);
+  if (it == maps_.begin()) return;
+  --it;
+  if (va >= it->first + it->second.len || --it->second.users != 0) return;
+  (void)mem_.free(it->first);
+  maps_.erase(it);
+}
+
+Model::UarPage* Model::add_uar(uint32_t page) {
+  auto u = std::make_unique<UarPage>();
+  u->page = page;
+  u->mem = static_cast<uint8_t*>(std::aligned_alloc(4096, 4096));
+  std::memset(u->mem, 0, 4096);
+  uars_.push_back(std::move(u));
+  return uars_.back().get();
+}
+
+void Model::remove_uar(UarPage* u) {
+  for (auto it = uars_.begin(); it != uars_.end(); ++it)
+    if (it->get() == u) {
+      std::free(u->mem);
+      uars_.erase(it);
+      return;
+    }
+}
+
+// A BlueFlame word that changed is a doorbell (the program stored a new ctrl segment's first
+// 8 bytes there): the model takes it as that store.
+bool Model::ring_changed() {
+  bool any = false;
+  for (auto& u : uars_)
+    for (int b = 0; b < 2; ++b) {
+      const uint32_t off = mlx5::kBfOffset + b * mlx5::kBfSize;
+      const uint64_t v = __atomic_load_n(reinterpret_cast<const uint64_t*>(u->mem + off), __ATOMIC_ACQUIRE);
+      if (v == u->seen[b]) continue;
+      u->seen[b] = v;
+      nic_->uar_write64(u->page, off, v);
+      ++doorbells_;
+      any = true;
+    }
+  return any;
+}
+
+void Model::run() {
+  uint32_t idle = 0;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    size_t did = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      did += ring_changed() ? 1 : 0;
+      const size_t acts = nic_->progress(1024);
+      actions_ += acts;
+      did += acts;
+      if (links_ != nullptr) did += links_->serve();
+    }
+    if (did != 0) idle = 0;
+    else if (++idle > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));  // idle: let the CPU go
+    else std::this_thread::yield();
+  }
+}
+
+void Model::retire_qp(uint32_t qpn) {
+  for (auto it = qpns_.begin(); it != qpns_.end(); ++it)
+    if (*it == qpn) {
+      if (const mock_nic::Qp* qp = nic_->qp(qpn)) retired_wqes_ += qp->stats.wqes;
+      qpns_.erase(it);
+      return;
+    }
+}
+
+Stats Model::stats() {
+  std::lock_guard<std::mutex> lock(mu);
+  Stats s;
+  s.doorbells = doorbells_, s.actions = actions_, s.wqes = retired_wqes_;
+  for (uint32_t q : qpns_)
+    if (const mock_nic::Qp* qp = nic_->qp(q)) s.wqes += qp->stats.wqes;
+  if (links_ != nullptr) s.remote_calls = links_->calls(), s.remote_served = links_->served();
+  return s;
+}
+
+}  // namespace doorbell::shim
