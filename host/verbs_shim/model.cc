@@ -153,7 +153,27 @@ bool Model::ring_changed() {
 
 void Model::run() {
   uint32_t idle = 0;
+  // DOORBELL_SHIM_TRACE: a line a second while anything changed, and each new NIC error.
+  const bool trace = std::getenv("DOORBELL_SHIM_TRACE") != nullptr;
+  auto last = std::chrono::steady_clock::now();
+  uint64_t traced_actions = ~0ull;
+  size_t traced_errors = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
+    if (trace && std::chrono::steady_clock::now() - last > std::chrono::seconds(1)) {
+      std::lock_guard<std::mutex> lock(mu);
+      last = std::chrono::steady_clock::now();
+      for (; traced_errors < nic_->errors().size(); ++traced_errors) {
+        const mock_nic::ErrorRecord& e = nic_->errors()[traced_errors];
+        std::fprintf(stderr, "doorbell verbs shim (lid %u): error on qpn %u wqe %llu: opcode 0x%x syndrome 0x%x vendor 0x%x\n", nic_->lid(),
+                     e.qpn, (unsigned long long)e.wqe_idx, e.wqe_opcode, e.syndrome, e.vendor);
+      }
+      if (actions_ != traced_actions)
+        std::fprintf(stderr, "doorbell verbs shim (lid %u): %llu doorbells, %llu engine actions, %llu requests out, %llu served%s%s\n",
+                     nic_->lid(), (unsigned long long)doorbells_, (unsigned long long)actions_,
+                     (unsigned long long)(links_ ? links_->calls() : 0), (unsigned long long)(links_ ? links_->served() : 0),
+                     nic_->waiting().empty() ? "" : "; waiting: ", nic_->waiting().c_str());
+      traced_actions = actions_;
+    }
     size_t did = 0;
     {
       std::lock_guard<std::mutex> lock(mu);

@@ -13,6 +13,17 @@ std::string driver_error(CUresult r) {
   return s != nullptr ? s : "CUDA error " + std::to_string(int(r));
 }
 
+// The Dma's context current on the calling thread for the scope (the NIC model's engine
+// thread has none of its own).
+struct Current {
+  explicit Current(CUcontext c) { ok = cuCtxPushCurrent(c) == CUDA_SUCCESS; }
+  ~Current() {
+    CUcontext popped;
+    if (ok) cuCtxPopCurrent(&popped);
+  }
+  bool ok;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<CudaDma>> CudaDma::create(bool legacy_stream) {
@@ -46,15 +57,13 @@ bool CudaDma::device(const void* p) const {
 void CudaDma::move(void* dst, const void* src, size_t len) {
   ++copies_, bytes_ += len;
   if (!device(dst) && !device(src)) return (void)std::memmove(dst, src, len);  // host to host: no copy engine
-  if (!ok(cuCtxPushCurrent(ctx_), "cuCtxPushCurrent")) return;
   ok(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), len, stream_), "cuMemcpyAsync");
   ok(cuStreamSynchronize(stream_), "cuStreamSynchronize");
-  CUcontext popped;
-  cuCtxPopCurrent(&popped);
 }
 
 void CudaDma::copy(std::byte* dst, const std::byte* src, size_t len) {
   if (len == 0) return;
+  Current cur(ctx_);
   if (dst < src + len && src < dst + len && dst != src) {  // overlapping (loopback): through a staging buffer
     std::vector<std::byte> stage(len);
     move(stage.data(), src, len);
@@ -74,11 +83,13 @@ T CudaDma::rmw(std::byte* t, Op op) {
 }
 
 uint64_t CudaDma::fetch_add64(std::byte* t, uint64_t v) {
+  Current cur(ctx_);
   if (!device(t)) return __atomic_fetch_add(reinterpret_cast<uint64_t*>(t), v, __ATOMIC_ACQ_REL);
   return rmw<uint64_t>(t, [v](uint64_t x) { return x + v; });
 }
 
 uint64_t CudaDma::cas64(std::byte* t, uint64_t cmp, uint64_t swap) {
+  Current cur(ctx_);
   if (!device(t)) {
     __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(t), &cmp, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     return cmp;
@@ -87,6 +98,7 @@ uint64_t CudaDma::cas64(std::byte* t, uint64_t cmp, uint64_t swap) {
 }
 
 uint32_t CudaDma::cas32(std::byte* t, uint32_t cmp, uint32_t swap) {
+  Current cur(ctx_);
   if (!device(t)) {
     __atomic_compare_exchange_n(reinterpret_cast<uint32_t*>(t), &cmp, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     return cmp;

@@ -28,6 +28,9 @@ namespace doorbell::mock_nic {
 using mlx5::CqeSyndrome;
 using mlx5::WqeOpcode;
 
+// The largest WRITE / READ part one link message carries (the link's MTU, far below its ring).
+constexpr uint64_t kLinkSegment = 256 << 10;
+
 struct Engine {
   struct Peer {
     Nic* nic;
@@ -190,19 +193,43 @@ struct Engine {
       return mock_nic::respond(*this, q);  // the responder is in this process: its half runs here and now
     }
     // The request goes to the responder's process; its answer comes back (READ data, results).
+    // A WRITE or READ larger than one link message crosses in segments of kLinkSegment bytes
+    // (the link's MTU), each for the next part of the range; the first names the whole length,
+    // so the responder checks the whole range before a byte lands, as a ConnectX checks the
+    // RETH at a message's first packet. Immediate data goes with the last segment.
     ExecOutcome respond_far(const RemotePeer& far, const RemoteRequest& q) {
-      // A WRITE's payload or a READ's data must fit the link in one message: a larger one is
-      // refused here, as a length error of this WQE (not a peer that never answers).
-      const bool moves = q.op == mlx5::WqeOpcode::kRdmaWrite || q.op == mlx5::WqeOpcode::kRdmaWriteImm || q.op == mlx5::WqeOpcode::kRdmaRead;
-      if (moves && q.total + sizeof(wire::RequestHeader) > ShmLinks::kMaxMessage) {
-        nic.trace("mock_nic_link_too_large qpn=" + std::to_string(qp.qpn) + " bytes=" + std::to_string(q.total));
-        ExecOutcome o;
-        o.fault = {mlx5::CqeSyndrome::kLocalLengthErr, vendor::kLengthTooLarge};
-        return o;
+      const bool write = q.op == mlx5::WqeOpcode::kRdmaWrite || q.op == mlx5::WqeOpcode::kRdmaWriteImm;
+      const bool read = q.op == mlx5::WqeOpcode::kRdmaRead;
+      if (!(write || read) || q.phantom || q.total <= kLinkSegment) return send_far(far, q, 0, resp != nullptr ? &resp->data : nullptr);
+      std::vector<std::byte> payload;  // a WRITE's gather list, contiguous
+      if (write) {
+        payload.resize(q.total);
+        std::byte* at = payload.data();
+        for (uint32_t k = 0; k < q.npieces; ++k) copy(nic, at, q.src[k], q.pieces[k].len), at += q.pieces[k].len;
       }
+      std::vector<std::byte> got, part;
+      ExecOutcome o;
+      for (uint64_t off = 0; off < q.total; off += kLinkSegment) {
+        const uint64_t len = std::min<uint64_t>(kLinkSegment, q.total - off);
+        RemoteRequest seg = q;
+        WqePiece piece{0, 0, uint32_t(len), nullptr};
+        const std::byte* src = write ? payload.data() + off : nullptr;
+        seg.raddr = q.raddr + off, seg.total = len, seg.with_imm = q.with_imm && off + len == q.total;
+        seg.npieces = write ? 1 : 0, seg.pieces = &piece, seg.src = &src;
+        o = send_far(far, seg, off == 0 ? q.total : 0, read ? &part : nullptr);
+        if (o.fault.failed()) return o;
+        got.insert(got.end(), part.begin(), part.end());
+      }
+      if (read && resp != nullptr) resp->phantom = false, resp->data = std::move(got);
+      o.byte_cnt = uint32_t(q.total);
+      return o;
+    }
+    // One request over the link and its answer (READ data or an atomic's result into *data).
+    ExecOutcome send_far(const RemotePeer& far, const RemoteRequest& q, uint64_t msg_len, std::vector<std::byte>* data) {
       std::vector<uint8_t> msg, answer;
       wire::encode_request(q, nic.lid(), qp.peer.lid, qp.qpn, qp.peer.qpn, qp.head, &msg,
                            [this](std::byte* d, const std::byte* s, size_t n) { copy(nic, d, s, n); });
+      std::memcpy(msg.data() + offsetof(wire::RequestHeader, msg_len), &msg_len, sizeof msg_len);
       std::string why;
       if (!far.links->call(far.process, msg, &answer, &why)) {
         nic.trace("mock_nic_link_error qpn=" + std::to_string(qp.qpn) + " " + why);
@@ -210,9 +237,12 @@ struct Engine {
         o.fault = {mlx5::CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady};
         return o;
       }
-      std::vector<std::byte> data;
-      const ExecOutcome o = wire::decode_response(answer, &data);
-      if (!o.fault.failed() && resp != nullptr) resp->phantom = false, resp->data = std::move(data);
+      std::vector<std::byte> got;
+      const ExecOutcome o = wire::decode_response(answer, &got);
+      if (!o.fault.failed() && data != nullptr) {
+        if (resp != nullptr) resp->phantom = false;
+        *data = std::move(got);
+      }
       return o;
     }
   };
@@ -223,6 +253,11 @@ struct Engine {
     const wire::RequestHeader& h;
     std::vector<std::byte>* data;
     bool answer() { return answers(*rn, rq, h.src_lid, h.src_qpn); }
+    // A segmented message's first segment: the whole range must pass before any of it lands.
+    std::byte* remote(uint32_t rkey, uint64_t addr, uint64_t len, uint32_t need, KeyFault* f, bool* ph) {
+      if (h.msg_len > len && Responder::remote(rkey, addr, h.msg_len, need, f, ph) == nullptr) return nullptr;
+      return Responder::remote(rkey, addr, len, need, f, ph);
+    }
     void write(std::byte* dst, uint64_t, const std::byte* src, const WqePiece& p, bool) { store(dst, src, p.len); }
     void read_response(const std::byte* src, uint64_t, uint64_t len, bool) { copy_into(*rn, data, src, len); }
     void atomic_result(const std::byte* bytes, uint32_t size) { data->assign(bytes, bytes + size); }

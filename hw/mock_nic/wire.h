@@ -26,6 +26,7 @@ struct RequestHeader {
   uint32_t atomic_size = 0;
   uint32_t payload = 0;       // WRITE bytes after the header
   uint8_t atomic_args[32] = {};
+  uint64_t msg_len = 0;       // a segmented WRITE / READ: the whole message's length, on its first segment
 };
 
 struct AnswerHeader {

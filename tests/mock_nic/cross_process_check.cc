@@ -5,7 +5,9 @@
 // its own registered memory. Each process then checks what landed in its memory, its READ
 // data and its atomics' old values; last, a WRITE with a wrong rkey gets REMOTE_ACCESS_ERR
 // at the requester and moves the responder's QP to ERR, in the other process; then, on the
-// second pair, a READ too large for the link fails at its requester with LOCAL_LENGTH_ERR.
+// second pair, a 2 MiB READ and a 1.5 MiB WRITE cross in segments (larger than one link
+// message), and a segmented WRITE whose range ends past the peer's region is refused whole:
+// REMOTE_ACCESS_ERR, and not one of its bytes lands.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -23,8 +25,9 @@ namespace {
 struct Handle {  // what each process publishes
   uint16_t lid;
   uint32_t qpn, qpn2;
-  uint64_t src, dst, words;
+  uint64_t src, dst, words, big;
 };
+constexpr uint64_t kBig = 3 << 20;
 
 uint8_t pattern(uint32_t rank, uint64_t i) { return uint8_t(i * 13 + rank * 101 + 5); }
 
@@ -57,19 +60,22 @@ int main() {
   const uint32_t all = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic;
   const uint64_t src = rig.alloc(4096), dst = rig.alloc(4096), words = rig.alloc(64), got = rig.alloc(4096);
   for (uint64_t i = 0; i < 4096; ++i) rig.mem.as<uint8_t>(src)[i] = pattern(me, i);
+  const uint64_t big = rig.alloc(kBig);
+  for (uint64_t i = 0; i < kBig; ++i) rig.mem.as<uint8_t>(big)[i] = pattern(me, i);
+  const uint32_t key_big = rig.reg(big, kBig, all);
   const uint32_t key_src = rig.reg(src, 4096, all), key_dst = rig.reg(dst, 4096, all), key_words = rig.reg(words, 64, all),
                  key_got = rig.reg(got, 4096, all);
   (void)key_dst, (void)key_words;
   SendQueue q = rig.make_sq(0, 6, 6), q2 = rig.make_sq(0, 6, 6);
   // One memory region key per process would do; each buffer has its own, the peer needs
   // dst's, src's and words' — they are consecutive registrations, so publish each.
-  Handle mine{nic.lid(), q.qpn, q2.qpn, src, dst, words};
+  Handle mine{nic.lid(), q.qpn, q2.qpn, src, dst, words, big};
   std::vector<Handle> hs(n);
   struct Keys {
-    uint32_t src, dst, words;
+    uint32_t src, dst, words, big;
   };
   std::vector<Keys> ks(n);
-  hs[me] = mine, ks[me] = {key_src, key_dst, key_words};
+  hs[me] = mine, ks[me] = {key_src, key_dst, key_words, key_big};
   if (!boot.allgather(hs.data(), sizeof(Handle)) || !boot.allgather(ks.data(), sizeof(Keys))) return fail(me, "bootstrap");
   const Handle& p = hs[peer];
   rig.connect_to(q, p.lid, p.qpn);
@@ -122,15 +128,41 @@ int main() {
   }
   if (!links->serve_until_all_done(&why)) return fail(me, why);
   if (me == 1 && nic.qp(q.qpn)->state != QpState::kErr) return fail(me, "the responder's QP is not in ERR after a wrong rkey");
-  // A READ larger than the link takes: LOCAL_LENGTH_ERR at rank 1 on a second QP pair (the first is in ERR by now).
+  // Segmented transfers on the second QP pair (the first is in ERR by now), from rank 1: a READ
+  // of rank 0's first 2 MiB + 100 into its own region, then a WRITE of 1.5 MiB of its own
+  // bytes into rank 0's at 1 MiB (in order: the READ saw rank 0's own bytes).
+  constexpr uint64_t kRead = (2 << 20) + 100, kWrite = 3 << 19, kAt = 1 << 20;
   if (me == 1) {
-    const uint64_t big = rig.alloc(2 << 20);
-    q2.read(rig.reg(big, 2 << 20, all), big, 2 << 20, ks[peer].src, p.src);
+    const uint64_t into = rig.alloc(kRead);
+    q2.read(rig.reg(into, kRead, all), into, uint32_t(kRead), ks[peer].big, p.big);
+    q2.write(key_big, big, uint32_t(kWrite), ks[peer].big, p.big + kAt);
     q2.ring_doorbell();
-    if (!error_cqe(q2, CqeSyndrome::kLocalLengthErr)) return fail(me, "a READ larger than the link did not give LOCAL_LENGTH_ERR");
+    int n = 0;
+    for (int spins = 0; n < 2 && spins < 10'000'000; ++spins) {
+      nic.progress(), links->serve();
+      while (const Cqe64* c = q2.poll()) {
+        if (c->opcode() != uint8_t(CqeOpcode::kReq)) return fail(me, "a segmented transfer failed");
+        ++n;
+      }
+    }
+    if (n != 2) return fail(me, "segmented transfers: " + std::to_string(n) + " of 2 CQEs");
+    for (uint64_t i = 0; i < kRead; ++i)
+      if (rig.mem.as<uint8_t>(into)[i] != pattern(peer, i)) return fail(me, "segmented READ: byte " + std::to_string(i));
+    // Past the end of rank 0's region by 0.5 MiB: refused at the first segment.
+    q2.write(key_big, big, 1 << 20, ks[peer].big, p.big + kBig - (1 << 19));
+    q2.ring_doorbell();
+    if (!error_cqe(q2, CqeSyndrome::kRemoteAccessErr)) return fail(me, "a segmented WRITE past the region did not give REMOTE_ACCESS_ERR");
+  }
+  if (!links->serve_until_all_done(&why)) return fail(me, why);
+  if (me == 0) {
+    const uint8_t* b = rig.mem.as<uint8_t>(big);
+    for (uint64_t i = 0; i < kWrite; ++i)
+      if (b[kAt + i] != pattern(peer, i)) return fail(me, "segmented WRITE: byte " + std::to_string(i));
+    for (uint64_t i = kAt + kWrite; i < kBig; ++i)
+      if (b[i] != pattern(me, i)) return fail(me, "a refused WRITE landed: byte " + std::to_string(i));
   }
   if (!boot.barrier()) return fail(me, "bootstrap");
-  std::printf("rank %u: cross-process NIC models: WRITE, READ, fetch-add, compare-swap, an oversize READ and a wrong rkey over the links: OK (%llu WQEs executed here)\n",
+  std::printf("rank %u: cross-process NIC models: WRITE, READ, fetch-add, compare-swap, segmented READ / WRITE and a wrong rkey over the links: OK (%llu WQEs executed here)\n",
               me, (unsigned long long)nic.qp(q.qpn)->stats.wqes);
   return 0;
 }
