@@ -15,6 +15,7 @@ M = [
  ("hw/mlx5_devx/driver.cc", "  DB_SET(modify_qp_in, p, qp_context.atomic_mode, s.atomic_mode);\n", "", "mlx5_devx_prm_golden_test", "PrmGolden.Rst2Init"),
  ("hw/mock_nic/cqe_build.h", "(req ? uint32_t(c.wqe_opcode) << 24 : 0) | ", "", "mock_nic_fidelity_test", "RequesterCqe.*"),
  ("hw/mock_nic/nic.cc", "(to == QpState::kErr && from != QpState::kRst)", "to == QpState::kErr", "mock_nic_fidelity_test", "QpStateMachine.*"),
+ ("host/verbs_shim/model.cc", "      did += ring_changed() ? 1 : 0;", "", "verbs_shim_abi_test", "*DataPath"),
 ]
 for f, old, new, binary, flt in M:
     src = open(f).read()
