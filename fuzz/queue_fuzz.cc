@@ -29,13 +29,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   p.pe_major = in.ConsumeBool();
   // Every draw from the input: a value in [lo, hi).
   auto draw = [&in](uint32_t lo, uint32_t hi) { return in.ConsumeIntegralInRange<uint32_t>(lo, hi - 1); };
-  p.start_index = draw_start_index(draw);
+  auto pick = [&draw](uint32_t n) { return draw(0, n); };
+  p.start_index = draw_start_index(draw, pick);
 #ifdef DOORBELL_PLANT
   p.plant.no_idle_doorbell = true;  // planted: the last submitter of a burst does not ring
 #endif
   p.heap_bytes = 1ull << 20;  // fits 24 ops: smaller heaps make more runs per second
   p.check_each_step = false;  // the invariants at each change of a QP's words, as replay checks them
-  draw_ops(p, draw(1, 25), draw, 512);
+  draw_ops(p, draw(1, 25), draw, pick, 512);
   // The schedule: one input byte per choice; then round-robin, so a short input still ends.
   const std::vector<uint8_t> script = in.ConsumeRemainingBytes<uint8_t>();
   size_t pos = 0, rr = 0;

@@ -2,6 +2,8 @@
 // open, queries, PD, MR, CQ, SRQ, AH, and DCTs through mlx5dv_create_qp), answered by the
 // process's NIC model. Every exported name keeps rdma-core's prototype (verbs.h) and symbol
 // version (libibverbs.map); what is not modelled fails with EOPNOTSUPP, never silently.
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -221,6 +223,16 @@ ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t len, int access) {
 }
 ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t len, uint64_t iova, int access) {
   return ibv_reg_mr_iova2(pd, addr, len, iova, unsigned(access));
+}
+
+// A dma-buf registration (NVSHMEM's choice for GPU memory where CUDA exports dma-bufs): the
+// model reaches device memory by its virtual address through the CUDA Dma, so it registers
+// `iova` — the address the program exported the dma-buf from (cuMemGetHandleForAddressRange) —
+// and checks only that the fd is open (the fd's pages are not readable from the CPU).
+ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t len, uint64_t iova, int fd, int access) {
+  if (fcntl(fd, F_GETFD) == -1) return fail<ibv_mr>(EBADF, "reg_dmabuf_mr: fd " + std::to_string(fd) + " is not open");
+  (void)offset;  // the offset into the dma-buf matches iova's offset into the allocation
+  return ibv_reg_mr_iova2(pd, reinterpret_cast<void*>(iova), len, iova, unsigned(access));
 }
 
 int ibv_dereg_mr(ibv_mr* mr) {

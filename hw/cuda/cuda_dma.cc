@@ -88,22 +88,17 @@ uint64_t CudaDma::fetch_add64(std::byte* t, uint64_t v) {
   return rmw<uint64_t>(t, [v](uint64_t x) { return x + v; });
 }
 
-uint64_t CudaDma::cas64(std::byte* t, uint64_t cmp, uint64_t swap) {
+template <class T>
+T CudaDma::cas(std::byte* t, T cmp, T swap) {
   Current cur(ctx_);
   if (!device(t)) {
-    __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(t), &cmp, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    __atomic_compare_exchange_n(reinterpret_cast<T*>(t), &cmp, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     return cmp;
   }
-  return rmw<uint64_t>(t, [cmp, swap](uint64_t x) { return x == cmp ? swap : x; });
+  return rmw<T>(t, [cmp, swap](T x) { return x == cmp ? swap : x; });
 }
 
-uint32_t CudaDma::cas32(std::byte* t, uint32_t cmp, uint32_t swap) {
-  Current cur(ctx_);
-  if (!device(t)) {
-    __atomic_compare_exchange_n(reinterpret_cast<uint32_t*>(t), &cmp, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    return cmp;
-  }
-  return rmw<uint32_t>(t, [cmp, swap](uint32_t x) { return x == cmp ? swap : x; });
-}
+uint64_t CudaDma::cas64(std::byte* t, uint64_t cmp, uint64_t swap) { return cas<uint64_t>(t, cmp, swap); }
+uint32_t CudaDma::cas32(std::byte* t, uint32_t cmp, uint32_t swap) { return cas<uint32_t>(t, cmp, swap); }
 
 }  // namespace doorbell::cuda

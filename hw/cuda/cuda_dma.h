@@ -41,6 +41,8 @@ class CudaDma : public mock_nic::Dma {
   void move(void* dst, const void* src, size_t len);  // one copy, waited for
   template <class T, class Op>
   T rmw(std::byte* t, Op op);  // *t = op(*t), returning the old value
+  template <class T>
+  T cas(std::byte* t, T cmp, T swap);
 
   CUcontext ctx_;
   CUstream stream_;

@@ -39,9 +39,10 @@ Program draw_program(uint64_t seed, uint32_t npes) {
   p.pe_major = draw(0, 2) != 0;
   p.cpu_proxy = draw(0, 2) != 0;
   p.delay = draw(0, 2) * 20;
-  p.start_index = draw_start_index(draw);
+  auto pick = [&draw](uint32_t n) { return draw(0, n); };
+  p.start_index = draw_start_index(draw, pick);
   p.check_each_step = false;
-  draw_ops(p, draw(1, 41), draw);
+  draw_ops(p, draw(1, 41), draw, pick);
   return p;
 }
 

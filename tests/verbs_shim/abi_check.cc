@@ -6,9 +6,12 @@
 // umem probe, the SRQ / CQ / parent domain / AH / DCT NVSHMEM makes for DC, then collapsed
 // DEVX CQs, RC and DCI QPs moved to RTS, and the data path of its CPU-assisted mode: WQEs in
 // host memory, the doorbell record and the BlueFlame word written as its CPU proxy writes
-// them, completions read from the collapsed CQE's wqe_counter. A bad rkey gets an error CQE;
+// them, completions read from the collapsed CQE's wqe_counter; memory registered with
+// ibv_reg_mr and, as NVSHMEM registers GPU memory, ibv_reg_dmabuf_mr. A bad rkey gets an error CQE;
 // a WQE on a DCI is refused plainly (DC is not modelled); the shim's counters match.
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
@@ -74,12 +77,14 @@ class ShimAbi : public ::testing::Test {
   ibv_pd* pd = nullptr;
   uint32_t pdn = 0;
   uint16_t lid = 0;
+  ibv_mr* (*reg_dmabuf_mr)(ibv_pd*, uint64_t, size_t, uint64_t, int, int) = nullptr;
 
   void SetUp() override {
     v.lib = dlopen("libibverbs.so.1", RTLD_LAZY);
     ASSERT_NE(v.lib, nullptr) << dlerror();
     for (const char* n : {"ibv_fork_init", "ibv_create_qp", "ibv_reg_mr_iova"}) EXPECT_NE(dlsym(v.lib, n), nullptr) << n;
-    EXPECT_EQ(dlsym(v.lib, "ibv_reg_dmabuf_mr"), nullptr) << "absent on purpose: NVSHMEM then registers GPU memory with ibv_reg_mr";
+    reg_dmabuf_mr = reinterpret_cast<decltype(reg_dmabuf_mr)>(dlsym(v.lib, "ibv_reg_dmabuf_mr"));  // NVSHMEM's path for GPU memory
+    ASSERT_NE(reg_dmabuf_mr, nullptr);
     load(v.lib, &v.get_device_list, "ibv_get_device_list");
     load(v.lib, &v.free_device_list, "ibv_free_device_list");
     load(v.lib, &v.get_device_name, "ibv_get_device_name");
@@ -135,8 +140,12 @@ class ShimAbi : public ::testing::Test {
     pdn = dpd.pdn;
   }
   void TearDown() override {
-    if (pd != nullptr) EXPECT_EQ(v.dealloc_pd(pd), 0);
-    if (ctx != nullptr) EXPECT_EQ(v.close_device(ctx), 0);
+    if (pd != nullptr) {
+      EXPECT_EQ(v.dealloc_pd(pd), 0);
+    }
+    if (ctx != nullptr) {
+      EXPECT_EQ(v.close_device(ctx), 0);
+    }
   }
 
   // QUERY_HCA_CAP of page `cap`: the capability bytes.
@@ -323,7 +332,12 @@ TEST_F(ShimAbi, NvshmemSetUpThenItsCpuAssistedDataPath) {
   words[1] = 0x0000000100000002ull;  // a 4-byte masked fetch-add target in its low half
   const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
   ibv_mr* msrc = v.reg_mr(pd, src.data(), src.size(), all);
-  ibv_mr* mdst = v.reg_mr(pd, dst.data(), dst.size(), all);
+  // The destination as NVSHMEM registers GPU memory: a dma-buf fd and the address it came from.
+  const int dmabuf = memfd_create("doorbell-abi-dmabuf", 0);
+  ASSERT_GE(dmabuf, 0);
+  EXPECT_EQ(reg_dmabuf_mr(pd, 0, dst.size(), reinterpret_cast<uint64_t>(dst.data()), -1, all), nullptr);  // no fd: EBADF
+  EXPECT_EQ(errno, EBADF);
+  ibv_mr* mdst = reg_dmabuf_mr(pd, 0, dst.size(), reinterpret_cast<uint64_t>(dst.data()), dmabuf, all);
   ibv_mr* mw = v.reg_mr(pd, words.data(), 32, all);
   ibv_mr* mres = v.reg_mr(pd, results.data(), 32, all);
   ASSERT_TRUE(msrc && mdst && mw && mres);
@@ -433,6 +447,7 @@ TEST_F(ShimAbi, NvshmemSetUpThenItsCpuAssistedDataPath) {
 
   // Teardown in NVSHMEM's order.
   for (ibv_mr* m : {msrc, mdst, mw, mres}) EXPECT_EQ(v.dereg_mr(m), 0);
+  close(dmabuf);
   for (int i = 0; i < kQps; ++i) EXPECT_EQ(mlx5dv_devx_obj_destroy(qp[i]), 0);
   for (int i = 0; i < kQps; ++i) EXPECT_EQ(mlx5dv_devx_obj_destroy(cq[i]), 0);
   for (mlx5dv_devx_umem* u : {u_cq, u_cqdbr, u_wq, u_qpdbr}) EXPECT_EQ(mlx5dv_devx_umem_dereg(u), 0);
