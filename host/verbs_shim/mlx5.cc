@@ -1,5 +1,7 @@
 // libmlx5.so.1 of the shim: rdma-core's mlx5dv names with their symbol versions
 // (libmlx5.map), each forwarding to the model in the shim's libibverbs.so.1.
+#include <errno.h>
+
 #include "host/verbs_shim/shim_api.h"
 
 extern "C" {
@@ -29,7 +31,7 @@ struct mlx5dv_devx_umem* mlx5dv_devx_umem_reg(struct ibv_context* ctx, void* add
   return doorbell_shim_umem_reg(ctx, addr, size, access);
 }
 struct mlx5dv_devx_umem* mlx5dv_devx_umem_reg_ex(struct ibv_context* ctx, struct mlx5dv_devx_umem_in* in) {
-  if (in->comp_mask & MLX5DV_UMEM_MASK_DMABUF) return nullptr;  // dma-buf umems are not modelled
+  if (in->comp_mask & MLX5DV_UMEM_MASK_DMABUF) return errno = EOPNOTSUPP, nullptr;  // dma-buf umems are not modelled
   return doorbell_shim_umem_reg(ctx, in->addr, in->size, in->access);
 }
 int mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem* umem) { return doorbell_shim_umem_dereg(umem); }

@@ -30,8 +30,10 @@ Model* Model::get(std::string* why) {
       delete m;
     } else {
       made = m;
+      // At exit the engine stops and the counters are said; the model itself stays (objects a
+      // program still holds point into it, and a late verbs call must not build a second one).
       std::atexit([] {
-        if (made == nullptr) return;
+        made->stop();
         const Stats s = made->stats();
         if (std::getenv("DOORBELL_SHIM_QUIET") == nullptr)
           std::fprintf(stderr,
@@ -39,8 +41,8 @@ Model* Model::get(std::string* why) {
                        "actions, %llu requests to other processes, %llu served for them\n",
                        made->rank_, made->nic_->lid(), (unsigned long long)s.doorbells, (unsigned long long)s.wqes,
                        (unsigned long long)s.actions, (unsigned long long)s.remote_calls, (unsigned long long)s.remote_served);
-        delete made;
-        made = nullptr;
+        if (made->dma_ != nullptr && !made->dma_->error().empty())
+          std::fprintf(stderr, "doorbell verbs shim: device copies failed: %s\n", made->dma_->error().c_str());
       });
     }
   }
@@ -87,7 +89,7 @@ Status Model::start(std::string* why) {
   return {};
 }
 
-Model::~Model() {
+void Model::stop() {
   stop_ = true;
   if (engine_.joinable()) engine_.join();
   if (links_ != nullptr) (void)links_->unlink();
@@ -135,7 +137,8 @@ void Model::remove_uar(UarPage* u) {
 }
 
 // A BlueFlame word that changed is a doorbell (the program stored a new ctrl segment's first
-// 8 bytes there): the model takes it as that store.
+// 8 bytes there): the model takes it as that store. Only the last store to a word is seen, so
+// when QPs share the page every one of them is rung (each then reads its own doorbell record).
 bool Model::ring_changed() {
   bool any = false;
   for (auto& u : uars_)
@@ -145,6 +148,9 @@ bool Model::ring_changed() {
       if (v == u->seen[b]) continue;
       u->seen[b] = v;
       nic_->uar_write64(u->page, off, v);
+      for (uint32_t q : qpns_)
+        if (const mock_nic::Qp* qp = nic_->qp(q); qp != nullptr && qp->attr.uar_page == u->page && uint64_t(mlx5::bswap32(q << 8)) << 32 != (v & ~0xffffffffull))
+          nic_->uar_write64(u->page, off, uint64_t(mlx5::bswap32(q << 8)) << 32);
       ++doorbells_;
       any = true;
     }

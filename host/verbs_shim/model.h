@@ -63,13 +63,15 @@ class Model {
   void retire_qp(uint32_t qpn);  // before it is destroyed: its WQEs stay counted
 
   Stats stats();  // takes mu
-  ~Model();
+  void stop();    // the engine thread ends (at exit); the model stays
+  bool has_dma() const { return dma_ != nullptr; }
 
  private:
   Model() = default;
   Status start(std::string* why);
   void run();  // the engine thread
   bool ring_changed();
+  ~Model() = default;  // only a model that failed to start is destroyed (see get())
 
   mem::AddressSpace mem_;
   std::unique_ptr<mock_nic::Nic> nic_;

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "host/verbs_shim/objects.h"
 #include "host/verbs_shim/shim_api.h"
@@ -171,14 +173,14 @@ int ibv_query_port(ibv_context* ctx, uint8_t port, _compat_ibv_port_attr* a) {
 }
 
 int ibv_query_gid(ibv_context* ctx, uint8_t port, int index, ibv_gid* gid) {
-  if (port != 1 || index != 0) return fail_code(EINVAL, "query_gid: one port, one GID (index 0)");
+  if (port != 1 || index != 0) return errno = EINVAL, say("query_gid: one port, one GID (index 0)"), -1;  // rdma-core: -1 and errno
   const auto g = context_of(ctx)->model->nic().gid();
   std::memcpy(gid->raw, g.data(), 16);
   return 0;
 }
 
 int ibv_query_pkey(ibv_context*, uint8_t port, int index, __be16* pkey) {
-  if (port != 1 || index != 0) return EINVAL;
+  if (port != 1 || index != 0) return errno = EINVAL, -1;
   *pkey = htobe16(0xffff);
   return 0;
 }
@@ -231,6 +233,8 @@ ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t len, uint64_t iova, int a
 // and checks only that the fd is open (the fd's pages are not readable from the CPU).
 ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t len, uint64_t iova, int fd, int access) {
   if (fcntl(fd, F_GETFD) == -1) return fail<ibv_mr>(EBADF, "reg_dmabuf_mr: fd " + std::to_string(fd) + " is not open");
+  if (!context_of(pd->context)->model->has_dma())  // device memory the engine could not touch
+    return fail<ibv_mr>(EOPNOTSUPP, "reg_dmabuf_mr: device memory needs DOORBELL_SHIM_DMA=cuda");
   (void)offset;  // the offset into the dma-buf matches iova's offset into the allocation
   return ibv_reg_mr_iova2(pd, reinterpret_cast<void*>(iova), len, iova, unsigned(access));
 }
@@ -314,7 +318,10 @@ int ibv_destroy_qp(ibv_qp* qp) {
   return 0;
 }
 
-int ibv_get_async_event(ibv_context*, ibv_async_event*) { return -1; }
+// The model raises no asynchronous events a program can read: a thread waiting for one waits.
+int ibv_get_async_event(ibv_context*, ibv_async_event*) {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
 void ibv_ack_async_event(ibv_async_event*) {}
 const char* ibv_wc_status_str(ibv_wc_status) { return "unknown"; }
 

@@ -54,11 +54,11 @@ bool CudaDma::device(const void* p) const {
   return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_ARRAY;
 }
 
-void CudaDma::move(void* dst, const void* src, size_t len) {
+bool CudaDma::move(void* dst, const void* src, size_t len) {
   ++copies_, bytes_ += len;
-  if (!device(dst) && !device(src)) return (void)std::memmove(dst, src, len);  // host to host: no copy engine
-  ok(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), len, stream_), "cuMemcpyAsync");
-  ok(cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  if (!device(dst) && !device(src)) return std::memmove(dst, src, len), true;  // host to host: no copy engine
+  return ok(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), len, stream_), "cuMemcpyAsync") &&
+         ok(cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
 void CudaDma::copy(std::byte* dst, const std::byte* src, size_t len) {
@@ -76,7 +76,7 @@ void CudaDma::copy(std::byte* dst, const std::byte* src, size_t len) {
 template <class T, class Op>
 T CudaDma::rmw(std::byte* t, Op op) {
   T old{};
-  move(&old, t, sizeof old);
+  if (!move(&old, t, sizeof old)) return old;  // unread: the word is left alone
   const T next = op(old);
   if (next != old) move(t, &next, sizeof next);
   return old;

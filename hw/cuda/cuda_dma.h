@@ -29,8 +29,7 @@ class CudaDma : public mock_nic::Dma {
   uint32_t cas32(std::byte* t, uint32_t cmp, uint32_t swap) override;
   const char* name() const override { return "cuda"; }
 
-  // The first driver error met (a copy that failed leaves its bytes unmoved), or empty.
-  const std::string& error() const { return error_; }
+  std::string error() const override { return error_; }
   uint64_t copies() const { return copies_; }
   uint64_t bytes() const { return bytes_; }
 
@@ -38,7 +37,7 @@ class CudaDma : public mock_nic::Dma {
   CudaDma(CUcontext ctx, CUstream s) : ctx_(ctx), stream_(s) {}
   bool device(const void* p) const;  // device (or managed) memory, as the driver sees it
   bool ok(CUresult r, const char* what);
-  void move(void* dst, const void* src, size_t len);  // one copy, waited for
+  bool move(void* dst, const void* src, size_t len);  // one copy, waited for; false if it failed
   template <class T, class Op>
   T rmw(std::byte* t, Op op);  // *t = op(*t), returning the old value
   template <class T>

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace doorbell::mock_nic {
 
@@ -19,6 +20,9 @@ class Dma {
   virtual uint64_t cas64(std::byte* t, uint64_t cmp, uint64_t swap) = 0;  // returns the old value
   virtual uint32_t cas32(std::byte* t, uint32_t cmp, uint32_t swap) = 0;
   virtual const char* name() const = 0;
+  // The first failure met (a copy that failed moved nothing; an atomic that could not read its
+  // word left it alone), or empty.
+  virtual std::string error() const { return {}; }
 };
 
 }  // namespace doorbell::mock_nic

@@ -196,11 +196,13 @@ struct Engine {
     // A WRITE or READ larger than one link message crosses in segments of kLinkSegment bytes
     // (the link's MTU), each for the next part of the range; the first names the whole length,
     // so the responder checks the whole range before a byte lands, as a ConnectX checks the
-    // RETH at a message's first packet. Immediate data goes with the last segment.
+    // RETH at a message's first packet. Immediate data goes with the last segment, with the
+    // whole length. (A phantom WRITE carries no bytes: one request.)
     ExecOutcome respond_far(const RemotePeer& far, const RemoteRequest& q) {
       const bool write = q.op == mlx5::WqeOpcode::kRdmaWrite || q.op == mlx5::WqeOpcode::kRdmaWriteImm;
       const bool read = q.op == mlx5::WqeOpcode::kRdmaRead;
-      if (!(write || read) || q.phantom || q.total <= kLinkSegment) return send_far(far, q, 0, resp != nullptr ? &resp->data : nullptr);
+      if (!(write || read) || (write && q.phantom) || q.total <= kLinkSegment)
+        return send_far(far, q, 0, 0, resp != nullptr ? &resp->data : nullptr);
       std::vector<std::byte> payload;  // a WRITE's gather list, contiguous
       if (write) {
         payload.resize(q.total);
@@ -216,7 +218,7 @@ struct Engine {
         const std::byte* src = write ? payload.data() + off : nullptr;
         seg.raddr = q.raddr + off, seg.total = len, seg.with_imm = q.with_imm && off + len == q.total;
         seg.npieces = write ? 1 : 0, seg.pieces = &piece, seg.src = &src;
-        o = send_far(far, seg, off == 0 ? q.total : 0, read ? &part : nullptr);
+        o = send_far(far, seg, q.total, off, read ? &part : nullptr);
         if (o.fault.failed()) return o;
         got.insert(got.end(), part.begin(), part.end());
       }
@@ -225,11 +227,10 @@ struct Engine {
       return o;
     }
     // One request over the link and its answer (READ data or an atomic's result into *data).
-    ExecOutcome send_far(const RemotePeer& far, const RemoteRequest& q, uint64_t msg_len, std::vector<std::byte>* data) {
+    ExecOutcome send_far(const RemotePeer& far, const RemoteRequest& q, uint64_t msg_len, uint64_t msg_off, std::vector<std::byte>* data) {
       std::vector<uint8_t> msg, answer;
-      wire::encode_request(q, nic.lid(), qp.peer.lid, qp.qpn, qp.peer.qpn, qp.head, &msg,
+      wire::encode_request(q, nic.lid(), qp.peer.lid, qp.qpn, qp.peer.qpn, qp.head, msg_len, msg_off, &msg,
                            [this](std::byte* d, const std::byte* s, size_t n) { copy(nic, d, s, n); });
-      std::memcpy(msg.data() + offsetof(wire::RequestHeader, msg_len), &msg_len, sizeof msg_len);
       std::string why;
       if (!far.links->call(far.process, msg, &answer, &why)) {
         nic.trace("mock_nic_link_error qpn=" + std::to_string(qp.qpn) + " " + why);
@@ -255,9 +256,11 @@ struct Engine {
     bool answer() { return answers(*rn, rq, h.src_lid, h.src_qpn); }
     // A segmented message's first segment: the whole range must pass before any of it lands.
     std::byte* remote(uint32_t rkey, uint64_t addr, uint64_t len, uint32_t need, KeyFault* f, bool* ph) {
-      if (h.msg_len > len && Responder::remote(rkey, addr, h.msg_len, need, f, ph) == nullptr) return nullptr;
+      if (h.msg_off == 0 && h.msg_len > len && Responder::remote(rkey, addr, h.msg_len, need, f, ph) == nullptr) return nullptr;
       return Responder::remote(rkey, addr, len, need, f, ph);
     }
+    // ... and its last delivers the immediate with the whole length.
+    void deliver_imm(uint32_t imm, uint64_t bytes) { Responder::deliver_imm(imm, h.msg_len != 0 ? h.msg_len : bytes); }
     void write(std::byte* dst, uint64_t, const std::byte* src, const WqePiece& p, bool) { store(dst, src, p.len); }
     void read_response(const std::byte* src, uint64_t, uint64_t len, bool) { copy_into(*rn, data, src, len); }
     void atomic_result(const std::byte* bytes, uint32_t size) { data->assign(bytes, bytes + size); }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,18 +14,19 @@
 namespace doorbell::mock_nic {
 
 // One direction of one pair: head (bytes written) and tail (bytes read) only grow; a message
-// is a 4-byte length and its bytes, padded to 8; one that would cross the end starts again at
-// the front after a skip marker.
+// is a 4-byte length, an 8-byte sequence number (an answer carries its request's, so an
+// answer that comes after its caller gave up is told apart) and its bytes, padded to 8; one
+// that would cross the end starts again at the front after a skip marker.
 struct ShmLinks::Ring {
   alignas(64) std::atomic<uint64_t> head;
   alignas(64) std::atomic<uint64_t> tail;
   alignas(64) uint8_t data[kRingBytes];
 
   static constexpr uint32_t kSkip = 0xffffffffu;
-  static size_t padded(size_t n) { return (4 + n + 7) & ~size_t(7); }
+  static size_t padded(size_t n) { return (12 + n + 7) & ~size_t(7); }
 
   // Writer: false while there is no room (the reader has not caught up).
-  bool try_put(const std::vector<uint8_t>& m) {
+  bool try_put(uint64_t seq, const std::vector<uint8_t>& m) {
     const uint64_t h = head.load(std::memory_order_relaxed), t = tail.load(std::memory_order_acquire);
     const size_t need = padded(m.size()), at = size_t(h % kRingBytes), to_end = kRingBytes - at;
     const size_t skip = need > to_end ? to_end : 0;
@@ -33,12 +35,13 @@ struct ShmLinks::Ring {
     const size_t pos = skip != 0 ? 0 : at;
     const uint32_t len = uint32_t(m.size());
     std::memcpy(data + pos, &len, 4);
-    std::memcpy(data + pos + 4, m.data(), m.size());
+    std::memcpy(data + pos + 4, &seq, 8);
+    if (!m.empty()) std::memcpy(data + pos + 12, m.data(), m.size());
     head.store(h + skip + need, std::memory_order_release);
     return true;
   }
   // Reader: false when empty.
-  bool try_get(std::vector<uint8_t>* m) {
+  bool try_get(uint64_t* seq, std::vector<uint8_t>* m) {
     uint64_t t = tail.load(std::memory_order_relaxed);
     if (head.load(std::memory_order_acquire) == t) return false;
     size_t at = size_t(t % kRingBytes);
@@ -48,7 +51,8 @@ struct ShmLinks::Ring {
       t += kRingBytes - at, at = 0;
       std::memcpy(&len, data, 4);
     }
-    m->assign(data + at + 4, data + at + 4 + len);
+    std::memcpy(seq, data + at + 4, 8);
+    m->assign(data + at + 12, data + at + 12 + len);
     tail.store(t + padded(len), std::memory_order_release);
     return true;
   }
@@ -90,6 +94,11 @@ Result<std::unique_ptr<ShmLinks>> ShmLinks::open(const std::string& name, uint32
   const size_t bytes = segment_bytes(n);
   const int fd = create ? shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600) : shm_open(name.c_str(), O_RDWR, 0600);
   if (fd < 0) return Status(Errc::kBadState, "links: shm_open " + name + ": " + std::strerror(errno));
+  struct stat st{};
+  if (!create && (fstat(fd, &st) != 0 || size_t(st.st_size) < bytes)) {  // made, not yet sized: not ready
+    close(fd);
+    return Status(Errc::kBadState, "links: " + name + " is not ready yet (" + std::to_string(st.st_size) + " of " + std::to_string(bytes) + " bytes)");
+  }
   if (create && ftruncate(fd, off_t(bytes)) != 0) {
     const std::string e = std::strerror(errno);
     close(fd);
@@ -114,10 +123,12 @@ size_t ShmLinks::serve() {
   size_t n = 0;
   for (uint32_t from = 0; from < n_; ++from) {
     if (from == me_) continue;
-    while (requests(from, me_)->try_get(&in_)) {
+    uint64_t seq = 0;
+    while (requests(from, me_)->try_get(&seq, &in_)) {
       out_.clear();
       if (server_) server_(from, in_, &out_);
-      while (!responses(me_, from)->try_put(out_)) std::this_thread::yield();  // the caller reads it at once
+      if (out_.size() > kMaxMessage) out_.clear();  // cannot cross: an empty answer reads as none
+      while (!responses(me_, from)->try_put(seq, out_)) std::this_thread::yield();  // the caller reads it at once
       ++n;
     }
   }
@@ -132,12 +143,17 @@ bool ShmLinks::call(uint32_t to, const std::vector<uint8_t>& request, std::vecto
     return false;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (!requests(me_, to)->try_put(request)) {
+  const uint64_t seq = ++next_seq_;
+  while (!requests(me_, to)->try_put(seq, request)) {
     serve();
     if (std::chrono::steady_clock::now() > deadline) return *why = "links: process " + std::to_string(to) + " takes no requests", false;
   }
   for (uint32_t spins = 0;; ++spins) {
-    if (responses(to, me_)->try_get(response)) return ++calls_, true;
+    uint64_t got = 0;
+    if (responses(to, me_)->try_get(&got, response)) {
+      if (got == seq) return ++calls_, true;
+      continue;  // the late answer of a call that gave up: not this one's
+    }
     if (serve() == 0 && (spins & 255) == 255) {
       if (std::chrono::steady_clock::now() > deadline)
         return *why = "links: process " + std::to_string(to) + " did not answer within " + std::to_string(int(timeout_s)) + " s", false;

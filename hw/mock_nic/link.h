@@ -66,6 +66,7 @@ class ShmLinks {
   std::vector<uint8_t> in_, out_;  // scratch
   uint64_t rounds_ = 0;            // rounds this process finished
   uint64_t calls_ = 0, served_ = 0;
+  uint64_t next_seq_ = 0;          // this process's requests, numbered
 };
 
 }  // namespace doorbell::mock_nic

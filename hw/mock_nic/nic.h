@@ -157,13 +157,13 @@ class Nic {
   uint64_t bad_doorbells() const { return bad_doorbells_; }
   // A weak memory model that must hear of the engine's writes to memory and of its reads of
   // WQEs and DBRs (null: none); `name` identifies this NIC in its notes.
-  // Registered memory behind a real device (dma.h): every byte a WQE moves, and every
-  // atomic, goes through `d` (null: the engine moves host memory itself).
-  void set_dma(Dma* d) { dma_ = d; }
   void set_observer(mem::Observer* o, std::string name) {
     observer_ = o;
     observer_name_ = std::move(name);
   }
+  // Registered memory behind a real device (dma.h): every byte a WQE moves, and every
+  // atomic, goes through `d` (null: the engine moves host memory itself).
+  void set_dma(Dma* d) { dma_ = d; }
   // Trace lines (`mock_nic_<area>_<event> key=value ...`) for errors, flushes and faults.
   void set_trace(std::function<void(const std::string&)> fn) { trace_ = std::move(fn); }
 

@@ -42,8 +42,8 @@ inline constexpr uint8_t kFlushed = 0x41;
 inline constexpr uint8_t kRetryTimeout = 0x42;   // no answer within retry_count * ack_timeout
 inline constexpr uint8_t kRnrTimeout = 0x43;     // RNR NAKs beyond rnr_retry
 inline constexpr uint8_t kCqOverrun = 0x44;      // the QP's CQ overran: the QP is fatal
-inline constexpr uint8_t kExtAtomicMode = 0x34;
-inline constexpr uint8_t kDcNotModelled = 0x35;  // a WQE on a DC initiator: the model executes RC only  // extended atomic, responder atomic_mode < 3
+inline constexpr uint8_t kExtAtomicMode = 0x34;  // extended atomic, responder atomic_mode < 3
+inline constexpr uint8_t kDcNotModelled = 0x35;  // a WQE on a DC initiator: the model executes RC only
 }  // namespace vendor
 
 // RC timers of a QP (PRM qpc fields; set at INIT2RTR / RTR2RTS). A requester whose packets

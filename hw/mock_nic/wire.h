@@ -26,7 +26,8 @@ struct RequestHeader {
   uint32_t atomic_size = 0;
   uint32_t payload = 0;       // WRITE bytes after the header
   uint8_t atomic_args[32] = {};
-  uint64_t msg_len = 0;       // a segmented WRITE / READ: the whole message's length, on its first segment
+  uint64_t msg_len = 0;       // a segmented WRITE / READ: the whole message's length (0: not segmented)
+  uint64_t msg_off = 0;       // ... and where this segment starts in it
 };
 
 struct AnswerHeader {
@@ -38,10 +39,12 @@ struct AnswerHeader {
 // A request for the link: the header, then a WRITE's pieces gathered into one payload by
 // `copy(dst, src, len)` (the NIC's: its sources may be device memory). (Phantom memory does
 // not cross processes: a phantom WRITE carries no bytes.)
+// `msg_len` / `msg_off`: a segment of a longer message (RequestHeader).
 template <class Copy>
 void encode_request(const RemoteRequest& q, uint16_t src_lid, uint16_t dst_lid, uint32_t src_qpn, uint32_t dst_qpn, uint64_t psn,
-                    std::vector<uint8_t>* out, Copy&& copy) {
+                    uint64_t msg_len, uint64_t msg_off, std::vector<uint8_t>* out, Copy&& copy) {
   RequestHeader h;
+  h.msg_len = msg_len, h.msg_off = msg_off;
   h.src_lid = src_lid, h.dst_lid = dst_lid, h.op = uint8_t(q.op), h.with_imm = q.with_imm;
   h.src_qpn = src_qpn, h.dst_qpn = dst_qpn, h.psn = psn;
   h.imm = q.imm, h.rkey = q.rkey, h.raddr = q.raddr, h.total = q.total, h.atomic_size = q.atomic_size;

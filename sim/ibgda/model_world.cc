@@ -16,7 +16,7 @@ constexpr uint32_t kAllAccess = mock_nic::kLocalWrite | mock_nic::kRemoteWrite |
 
 Result<std::unique_ptr<ModelWorld>> ModelWorld::create(const WorldConfig& cfg) {
   if (cfg.npes == 0 || cfg.num_rc_per_pe == 0) return Status(Errc::kBadParam, "world: need at least one PE and one RC QP per PE");
-  if (cfg.num_nics == 0 || cfg.num_nics > 8) return Status(Errc::kBadParam, "world: num_nics must be 1..8");
+  if (cfg.num_nics == 0 || cfg.num_nics > kMaxNics) return Status(Errc::kBadParam, "world: num_nics must be 1..8");
   if (uint64_t(cfg.npes) * cfg.num_nics >= 0xc000) return Status(Errc::kBadParam, "world: more NICs than unicast LIDs");
   if ((cfg.opt.num_requests_in_batch & (cfg.opt.num_requests_in_batch - 1)) != 0 || cfg.opt.num_requests_in_batch == 0)
     return Status(Errc::kBadParam, "world: num_requests_in_batch must be a power of two");
@@ -28,6 +28,7 @@ Result<std::unique_ptr<ModelWorld>> ModelWorld::create(const WorldConfig& cfg) {
       return Status(Errc::kBadParam, "world: one PE per process, but " + std::to_string(cfg.npes) + " PEs in " +
                                          std::to_string(cfg.procs.boot->size()) + " processes");
     if (cfg.failover) return Status(Errc::kNotSupported, "world: failover across processes is not built yet (its recovery agent reaches every PE)");
+    if (cfg.heap.phantom) return Status(Errc::kNotSupported, "world: phantom memory does not cross processes (it has no bytes to send)");
   }
   std::unique_ptr<ModelWorld> w(new ModelWorld(cfg));
   if (Status st = w->build(); !st) return st;
@@ -264,7 +265,7 @@ Status ModelWorld::register_chunk(uint32_t chunk, const std::vector<uint8_t*>& h
   const uint32_t n = cfg_.npes, ndev = cfg_.num_nics;
   struct Reg {  // one PE's registration of the chunk: its address there, a key per NIC
     uint64_t addr = 0;
-    uint32_t keys[8] = {};
+    uint32_t keys[kMaxNics] = {};
   };
   std::vector<Reg> regs(n);
   for (uint32_t p = 0; p < n; ++p) {

@@ -8,6 +8,7 @@
 // CPU-handler variant) run as agents of a gpu_sim scheduler.
 #pragma once
 
+#include <cassert>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ struct Processes {
   bootstrap::Bootstrap* boot = nullptr;
   mock_nic::ShmLinks* links = nullptr;
 };
+
+inline constexpr uint32_t kMaxNics = 8;  // NICs per PE
 
 struct WorldConfig {
   uint32_t npes = 2;
@@ -82,7 +85,10 @@ class ModelWorld {
   mock_nic::Fabric& fabric() { return fabric_; }
   // Symmetric allocation (same offset on every PE); grows the heap and the key tables.
   Result<uint64_t> malloc(uint64_t bytes, uint64_t align = 64) { return heap_->alloc(bytes, align); }
-  uint8_t* at(uint32_t pe, uint64_t off) { return heap_->base(cfg_.procs.boot != nullptr ? 0 : pe) + off; }  // a local PE's
+  uint8_t* at(uint32_t pe, uint64_t off) {  // a local PE's
+    assert(local(pe));
+    return heap_->base(cfg_.procs.boot != nullptr ? 0 : pe) + off;
+  }
   // After a run, one PE per process: answer the other processes' requests until every one
   // has finished its run too (a process done first still owns memory the others write).
   // Nothing to do in one process.

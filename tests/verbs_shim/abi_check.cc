@@ -7,8 +7,9 @@
 // DEVX CQs, RC and DCI QPs moved to RTS, and the data path of its CPU-assisted mode: WQEs in
 // host memory, the doorbell record and the BlueFlame word written as its CPU proxy writes
 // them, completions read from the collapsed CQE's wqe_counter; memory registered with
-// ibv_reg_mr and, as NVSHMEM registers GPU memory, ibv_reg_dmabuf_mr. A bad rkey gets an error CQE;
-// a WQE on a DCI is refused plainly (DC is not modelled); the shim's counters match.
+// ibv_reg_mr (and ibv_reg_dmabuf_mr's errors: its success needs the CUDA Dma); two QPs
+// ringing back to back on one UAR page. A bad rkey gets an error CQE; a WQE on a DCI is
+// refused plainly (DC is not modelled); the shim's counters match.
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -332,12 +333,17 @@ TEST_F(ShimAbi, NvshmemSetUpThenItsCpuAssistedDataPath) {
   words[1] = 0x0000000100000002ull;  // a 4-byte masked fetch-add target in its low half
   const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
   ibv_mr* msrc = v.reg_mr(pd, src.data(), src.size(), all);
-  // The destination as NVSHMEM registers GPU memory: a dma-buf fd and the address it came from.
+  // A dma-buf registration (NVSHMEM's for GPU memory): a closed fd is EBADF; device memory
+  // without the shim's CUDA Dma (DOORBELL_SHIM_DMA=cuda; the GPU demo runs it) is EOPNOTSUPP,
+  // not memory the engine would then crash on.
   const int dmabuf = memfd_create("doorbell-abi-dmabuf", 0);
   ASSERT_GE(dmabuf, 0);
-  EXPECT_EQ(reg_dmabuf_mr(pd, 0, dst.size(), reinterpret_cast<uint64_t>(dst.data()), -1, all), nullptr);  // no fd: EBADF
+  EXPECT_EQ(reg_dmabuf_mr(pd, 0, dst.size(), reinterpret_cast<uint64_t>(dst.data()), -1, all), nullptr);
   EXPECT_EQ(errno, EBADF);
-  ibv_mr* mdst = reg_dmabuf_mr(pd, 0, dst.size(), reinterpret_cast<uint64_t>(dst.data()), dmabuf, all);
+  EXPECT_EQ(reg_dmabuf_mr(pd, 0, dst.size(), reinterpret_cast<uint64_t>(dst.data()), dmabuf, all), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  close(dmabuf);
+  ibv_mr* mdst = v.reg_mr(pd, dst.data(), dst.size(), all);
   ibv_mr* mw = v.reg_mr(pd, words.data(), 32, all);
   ibv_mr* mres = v.reg_mr(pd, results.data(), 32, all);
   ASSERT_TRUE(msrc && mdst && mw && mres);
@@ -419,6 +425,17 @@ TEST_F(ShimAbi, NvshmemSetUpThenItsCpuAssistedDataPath) {
   EXPECT_EQ(words[2], 77u);
   EXPECT_EQ(results[2], 0u);
 
+  // Two QPs on one UAR page ringing back to back: the page's BlueFlame word holds only the
+  // second doorbell, and both QPs' WQEs still run (each has its doorbell record).
+  const uint32_t w0 = post(0, MLX5_OPCODE_RDMA_WRITE, 0, 3, MLX5_WQE_CTRL_CQ_UPDATE,
+                           [&](uint8_t* s) { raddr(s, dst.data() + 3072, mdst->rkey), data(s + 16, src.data() + 3072, 64, msrc->lkey); });
+  ring_doorbell(0);
+  const uint32_t w1 = post(1, MLX5_OPCODE_NOP, 0, 1, MLX5_WQE_CTRL_CQ_UPDATE, [](uint8_t*) {});
+  ring_doorbell(1);
+  ASSERT_NE(wait_cqe(0, w0), nullptr) << "the first of two doorbells on one page was lost";
+  ASSERT_NE(wait_cqe(1, w1), nullptr);
+  EXPECT_EQ(std::memcmp(dst.data() + 3072, src.data() + 3072, 64), 0);
+
   // A bad rkey: an error CQE, REMOTE_ACCESS_ERR (NVSHMEM treats opcode 13 as fatal).
   const uint32_t bad = post(1, MLX5_OPCODE_RDMA_WRITE, 0, 3, MLX5_WQE_CTRL_CQ_UPDATE,
                             [&](uint8_t* s) { raddr(s, dst.data(), mdst->rkey ^ 0x80), data(s + 16, src.data(), 64, msrc->lkey); });
@@ -442,12 +459,13 @@ TEST_F(ShimAbi, NvshmemSetUpThenItsCpuAssistedDataPath) {
   ASSERT_NE(stats, nullptr);
   doorbell_shim_stats s{};
   ASSERT_EQ(stats(&s), 0);
-  EXPECT_EQ(s.doorbells, 3u);
-  EXPECT_GE(s.wqes, 9u);  // 7 on QP 0, 1 on QP 1, 1 on the DCI
+  EXPECT_EQ(s.wqes, 11u);  // 8 on QP 0, 2 on QP 1, 1 on the DCI
+  EXPECT_GE(s.doorbells, 4u);  // five rings; the back-to-back two may be seen as one change
+  EXPECT_LE(s.doorbells, 5u);
+
 
   // Teardown in NVSHMEM's order.
   for (ibv_mr* m : {msrc, mdst, mw, mres}) EXPECT_EQ(v.dereg_mr(m), 0);
-  close(dmabuf);
   for (int i = 0; i < kQps; ++i) EXPECT_EQ(mlx5dv_devx_obj_destroy(qp[i]), 0);
   for (int i = 0; i < kQps; ++i) EXPECT_EQ(mlx5dv_devx_obj_destroy(cq[i]), 0);
   for (mlx5dv_devx_umem* u : {u_cq, u_cqdbr, u_wq, u_qpdbr}) EXPECT_EQ(mlx5dv_devx_umem_dereg(u), 0);

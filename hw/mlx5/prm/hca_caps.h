@@ -55,6 +55,13 @@ struct atomic_caps {
 };
 
 static_assert(sizeof(query_hca_cap_out) / 8 == 4112 && offsetof(query_hca_cap_out, capability) == 0x80);
-static_assert(offsetof(cmd_hca_cap, log_bf_reg_size) == 0x26b && offsetof(atomic_caps, atomic_size_dc) == 0xd0);
+// Every field a client reads, at the PRM's bit offset: the model writes them with these very
+// layouts, so only these lines check the layouts themselves.
+static_assert(offsetof(cmd_hca_cap, cqe_version) == 0x1fc && offsetof(cmd_hca_cap, compact_address_vector) == 0x200 &&
+              offsetof(cmd_hca_cap, log_bf_reg_size) == 0x26b);
+static_assert(offsetof(atomic_caps, atomic_req_8B_endianness_mode) == 0x40 &&
+              offsetof(atomic_caps, supported_atomic_req_8B_endianness_mode_1) == 0x46 &&
+              offsetof(atomic_caps, atomic_operations) == 0x90 && offsetof(atomic_caps, atomic_size_qp) == 0xb0 &&
+              offsetof(atomic_caps, atomic_size_dc) == 0xd0);
 
 }  // namespace doorbell::prm
