@@ -7,7 +7,8 @@
 // at the requester and moves the responder's QP to ERR, in the other process; then, on the
 // second pair, a 2 MiB READ and a 1.5 MiB WRITE cross in segments (larger than one link
 // message), and a segmented WRITE whose range ends past the peer's region is refused whole:
-// REMOTE_ACCESS_ERR, and not one of its bytes lands.
+// REMOTE_ACCESS_ERR, and not one of its bytes lands; a segmented WRITE_IMM completes one
+// receive at the peer with the immediate and the whole length.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -24,7 +25,7 @@ namespace {
 
 struct Handle {  // what each process publishes
   uint16_t lid;
-  uint32_t qpn, qpn2;
+  uint32_t qpn, qpn2, qpn3;
   uint64_t src, dst, words, big;
 };
 constexpr uint64_t kBig = 3 << 20;
@@ -67,9 +68,14 @@ int main() {
                  key_got = rig.reg(got, 4096, all);
   (void)key_dst, (void)key_words;
   SendQueue q = rig.make_sq(0, 6, 6), q2 = rig.make_sq(0, 6, 6);
+  // A third pair with a receive CQ and one receive posted: a segmented WRITE_IMM's target.
+  const uint64_t rcq_va = rig.alloc(64 * 64, 0xff), rcq_dbr = rig.alloc(8);
+  const uint32_t rcqn = *rig.nic().create_cq({6, rcq_va, rcq_dbr, false});
+  SendQueue q3 = rig.make_sq(0, 6, 6, false, rcqn, 4);
+  q3.dbr()->rcv.set(1);
   // One memory region key per process would do; each buffer has its own, the peer needs
   // dst's, src's and words' — they are consecutive registrations, so publish each.
-  Handle mine{nic.lid(), q.qpn, q2.qpn, src, dst, words, big};
+  Handle mine{nic.lid(), q.qpn, q2.qpn, q3.qpn, src, dst, words, big};
   std::vector<Handle> hs(n);
   struct Keys {
     uint32_t src, dst, words, big;
@@ -80,6 +86,7 @@ int main() {
   const Handle& p = hs[peer];
   rig.connect_to(q, p.lid, p.qpn);
   rig.connect_to(q2, p.lid, p.qpn2);
+  rig.connect_to(q3, p.lid, p.qpn3);
   if (!boot.barrier()) return fail(me, "bootstrap");
 
   // WRITE 1 KiB into the peer's dst, READ 512 B of its src, fetch-add its word 0, CAS its word 1.
@@ -161,8 +168,27 @@ int main() {
     for (uint64_t i = kAt + kWrite; i < kBig; ++i)
       if (b[i] != pattern(me, i)) return fail(me, "a refused WRITE landed: byte " + std::to_string(i));
   }
+  // A WRITE_IMM of 600 KiB (three segments) from rank 1: rank 0's receive completes once,
+  // with the immediate and the whole length.
+  constexpr uint64_t kImmBytes = 600 << 10;
+  if (me == 1) {
+    q3.rdma(WqeOpcode::kRdmaWriteImm, key_big, big, uint32_t(kImmBytes), ks[peer].big, p.big, kCtrlCqUpdate, 0xfeed);
+    q3.ring_doorbell();
+    const Cqe64* c = nullptr;
+    for (int spins = 0; c == nullptr && spins < 10'000'000; ++spins) nic.progress(), links->serve(), c = q3.poll();
+    if (c == nullptr || c->opcode() != uint8_t(CqeOpcode::kReq)) return fail(me, "the segmented WRITE_IMM did not complete");
+  }
+  if (!links->serve_until_all_done(&why)) return fail(me, why);
+  if (me == 0) {
+    const Cqe64* rc = rig.mem.as<Cqe64>(rcq_va);
+    if (rc->opcode() != uint8_t(CqeOpcode::kRespWrImm) || rc->imm_inval_pkey.get() != 0xfeedu || rc->byte_cnt.get() != kImmBytes)
+      return fail(me, "segmented WRITE_IMM: receive CQE opcode " + std::to_string(rc->opcode()) + ", byte_cnt " +
+                          std::to_string(rc->byte_cnt.get()) + " (want " + std::to_string(kImmBytes) + ")");
+    for (uint64_t i = 0; i < kImmBytes; ++i)
+      if (rig.mem.as<uint8_t>(big)[i] != pattern(peer, i)) return fail(me, "segmented WRITE_IMM: byte " + std::to_string(i));
+  }
   if (!boot.barrier()) return fail(me, "bootstrap");
-  std::printf("rank %u: cross-process NIC models: WRITE, READ, fetch-add, compare-swap, segmented READ / WRITE and a wrong rkey over the links: OK (%llu WQEs executed here)\n",
+  std::printf("rank %u: cross-process NIC models: WRITE, READ, fetch-add, compare-swap, segmented READ / WRITE / WRITE_IMM and a wrong rkey over the links: OK (%llu WQEs executed here)\n",
               me, (unsigned long long)nic.qp(q.qpn)->stats.wqes);
   return 0;
 }
