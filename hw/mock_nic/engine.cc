@@ -222,7 +222,7 @@ struct Engine {
         if (o.fault.failed()) return o;
         got.insert(got.end(), part.begin(), part.end());
       }
-      if (read && resp != nullptr) resp->phantom = false, resp->data = std::move(got);
+      if (read && resp != nullptr) resp->data = std::move(got);  // send_far cleared its phantom flag
       o.byte_cnt = uint32_t(q.total);
       return o;
     }

@@ -40,8 +40,9 @@ void WorkloadRun::fill_sources() {
   const uint32_t npes = world_.config().npes;
   for (uint32_t pe = 0; pe < npes; ++pe)
     for (auto [at, n, base] : {std::tuple{w_.src, w_.src_bytes, uint64_t(0)}, std::tuple{w_.msg_send, w_.msg_send_bytes, kMsgBytes}}) {
+      if (!world_.local(pe)) continue;  // another process fills its own
       uint8_t* p = world_.at(pe, at);
-      for (uint64_t i = 0; i < n && world_.local(pe); i += 8) {  // source_byte's bytes, one draw per 8
+      for (uint64_t i = 0; i < n; i += 8) {  // source_byte's bytes, one draw per 8
         const uint64_t r = source_word(pe, (base + i) >> 3);
         for (uint64_t k = 0; k < 8 && i + k < n; ++k) p[i + k] = uint8_t(r >> (8 * k));
       }
@@ -69,10 +70,12 @@ WorkloadRun::Verdict WorkloadRun::classify(gpu_sim::Scheduler& s, const gpu_sim:
 std::string WorkloadRun::check_bytes() const {
   if (w_.msgs != nullptr)
     for (const auto& per : *w_.msgs)
-      for (const Msg& m : per)
-        for (uint64_t b = 0; b < m.len && world_.local(m.to); ++b)  // another process checks its own memory
+      for (const Msg& m : per) {
+        if (!world_.local(m.to)) continue;  // another process checks its own memory
+        for (uint64_t b = 0; b < m.len; ++b)
           if (world_.at(m.to, w_.msg_recv + m.dst)[b] != source_byte(m.from, kMsgBytes + m.src + b))
             return "generated message to pe " + std::to_string(m.to) + ": byte " + std::to_string(b) + " differs";
+      }
   const uint32_t npes = world_.config().npes;
   for (uint32_t pe = 0; pe < npes; ++pe)
     for (uint64_t t = 0; t < w_.threads(); ++t)

@@ -95,25 +95,26 @@ int main() {
   q.atomic(mlx5::WqeOpcode::kAtomicFa, 10 * (me + 1), 0, key_got, got + 1024, ks[peer].words, p.words);
   q.atomic(mlx5::WqeOpcode::kAtomicCs, 100 + me, 0, key_got, got + 1032, ks[peer].words, p.words + 8);
   q.ring_doorbell();
-  int cqes = 0;
   std::string why;
-  for (int spins = 0; cqes < 4 && spins < 10'000'000; ++spins) {
-    nic.progress();
-    links->serve();
-    while (const Cqe64* c = q.poll()) {
-      if (c->opcode() != uint8_t(CqeOpcode::kReq)) return fail(me, "an error CQE, syndrome " + std::to_string(reinterpret_cast<const ErrCqe64*>(c)->syndrome));
-      ++cqes;
-    }
-  }
-  if (cqes != 4) return fail(me, "only " + std::to_string(cqes) + " of 4 CQEs");
+  // The next CQE of `sq`, the NIC run and the peer's requests served meanwhile (null: none came).
+  auto next_cqe = [&](SendQueue& sq) {
+    const Cqe64* c = nullptr;
+    for (int spins = 0; c == nullptr && spins < 10'000'000; ++spins) nic.progress(), links->serve(), c = sq.poll();
+    return c;
+  };
+  // `n` good CQEs of `sq` in a row.
+  auto good_cqes = [&](SendQueue& sq, int n) {
+    for (int k = 0; k < n; ++k)
+      if (const Cqe64* c = next_cqe(sq); c == nullptr || c->opcode() != uint8_t(CqeOpcode::kReq)) return false;
+    return true;
+  };
+  if (!good_cqes(q, 4)) return fail(me, "the WRITE, READ and atomics did not all complete");
   if (!links->serve_until_all_done(&why)) return fail(me, why);
   if (!boot.barrier()) return fail(me, "bootstrap");
 
-  // The next CQE of `sq` (the NIC run, the peer's requests served meanwhile) is an error
-  // CQE with syndrome `want`.
+  // The next CQE of `sq` is an error CQE with syndrome `want`.
   auto error_cqe = [&](SendQueue& sq, CqeSyndrome want) {
-    const Cqe64* c = nullptr;
-    for (int spins = 0; c == nullptr && spins < 10'000'000; ++spins) nic.progress(), links->serve(), c = sq.poll();
+    const Cqe64* c = next_cqe(sq);
     return c != nullptr && c->opcode() == uint8_t(CqeOpcode::kReqErr) && reinterpret_cast<const ErrCqe64*>(c)->syndrome == uint8_t(want);
   };
 
@@ -144,15 +145,7 @@ int main() {
     q2.read(rig.reg(into, kRead, all), into, uint32_t(kRead), ks[peer].big, p.big);
     q2.write(key_big, big, uint32_t(kWrite), ks[peer].big, p.big + kAt);
     q2.ring_doorbell();
-    int n = 0;
-    for (int spins = 0; n < 2 && spins < 10'000'000; ++spins) {
-      nic.progress(), links->serve();
-      while (const Cqe64* c = q2.poll()) {
-        if (c->opcode() != uint8_t(CqeOpcode::kReq)) return fail(me, "a segmented transfer failed");
-        ++n;
-      }
-    }
-    if (n != 2) return fail(me, "segmented transfers: " + std::to_string(n) + " of 2 CQEs");
+    if (!good_cqes(q2, 2)) return fail(me, "a segmented transfer failed");
     for (uint64_t i = 0; i < kRead; ++i)
       if (rig.mem.as<uint8_t>(into)[i] != pattern(peer, i)) return fail(me, "segmented READ: byte " + std::to_string(i));
     // Past the end of rank 0's region by 0.5 MiB: refused at the first segment.
@@ -174,9 +167,7 @@ int main() {
   if (me == 1) {
     q3.rdma(WqeOpcode::kRdmaWriteImm, key_big, big, uint32_t(kImmBytes), ks[peer].big, p.big, kCtrlCqUpdate, 0xfeed);
     q3.ring_doorbell();
-    const Cqe64* c = nullptr;
-    for (int spins = 0; c == nullptr && spins < 10'000'000; ++spins) nic.progress(), links->serve(), c = q3.poll();
-    if (c == nullptr || c->opcode() != uint8_t(CqeOpcode::kReq)) return fail(me, "the segmented WRITE_IMM did not complete");
+    if (!good_cqes(q3, 1)) return fail(me, "the segmented WRITE_IMM did not complete");
   }
   if (!links->serve_until_all_done(&why)) return fail(me, why);
   if (me == 0) {
