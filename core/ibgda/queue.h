@@ -162,16 +162,25 @@ DOORBELL_HD OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32
 template <class C>
 DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint64_t upto, uint64_t own_from) {
   using namespace exec;
-  while (ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1) != 0)
+  // Submitted by now (read beside the lock CAS, not after it): the holder posts all of it,
+  // so that ringers queued behind the lock find their WQEs posted and leave without
+  // ringing. Without that, on a QP shared by many warps every submitter whose span
+  // crossed a batch boundary rang in turn, each with its fences (gpu/run-post-bench).
+  const uint64_t ready = ctx.load(gpu_scope, relaxed, &qp.mv->ready_head);
+  while (ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1) != 0) {
+    const uint64_t prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
+    if (prod >= upto) return OpResult::kOk;  // a holder raised it: it rings for these WQEs
     if (!ctx.spin("post_send: lock", &qp.mv->post_send_lock, 1)) return OpResult::kTimeout;
-  const uint64_t old = ctx.atomic_max(gpu_scope, &qp.mv->prod_idx, upto);
-  if (upto > old) {
+  }
+  const uint64_t to = ready > upto ? ready : upto;
+  const uint64_t old = ctx.atomic_max(gpu_scope, &qp.mv->prod_idx, to);
+  if (to > old) {
     if (st.opt.cpu_proxy) {
-      publish_to_proxy(ctx, st.opt, &qp.mv->proxy_prod, upto);
+      publish_to_proxy(ctx, st.opt, &qp.mv->proxy_prod, to);
     } else {
-      wqes_before_dbr(ctx, st.opt, old < own_from);
-      ctx.store(system_scope, relaxed, qp.dbr, dbr_word(upto));
-      ring_nic_doorbell(ctx, st.opt, qp.bf, doorbell_value(upto, qp.qpn));
+      wqes_before_dbr(ctx, st.opt, old < own_from || to > upto);
+      ctx.store(system_scope, relaxed, qp.dbr, dbr_word(to));
+      ring_nic_doorbell(ctx, st.opt, qp.bf, doorbell_value(to, qp.qpn));
     }
   }
   // Relaxed: whatever the holder wrote for the NIC is already ordered before this store by

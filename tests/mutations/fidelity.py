@@ -4,7 +4,7 @@
 import os, subprocess, sys, shutil
 # (file, old, new, test binary, gtest filter)
 M = [
- ("core/ibgda/queue.h", "ring_nic_doorbell(ctx, st.opt, qp.bf, doorbell_value(upto, qp.qpn));", "ring_nic_doorbell(ctx, st.opt, qp.bf, *reinterpret_cast<const uint64_t*>(wqe_at(qp, upto - 1)));", "ibgda_protocol_test", "*DoorbellValue*"),
+ ("core/ibgda/queue.h", "ring_nic_doorbell(ctx, st.opt, qp.bf, doorbell_value(to, qp.qpn));", "ring_nic_doorbell(ctx, st.opt, qp.bf, *reinterpret_cast<const uint64_t*>(wqe_at(qp, to - 1)));", "ibgda_protocol_test", "*DoorbellValue*"),
  ("hw/mock_nic/cq.cc", "if (!overrun_ignore) {", "if (!collapsed) {", "mock_nic_fidelity_test", "CqOverrun.*"),
  ("hw/mlx5_devx/driver.cc", "  DB_SET(create_cq_in, p, cq_context.oi, s.overrun_ignore ? 1 : 0);\n", "", "mlx5_devx_prm_golden_test", "PrmGolden.CreateCq"),
  ("hw/mock_nic/engine.cc", "      if (!retries_left_out(nic, qp, rnr, rnr_ns)) return false;  // not answered yet: try again later", "", "mock_nic_fidelity_test", "RetryTimer.*:RnrTimer.*"),
