@@ -328,5 +328,6 @@ int main(int argc, char** argv) {
   unsigned long long fails = 0;
   CHECK(cudaMemcpy(&fails, b.fails, 8, cudaMemcpyDeviceToHost));
   if (fails != 0) std::printf("doorbell: %llu threads saw an error or a timeout\n", fails);
+  doorbell::cuda_exec::report_timeouts();  // waits that gave up, logged on the device
   return fails != 0;
 }

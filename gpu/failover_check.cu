@@ -333,5 +333,6 @@ int main() {
               teeth ? "OK" : "FAIL");
   failed += !teeth;
   std::printf("%d failed\n", failed);
+  doorbell::cuda_exec::report_timeouts();  // waits that gave up, logged on the device
   return failed == 0 ? 0 : 1;
 }

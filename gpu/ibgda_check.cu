@@ -274,5 +274,6 @@ int main() {
     caught ? ++passed : ++failed;
   }
   std::printf("%d passed, %d failed\n", passed, failed);
+  doorbell::cuda_exec::report_timeouts();  // waits that gave up, logged on the device
   return failed == 0 ? 0 : 1;
 }

@@ -163,5 +163,6 @@ int main(int argc, char** argv) {
                   gpu_sim::ptx_allows(t, p) ? "allowed" : "forbidden", cell[0].c_str(), cell[1].c_str(), (unsigned long long)m);
     }
   std::printf("\nlitmus: %s\n", bad ? "FAILED: the GPU showed an outcome PTX forbids" : "OK: no forbidden outcome on the GPU");
+  doorbell::cuda_exec::report_timeouts();  // waits that gave up, logged on the device
   return bad;
 }

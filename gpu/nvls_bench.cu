@@ -244,6 +244,7 @@ int main(int argc, char** argv) {
         CHECK(cudaSetDevice(g_dev[r]));
         CHECK(cudaMemcpy(&b, rk[r].bad, sizeof b, cudaMemcpyDeviceToHost));
         bad += b;
+        cuda_exec::report_timeouts();
       }
       std::printf("  allreduce %-4s %-3s, %llu elements: %s%s\n", nvls::dtype_name(t), nvls::redop_name(op), (unsigned long long)count,
                   same ? "equal to the reference" : "WRONG", bad != 0 ? " (CTAs timed out)" : "");
@@ -311,6 +312,7 @@ int main(int argc, char** argv) {
     CHECK(cudaSetDevice(g_dev[r]));
     CHECK(cudaMemcpy(&bad, rk[r].bad, sizeof bad, cudaMemcpyDeviceToHost));
     if (bad != 0) std::printf("  rank %d: %u CTAs timed out\n", r, bad), status = 1;
+    cuda_exec::report_timeouts();  // this device's waits that gave up
   }
   std::printf("nvls_bench: %s\n", status == 0 ? "OK" : "FAILED");
   return status;

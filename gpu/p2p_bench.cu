@@ -359,6 +359,7 @@ int rank_main(gpu::Bootstrap& b) {
   unsigned bad = 0;
   CHECK(cudaMemcpy(&bad, k.bad, sizeof bad, cudaMemcpyDeviceToHost));
   if (bad != 0 || k.failed != 0) std::printf("  rank %d: %u kernel sides and %d proxies failed\n", r, bad, k.failed), status = 1;
+  cuda_exec::report_timeouts();  // waits that gave up, logged on the device
 #ifdef DOORBELL_WITH_NCCL
   NCCLCHECK(ncclCommDestroy(comm));
 #endif

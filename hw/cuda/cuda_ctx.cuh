@@ -1,11 +1,13 @@
 // The CUDA execution context: the same interface as the CPU model's SimCtx, as device code
 // for Hopper (sm_90). Atomics and ordered accesses go through libcu++'s cuda::atomic_ref with
 // the matching thread scope; fences are cuda::atomic_thread_fence; doorbells are st.mmio.
-// Waits are bounded by the global timer: a wait that outlives `timeout_ns` prints who waited
-// on what and returns kTimeout instead of hanging the GPU.
+// Waits are bounded by the global timer: a wait that outlives `timeout_ns` returns kTimeout
+// instead of hanging the GPU and is logged (who waited on what) in device memory, which the
+// host prints with report_timeouts() once the kernel is done.
 #pragma once
 
 #include <cuda/atomic>
+#include <cuda_runtime.h>
 #include <cstdint>
 #include <cstdio>
 #include <type_traits>
@@ -42,6 +44,21 @@ __device__ inline uint64_t global_timer_ns() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+
+// Where bounded waits that gave up are logged (CudaCtx::spin), one log per translation unit.
+inline constexpr unsigned kTimeoutRecords = 8;
+struct TimeoutRecord {
+  uint64_t ns;
+  const char* what;  // a string literal in device memory, read by the host
+  const uint64_t* addr;
+  uint64_t seen;
+  uint32_t cta, thread;
+};
+struct TimeoutLog {
+  unsigned long long count;
+  TimeoutRecord first[kTimeoutRecords];
+};
+static __device__ TimeoutLog g_timeout_log;
 
 class CudaCtx {
  public:
@@ -123,8 +140,11 @@ class CudaCtx {
   // that a poll costs an increment and a test (the bookkeeping of every poll cost the thread
   // post path half its rate on an H100: gpu/run-post-bench). A sample that finds another
   // polled word or value (progress, or the next wait), or that comes long after the last one
-  // (a new wait), restarts the deadline. The report is out of line and takes no `this`, so
-  // the context stays in registers.
+  // (a new wait), restarts the deadline. A timeout is logged in device memory, not printed:
+  // a call (printf) on the wait path cost lanes posting in turn most of their overlap
+  // (thread-scope puts on one QP 0.29 -> 0.41-0.50 M/s without it on an H100,
+  // gpu/run-post-bench). A wait path with no memory effect at all ran 1.2-1.4 M/s: that
+  // is what saying who timed out costs there.
   __device__ __forceinline__ bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
 #ifdef DOORBELL_EXPERIMENT_UNBOUNDED_SPIN  // benchmark experiments only: waits never time out
     return (void)what, (void)addr, (void)seen, true;
@@ -134,15 +154,17 @@ class CudaCtx {
     if (addr != last_addr_ || seen != last_seen_ || now - last_ns_ > kNewWaitNs) start_ns_ = now;
     last_addr_ = addr, last_seen_ = seen, last_ns_ = now;
     if (now - start_ns_ < timeout_ns_) return true;
-    report_timeout(now - start_ns_, what, addr, seen);
+    log_timeout(now - start_ns_, what, addr, seen);
     start_ns_ = now;  // a caller that polls on gets a fresh deadline
     return false;
   }
 
  private:
-  __device__ static __noinline__ void report_timeout(uint64_t ns, const char* what, const uint64_t* addr, uint64_t seen) {
-    printf("doorbell: timeout after %llu ns: cta %u warp %u lane %u waits in \"%s\" on %p, last seen %llu\n",
-           (unsigned long long)ns, blockIdx.x, threadIdx.x >> 5, threadIdx.x & 31u, what, addr, (unsigned long long)seen);
+  __device__ static __forceinline__ void log_timeout(uint64_t ns, const char* what, const uint64_t* addr, uint64_t seen) {
+    const unsigned long long k = atomicAdd(&g_timeout_log.count, 1ull);
+    if (k >= kTimeoutRecords) return;
+    TimeoutRecord& r = g_timeout_log.first[k];
+    r.ns = ns, r.what = what, r.addr = addr, r.seen = seen, r.cta = blockIdx.x, r.thread = threadIdx.x;
   }
 
   __device__ static void copy(void* dst, const void* src, size_t n) {
@@ -171,5 +193,28 @@ class CudaCtx {
   uint64_t start_ns_ = 0;                // when the current wait's deadline started
   uint32_t polls_ = 0;
 };
+
+// Prints the timeouts kernels of this translation unit logged since the last call (the first
+// kTimeoutRecords of them, and how many there were) and clears the log; returns how many.
+// Call it with the kernels done.
+inline unsigned long long report_timeouts(std::FILE* out = stderr) {
+  TimeoutLog log;
+  if (cudaMemcpyFromSymbol(&log, g_timeout_log, sizeof log) != cudaSuccess) return 0;
+  for (unsigned long long k = 0; k < log.count && k < kTimeoutRecords; ++k) {
+    const TimeoutRecord& r = log.first[k];
+    char what[96] = "?";
+    for (size_t i = 0; i + 1 < sizeof what; ++i)  // a byte at a time: the literal may end a page
+      if (cudaMemcpy(what + i, r.what + i, 1, cudaMemcpyDeviceToHost) != cudaSuccess || what[i] == 0) break;
+    what[sizeof what - 1] = 0;
+    (void)cudaGetLastError();  // a failed read of the literal is not the caller's error
+    std::fprintf(out, "doorbell: timeout after %llu ns: cta %u warp %u lane %u waited in \"%s\" on %p, last seen %llu\n",
+                 (unsigned long long)r.ns, r.cta, r.thread >> 5, r.thread & 31u, what, static_cast<const void*>(r.addr),
+                 (unsigned long long)r.seen);
+  }
+  if (log.count > kTimeoutRecords) std::fprintf(out, "doorbell: ... %llu timeouts in all\n", log.count);
+  const TimeoutLog none{};
+  (void)cudaMemcpyToSymbol(g_timeout_log, &none, sizeof none);
+  return log.count;
+}
 
 }  // namespace doorbell::cuda_exec
