@@ -168,9 +168,14 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
   // crossed a batch boundary rang in turn, each with its fences (gpu/run-post-bench).
   const uint64_t ready = ctx.load(gpu_scope, relaxed, &qp.mv->ready_head);
   while (ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1) != 0) {
-    const uint64_t prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
-    if (prod >= upto) return OpResult::kOk;  // a holder raised it: it rings for these WQEs
-    if (!ctx.spin("post_send: lock", &qp.mv->post_send_lock, 1)) return OpResult::kTimeout;
+    // Loads until the lock looks free, leaving once a holder covers upto: waiters that CAS
+    // in a loop slowed the holder on the same line. (Submit keeps its CAS loop: polling
+    // ready_head with loads halved the shared-QP warp row of gpu/run-post-bench.)
+    for (;;) {
+      if (ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx) >= upto) return OpResult::kOk;  // it rings for these WQEs
+      if (ctx.load(gpu_scope, relaxed, &qp.mv->post_send_lock) == 0) break;
+      if (!ctx.spin("post_send: lock", &qp.mv->post_send_lock, 1)) return OpResult::kTimeout;
+    }
   }
   const uint64_t to = ready > upto ? ready : upto;
   const uint64_t old = ctx.atomic_max(gpu_scope, &qp.mv->prod_idx, to);
