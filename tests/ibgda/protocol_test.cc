@@ -292,15 +292,30 @@ TEST(IbgdaProtocol, ErrorCqeIsReportedNotSpunOn) {
   EXPECT_NE((*w)->first_error().find("REMOTE_ACCESS_ERR"), std::string::npos) << (*w)->first_error();
 }
 
+// PE 0 of a two-PE world (depth 16, batch 4), its QP to PE 1 and a 4 KiB heap buffer, for
+// tests that drive the send path by hand.
+class IbgdaOneQp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = ModelWorld::create(world_cfg(2, 4, 4));
+    ASSERT_TRUE(r.is_ok());
+    world_ = std::move(*r);
+    w = world_.get();
+    buf = *w->malloc(4096);
+    st = &w->state(0);
+    qp = st->qps[1];
+  }
+  std::unique_ptr<ModelWorld> world_;
+  ModelWorld* w = nullptr;
+  uint64_t buf = 0;
+  DevState* st = nullptr;
+  DevQp qp;  // a copy, as the send path's callers take one
+};
+
 // The doorbell value is built from prod_idx and the QPN, as NVSHMEM does, not read back from
 // the ring: the last WQEBB before prod_idx need not hold a control segment (the second half
 // of a two-WQEBB WQE), and a doorbell whose QPN field is garbage is dropped by the NIC.
-TEST(IbgdaProtocol, DoorbellValueDoesNotDependOnTheRing) {
-  auto w = ModelWorld::create(world_cfg(2, 4, 4));
-  ASSERT_TRUE(w.is_ok());
-  const uint64_t buf = *(*w)->malloc(4096);
-  DevState* st = &(*w)->state(0);
-  const DevQp& qp = st->qps[1];
+TEST_F(IbgdaOneQp, DoorbellValueDoesNotDependOnTheRing) {
   Scheduler s(sched(1));
   s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {
     uint64_t base;
@@ -318,25 +333,18 @@ TEST(IbgdaProtocol, DoorbellValueDoesNotDependOnTheRing) {
     ASSERT_EQ(submit(ctx, *st, qp, base, 2), OpResult::kOk);
     EXPECT_EQ(poll_cq(ctx, *st, qp, base + 1), OpResult::kOk);  // the CQE names the WQE's first WQEBB
   });
-  (*w)->attach(s);
+  w->attach(s);
   ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
-  EXPECT_EQ((*w)->nic(0).bad_doorbells(), 0u);
-  EXPECT_EQ((*w)->nic(0).qp(qp.qpn)->stats.doorbells, 1u);
+  EXPECT_EQ(w->nic(0).bad_doorbells(), 0u);
+  EXPECT_EQ(w->nic(0).qp(qp.qpn)->stats.doorbells, 1u);
   const uint64_t v = doorbell_value(1, qp.qpn);
   EXPECT_EQ(mlx5::bswap32(uint32_t(v >> 32)) >> 8, qp.qpn);
 }
 
-// A poll for an index that was never posted must not complete, even where the CQE's 16-bit
-// wqe_counter matches it (2^16 past a completed WQE): poll_cq waits for the producer first.
 // A ringer posts everything submitted by then, not only its own WQEs: a ringer queued behind
 // the lock finds its WQEs posted and leaves without ringing (the shared-QP rows of
 // gpu/run-post-bench went 0.12x -> 0.46x and 0.42x -> 3.6x NVSHMEM with this).
-TEST(IbgdaProtocol, ARingerPostsEverythingSubmittedAndAQueuedRingerLeaves) {
-  auto w = ModelWorld::create(world_cfg(2, 4, 4));
-  ASSERT_TRUE(w.is_ok());
-  const uint64_t buf = *(*w)->malloc(4096);
-  DevState* st = &(*w)->state(0);
-  const DevQp& qp = st->qps[1];
+TEST_F(IbgdaOneQp, ARingerPostsEverythingSubmittedAndAQueuedRingerLeaves) {
   Scheduler s(sched(1));
   s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {
     uint64_t b0, b1;
@@ -355,17 +363,14 @@ TEST(IbgdaProtocol, ARingerPostsEverythingSubmittedAndAQueuedRingerLeaves) {
     EXPECT_EQ(post_send(ctx, *st, qp, b1 + 1, b1), OpResult::kOk);
     ctx.store(exec::gpu_scope, exec::relaxed, &qp.mv->post_send_lock, uint64_t{0});
   });
-  (*w)->attach(s);
+  w->attach(s);
   ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
-  EXPECT_EQ((*w)->nic(0).qp(qp.qpn)->stats.doorbells, 1u);
+  EXPECT_EQ(w->nic(0).qp(qp.qpn)->stats.doorbells, 1u);
 }
 
-TEST(IbgdaProtocol, PollForAnIndexNeverPostedDoesNotComplete) {
-  auto w = ModelWorld::create(world_cfg(2, 4, 4));
-  ASSERT_TRUE(w.is_ok());
-  const uint64_t buf = *(*w)->malloc(4096);
-  DevState* st = &(*w)->state(0);
-  const DevQp& qp = st->qps[1];
+// A poll for an index that was never posted must not complete, even where the CQE's 16-bit
+// wqe_counter matches it (2^16 past a completed WQE): poll_cq waits for the producer first.
+TEST_F(IbgdaOneQp, PollForAnIndexNeverPostedDoesNotComplete) {
   OpResult done = OpResult::kTimeout;
   std::optional<OpResult> never;  // stays empty if the model ends the run inside the wait
   uint64_t base = 0, cons_before = 0;
@@ -378,7 +383,7 @@ TEST(IbgdaProtocol, PollForAnIndexNeverPostedDoesNotComplete) {
     cons_before = ctx.load(exec::gpu_scope, exec::relaxed, &qp.mv->cons_idx);
     never = poll_cq(ctx, *st, qp, base + 1 + 0x10000);  // same low 16 bits as the completed one
   });
-  (*w)->attach(s);
+  w->attach(s);
   const RunResult r = s.run();
   EXPECT_EQ(done, OpResult::kOk);
   EXPECT_EQ(cons_before, base + 1);
