@@ -203,21 +203,25 @@ struct Engine {
       const bool read = q.op == mlx5::WqeOpcode::kRdmaRead;
       if (!(write || read) || (write && q.phantom) || q.total <= kLinkSegment)
         return send_far(far, q, 0, 0, resp != nullptr ? &resp->data : nullptr);
-      std::vector<std::byte> payload;  // a WRITE's gather list, contiguous
-      if (write) {
-        payload.resize(q.total);
-        std::byte* at = payload.data();
-        for (uint32_t k = 0; k < q.npieces; ++k) copy(nic, at, q.src[k], q.pieces[k].len), at += q.pieces[k].len;
-      }
       std::vector<std::byte> got, part;
+      std::vector<WqePiece> pieces;  // a WRITE segment's part of the gather list, sliced (encode_request gathers it)
+      std::vector<const std::byte*> srcs;
+      uint32_t k = 0;                // the piece where the next segment begins, and how far into it
+      uint64_t into = 0;
       ExecOutcome o;
       for (uint64_t off = 0; off < q.total; off += kLinkSegment) {
         const uint64_t len = std::min<uint64_t>(kLinkSegment, q.total - off);
+        pieces.clear(), srcs.clear();
+        for (uint64_t left = len; write && left != 0;) {
+          const uint64_t n = std::min<uint64_t>(left, q.pieces[k].len - into);
+          pieces.push_back({0, 0, uint32_t(n), nullptr});
+          srcs.push_back(q.src[k] + into);
+          left -= n, into += n;
+          if (into == q.pieces[k].len) ++k, into = 0;
+        }
         RemoteRequest seg = q;
-        WqePiece piece{0, 0, uint32_t(len), nullptr};
-        const std::byte* src = write ? payload.data() + off : nullptr;
         seg.raddr = q.raddr + off, seg.total = len, seg.with_imm = q.with_imm && off + len == q.total;
-        seg.npieces = write ? 1 : 0, seg.pieces = &piece, seg.src = &src;
+        seg.npieces = uint32_t(pieces.size()), seg.pieces = pieces.data(), seg.src = srcs.data();
         o = send_far(far, seg, q.total, off, read ? &part : nullptr);
         if (o.fault.failed()) return o;
         got.insert(got.end(), part.begin(), part.end());

@@ -7,7 +7,7 @@
 // at the requester and moves the responder's QP to ERR, in the other process; then, on the
 // second pair, a 2 MiB READ and a 1.5 MiB WRITE cross in segments (larger than one link
 // message), and a segmented WRITE whose range ends past the peer's region is refused whole:
-// REMOTE_ACCESS_ERR, and not one of its bytes lands; a segmented WRITE_IMM completes one
+// REMOTE_ACCESS_ERR, and not one of its bytes lands; a segmented, gathered WRITE_IMM completes one
 // receive at the peer with the immediate and the whole length.
 #include <cstdio>
 #include <cstring>
@@ -161,11 +161,26 @@ int main() {
     for (uint64_t i = kAt + kWrite; i < kBig; ++i)
       if (b[i] != pattern(me, i)) return fail(me, "a refused WRITE landed: byte " + std::to_string(i));
   }
-  // A WRITE_IMM of 600 KiB (three segments) from rank 1: rank 0's receive completes once,
-  // with the immediate and the whole length.
+  // A WRITE_IMM of 600 KiB (three segments) from rank 1, gathered from three pieces of its
+  // region out of order, so that segments begin inside pieces: rank 0's receive completes
+  // once, with the immediate and the whole length, and the bytes land in gather order.
   constexpr uint64_t kImmBytes = 600 << 10;
+  // (offset, length); segments begin 156 KiB + 11 into the second piece and 212 KiB + 11 into
+  // the third, off the 256-byte period of pattern(), so a slip shows
+  constexpr uint64_t kGather[3][2] = {{(300 << 10) + 37, (100 << 10) - 11}, {0, 300 << 10}, {(400 << 10) + 101, (200 << 10) + 11}};
+  auto gathered = [&kGather](uint64_t i) {  // the source offset of the message's byte i
+    for (const auto& g : kGather) {
+      if (i < g[1]) return g[0] + i;
+      i -= g[1];
+    }
+    return ~uint64_t{0};
+  };
   if (me == 1) {
-    q3.rdma(WqeOpcode::kRdmaWriteImm, key_big, big, uint32_t(kImmBytes), ks[peer].big, p.big, kCtrlCqUpdate, 0xfeed);
+    auto w = q3.begin(WqeOpcode::kRdmaWriteImm, kCtrlCqUpdate, 0, 0xfeed);
+    set_raddr_seg(w.seg<WqeRaddrSeg>(1), p.big, ks[peer].big);
+    for (uint32_t k = 0; k < 3; ++k) set_data_seg(w.seg<WqeDataSeg>(2 + k), uint32_t(kGather[k][1]), key_big, big + kGather[k][0]);
+    w.ds = 5;
+    q3.finish(w);
     q3.ring_doorbell();
     if (!good_cqes(q3, 1)) return fail(me, "the segmented WRITE_IMM did not complete");
   }
@@ -176,7 +191,7 @@ int main() {
       return fail(me, "segmented WRITE_IMM: receive CQE opcode " + std::to_string(rc->opcode()) + ", byte_cnt " +
                           std::to_string(rc->byte_cnt.get()) + " (want " + std::to_string(kImmBytes) + ")");
     for (uint64_t i = 0; i < kImmBytes; ++i)
-      if (rig.mem.as<uint8_t>(big)[i] != pattern(peer, i)) return fail(me, "segmented WRITE_IMM: byte " + std::to_string(i));
+      if (rig.mem.as<uint8_t>(big)[i] != pattern(peer, gathered(i))) return fail(me, "segmented WRITE_IMM: byte " + std::to_string(i));
   }
   if (!boot.barrier()) return fail(me, "bootstrap");
   std::printf("rank %u: cross-process NIC models: WRITE, READ, fetch-add, compare-swap, segmented READ / WRITE / WRITE_IMM and a wrong rkey over the links: OK (%llu WQEs executed here)\n",
