@@ -9,6 +9,7 @@
 #include "core/exec/context.h"
 #include "core/ibgda/ordering.h"
 #include "core/ibgda/state.h"
+#include "core/sync/publish_order.h"
 #include "core/sync/submit_rule.h"
 #include "hw/mlx5/wqe.h"
 
@@ -80,6 +81,24 @@ DOORBELL_HD void record_error(C& ctx, const DevState& st, uint64_t word) {
   }
 }
 
+// Bytes 56..63 of the QP's collapsed CQE (qpn, wqe_counter big-endian, signature, op_own),
+// read in one load.
+DOORBELL_HD const uint64_t* cqe_tail(const DevQp& qp) {
+  return reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(qp.cqe) + 56);
+}
+
+DOORBELL_HD uint16_t cqe_wqe_counter(uint64_t tail) { return uint16_t(((tail >> 32) & 0xff) << 8 | ((tail >> 40) & 0xff)); }
+
+// Whether `w`, a CQE tail this thread read, is an error CQE; if so it is recorded (st.error).
+template <class C>
+DOORBELL_HD bool error_cqe(C& ctx, const DevState& st, const DevQp& qp, uint64_t w) {
+  const uint8_t opcode = uint8_t(w >> 60);
+  if (opcode != uint8_t(mlx5::CqeOpcode::kReqErr) && opcode != uint8_t(mlx5::CqeOpcode::kRespErr)) return false;
+  const uint64_t head = ctx.load(exec::system_scope, exec::relaxed, cqe_tail(qp) - 1);  // bytes 48..55: syndrome is byte 55
+  record_error(ctx, st, error_word(uint8_t(head >> 56), qp.qpn, cqe_wqe_counter(w)));
+  return true;
+}
+
 // Wait until everything below `idx` has completed; fail on an error CQE (recorded in
 // st.error) rather than spin on it.
 template <class C>
@@ -92,18 +111,12 @@ DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64
     if (qp_failed(ctx, qp)) return OpResult::kQpFailed;
     if (!ctx.spin("poll_cq: prod_idx >= idx", &qp.mv->prod_idx, p)) return OpResult::kTimeout;
   }
-  // Bytes 56..63 of the CQE in one load: qpn (4), wqe_counter (2, big-endian), signature, op_own.
-  const auto* tail = reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(qp.cqe) + 56);
+  const uint64_t* tail = cqe_tail(qp);
   uint16_t wc = 0;
   for (uint64_t polls = 0;; ++polls) {
     const uint64_t w = polls == 0 ? read_cqe_tail(ctx, st.opt, tail) : ctx.load(system_scope, relaxed, tail);
-    wc = uint16_t(((w >> 32) & 0xff) << 8 | ((w >> 40) & 0xff));
-    const uint8_t opcode = uint8_t(w >> 60);
-    if (opcode == uint8_t(mlx5::CqeOpcode::kReqErr) || opcode == uint8_t(mlx5::CqeOpcode::kRespErr)) {
-      const uint64_t head = ctx.load(system_scope, relaxed, tail - 1);  // bytes 48..55: syndrome is byte 55
-      record_error(ctx, st, error_word(uint8_t(head >> 56), qp.qpn, wc));
-      return OpResult::kCqError;
-    }
+    wc = cqe_wqe_counter(w);
+    if (error_cqe(ctx, st, qp, w)) return OpResult::kCqError;
     // Done once wqe_counter + 1 reaches idx (the -2 makes wqe_counter + 1 == idx wrap out).
     if (uint16_t(uint16_t(idx) - wc - 2) >= qp.nwqes) {
       cqe_acquired(ctx, st.opt, polls);
@@ -131,7 +144,13 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
 // Reserve n WQEBBs; waits (polling the CQ) until the ring has room for them. The room it
 // waits for may depend on WQEs that are written but unposted — their submitters skipped
 // the doorbell because this reservation made resv_head != new — so the waiter posts them
-// itself. Without that, num_requests_in_batch > depth deadlocks.
+// itself where the batch rule may not (num_requests_in_batch > depth deadlocks without it:
+// IbgdaProtocol.NoHangForEveryBatchSizeAndQueueDepth). Elsewhere the rule posts them: the
+// chain of submitters stops only at a reservation still waiting for room, more than
+// depth - n past the last posted WQE; with batch + n <= depth that unposted span crosses a
+// batch boundary, and the submitter whose span crossed it rang.
+// (Waiters posting whatever they found ready rang a doorbell per WQE on an overfull ring:
+// H100, gpu/run-post-bench, 8 shared QPs, thread 2.5 -> 4.3 M/s.)
 template <class C>
 DOORBELL_HD OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32_t n, uint64_t* base) {
   using namespace exec;
@@ -148,8 +167,12 @@ DOORBELL_HD OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32
     const uint64_t prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
     if (prod >= need) return poll_cq(ctx, st, qp, need);
     const uint64_t ready = ctx.load(gpu_scope, relaxed, &qp.mv->ready_head);
-    if (ready > prod) {
+    if (ready > prod && st.opt.num_requests_in_batch + n > qp.nwqes) {
       if (OpResult r = post_send(ctx, st, qp, ready, ~uint64_t{0}); r != OpResult::kOk) return r;
+    } else if ((polls & 63) == 63 && error_cqe(ctx, st, qp, ctx.load(system_scope, relaxed, cqe_tail(qp)))) {
+      // The QP failed, and the WQEs this waits for may never be posted: a thread whose poll
+      // met the error gave up its reservation unwritten (without failover no health says so).
+      return OpResult::kCqError;
     } else if (!ctx.spin("reserve: room (waiting for earlier WQEs to be written)", &qp.mv->ready_head, ready)) {
       return OpResult::kTimeout;
     }
@@ -201,9 +224,11 @@ DOORBELL_HD OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_
   using namespace exec;
   publish_wqes(ctx, st.opt);
   const uint64_t next = base + n;
-  while (ctx.atomic_cas(gpu_scope, &qp.mv->ready_head, base, next) != base) {
-    if (qp_failed(ctx, qp)) return OpResult::kQpFailed;  // an earlier reservation was abandoned
-    if (!ctx.spin("submit: ready_head CAS", &qp.mv->ready_head, base)) return OpResult::kTimeout;
+  switch (sync::publish_in_order(ctx, &qp.mv->ready_head, base, next, "submit: ready_head == base",
+                                 [&] { return qp_failed(ctx, qp); })) {  // an earlier reservation was abandoned
+    case sync::Publish::kOk: break;
+    case sync::Publish::kTimeout: return OpResult::kTimeout;
+    case sync::Publish::kAbandoned: return OpResult::kQpFailed;
   }
   const uint64_t resv = ctx.load(gpu_scope, relaxed, &qp.mv->resv_head), prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
   if (sync::must_ring(prod, next, n, resv, st.opt.num_requests_in_batch, st.opt.plant.no_idle_doorbell))

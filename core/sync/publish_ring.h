@@ -1,6 +1,6 @@
 // A multi-producer ring with a CAS-ordered publish and batched doorbells: IBGDA's submit path
 // (SPEC §4) on a generic ring, small enough to test the execution models with. Warps reserve
-// slots (resv), write them, publish in reservation order by CAS on `ready`, and ring the
+// slots (resv), write them, publish in reservation order (publish_order.h), and ring the
 // consumer's doorbell by the submit rule (submit_rule.h). A consumer drains
 // up to the doorbell value and advances `cons`; producers wait for room and, to finish
 // (quiet), for `cons` to cover their slots.
@@ -10,6 +10,7 @@
 
 #include "core/exec/context.h"
 #include "core/sync/ordering.h"
+#include "core/sync/publish_order.h"
 #include "core/sync/submit_rule.h"
 
 namespace doorbell::sync {
@@ -64,11 +65,8 @@ DOORBELL_HD exec::WaitResult ring_produce(C& ctx, PublishRing* r, uint64_t n, ui
   const uint64_t next = base + n;
   if (ctx.lane() == 0) {
     // Publish in reservation order: only the warp whose base equals `ready` may advance it.
-    while (ctx.atomic_cas(gpu_scope, &r->ready, base, next) != base)
-      if (!ctx.spin("ring_produce: ready CAS", &r->ready, base)) {
-        res = exec::WaitResult::kTimeout;
-        break;
-      }
+    if (publish_in_order(ctx, &r->ready, base, next, "ring_produce: ready == base", [] { return false; }) != Publish::kOk)
+      res = exec::WaitResult::kTimeout;
     if (res == exec::WaitResult::kOk &&
         sync::must_ring(ctx.load(gpu_scope, exec::relaxed, &r->prod), next, n, ctx.load(gpu_scope, exec::relaxed, &r->resv), r->batch,
                         r->plant_no_idle_doorbell))

@@ -3,7 +3,9 @@
 // the matching thread scope; fences are cuda::atomic_thread_fence; doorbells are st.mmio.
 // Waits are bounded by the global timer: a wait that outlives `timeout_ns` returns kTimeout
 // instead of hanging the GPU and is logged (who waited on what) in device memory, which the
-// host prints with report_timeouts() once the kernel is done.
+// host prints with report_timeouts() once the kernel is done. UnboundedCudaCtx waits
+// forever, as NVSHMEM's device code does unless built with NVSHMEM_TIMEOUT_DEVICE_POLLING:
+// for production posting paths that a host watchdog covers; checks use CudaCtx.
 #pragma once
 
 #include <cuda/atomic>
@@ -60,9 +62,10 @@ struct TimeoutLog {
 };
 static __device__ TimeoutLog g_timeout_log;
 
-class CudaCtx {
+template <bool kBoundedWaits>
+class BasicCudaCtx {
  public:
-  __device__ explicit CudaCtx(uint64_t timeout_ns = 2'000'000'000ull) : timeout_ns_(timeout_ns) {}
+  __device__ explicit BasicCudaCtx(uint64_t timeout_ns = 2'000'000'000ull) : timeout_ns_(timeout_ns) {}
 
   __device__ uint32_t lane() const { return threadIdx.x & 31u; }
   __device__ uint32_t warp() const { return threadIdx.x >> 5; }
@@ -144,19 +147,20 @@ class CudaCtx {
   // a call (printf) on the wait path cost lanes posting in turn most of their overlap
   // (thread-scope puts on one QP 0.29 -> 0.41-0.50 M/s without it on an H100,
   // gpu/run-post-bench). A wait path with no memory effect at all ran 1.2-1.4 M/s: that
-  // is what saying who timed out costs there.
+  // is what saying who timed out costs there (UnboundedCudaCtx).
   __device__ __forceinline__ bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
-#ifdef DOORBELL_EXPERIMENT_UNBOUNDED_SPIN  // benchmark experiments only: waits never time out
-    return (void)what, (void)addr, (void)seen, true;
-#endif
-    if ((++polls_ & 1023u) != 0) return true;
-    const uint64_t now = global_timer_ns();
-    if (addr != last_addr_ || seen != last_seen_ || now - last_ns_ > kNewWaitNs) start_ns_ = now;
-    last_addr_ = addr, last_seen_ = seen, last_ns_ = now;
-    if (now - start_ns_ < timeout_ns_) return true;
-    log_timeout(now - start_ns_, what, addr, seen);
-    start_ns_ = now;  // a caller that polls on gets a fresh deadline
-    return false;
+    if constexpr (!kBoundedWaits) {
+      return (void)what, (void)addr, (void)seen, true;
+    } else {
+      if ((++polls_ & 1023u) != 0) return true;
+      const uint64_t now = global_timer_ns();
+      if (addr != last_addr_ || seen != last_seen_ || now - last_ns_ > kNewWaitNs) start_ns_ = now;
+      last_addr_ = addr, last_seen_ = seen, last_ns_ = now;
+      if (now - start_ns_ < timeout_ns_) return true;
+      log_timeout(now - start_ns_, what, addr, seen);
+      start_ns_ = now;  // a caller that polls on gets a fresh deadline
+      return false;
+    }
   }
 
  private:
@@ -193,6 +197,9 @@ class CudaCtx {
   uint64_t start_ns_ = 0;                // when the current wait's deadline started
   uint32_t polls_ = 0;
 };
+
+using CudaCtx = BasicCudaCtx<true>;
+using UnboundedCudaCtx = BasicCudaCtx<false>;
 
 // Prints the timeouts kernels of this translation unit logged since the last call (the first
 // kTimeoutRecords of them, and how many there were) and clears the log; returns how many.

@@ -356,8 +356,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
       for (size_t i = 0; i < set->size(); ++i) {
         const DevQp& q = (*set)[i];
         const std::string pfx = "pe" + std::to_string(p) + (set == &pes_[p]->qps ? ".qp" : ".backup") + std::to_string(i) + ".";
-        const uint64_t* words = reinterpret_cast<const uint64_t*>(q.mv);
-        for (size_t k = 0; k < std::size(kMvarNames); ++k) s.watch(pfx + kMvarNames[k], words + k);
+        for (const MvarWord& w : kMvarWords) s.watch(pfx + w.name, &(q.mv->*w.word));
         s.watch(pfx + "cqe", reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(q.cqe) + 56));
         if (q.hp != nullptr) s.watch(pfx + "health", &q.hp->state);
       }
@@ -464,11 +463,9 @@ namespace {
 // The first broken queue invariant of one QP (its words now and, if `was` is given, at the
 // last check), or "".
 std::string first_violation(const Mvars& m, const Mvars* was, uint64_t fetched, uint32_t depth) {
-  const auto* now_w = reinterpret_cast<const uint64_t*>(&m);
-  const auto* was_w = reinterpret_cast<const uint64_t*>(was);
-  for (size_t k = 0; was != nullptr && k < std::size(kMvarNames); ++k)  // indices only move forward (the lock is no index)
-    if (&now_w[k] != &m.post_send_lock && now_w[k] < was_w[k])
-      return std::string(kMvarNames[k]) + " moved back from " + std::to_string(was_w[k]) + " to " + std::to_string(now_w[k]);
+  for (const MvarWord& w : kMvarWords)  // indices only move forward
+    if (was != nullptr && w.index && m.*w.word < was->*w.word)
+      return std::string(w.name) + " moved back from " + std::to_string(was->*w.word) + " to " + std::to_string(m.*w.word);
   if (!(m.cons_idx <= m.prod_idx)) return "cons > prod";
   if (!(m.prod_idx <= m.ready_head)) return "prod > ready";
   if (!(m.ready_head <= m.resv_head)) return "ready > resv";
