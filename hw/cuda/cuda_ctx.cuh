@@ -143,12 +143,15 @@ class BasicCudaCtx {
   // that a poll costs an increment and a test (the bookkeeping of every poll cost the thread
   // post path half its rate on an H100: gpu/run-post-bench). A sample that finds another
   // polled word or value (progress, or the next wait), or that comes long after the last one
-  // (a new wait), restarts the deadline. A timeout is logged in device memory, not printed:
-  // a call (printf) on the wait path cost lanes posting in turn most of their overlap
-  // (thread-scope puts on one QP 0.29 -> 0.41-0.50 M/s without it on an H100,
-  // gpu/run-post-bench). A wait path with no memory effect at all ran 1.2-1.4 M/s: that
-  // is what saying who timed out costs there (UnboundedCudaCtx).
+  // (a new wait), restarts the deadline. A timeout is logged in device memory, not printed.
+  // Lanes posting in turn (`if (lane == k) put`) overlap their puts or not by how the
+  // compiler shapes the wait loops: a printf call here, and later a second exit out of
+  // reserve's wait, each cost most of it (one QP: 0.29-0.42 instead of 1.2 M puts/s).
   __device__ __forceinline__ bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
+    // A short sleep per failed poll gives the warp's issue slots to its other diverged lanes
+    // (the one a waiter waits for may be among them): 8 QPs shared by 512 warps, thread-scope
+    // puts 5.6-6.8 -> 6.9-7.4 M/s; 200 ns cost the warp-scope row 2.35x -> 1.8x, 1000 ns 3x.
+    __nanosleep(50);
     if constexpr (!kBoundedWaits) {
       return (void)what, (void)addr, (void)seen, true;
     } else {

@@ -73,6 +73,22 @@ TEST(Failover, WithoutFailoverTheSameErrorFailsTheRun) {
   EXPECT_NE(run(p, 1, nullptr), "");
 }
 
+// The same full ring without failover: the run fails with the error, and no thread hangs. A
+// thread whose poll met the error gave up its reservation unwritten, so what the others wait
+// for (ring room, their turn to publish, their WQEs posted) never comes; they see the error
+// in the CQ (ring_failed) instead. With that check planted away, seed 1 already hangs.
+TEST(Failover, WithoutFailoverAFailedQpFailsTheRunInsteadOfHangingIt) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    Program p = base(2, 2, 4);
+    p.failover = false;
+    p.log_depth = 3;
+    mixed_ops(p, 12);
+    p.faults.push_back({WorldFault::kQpError, 0, 1, 100.0 * double(seed % 20 + 5)});
+    const std::string why = run(p, seed, nullptr);
+    EXPECT_EQ(why.rfind("error: ", 0), 0u) << "seed " << seed << ": " << why.substr(0, 2000);
+  }
+}
+
 TEST(Failover, LinkDownLongerThanTheRetryTimeoutFailsOverAndRecovers) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     Program p = base(2, 1, 2);
