@@ -202,8 +202,7 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
   const uint64_t ready = ctx.load(gpu_scope, relaxed, &qp.mv->ready_head);
   while (ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1) != 0) {
     // Loads until the lock looks free, leaving once a holder covers upto: waiters that CAS
-    // in a loop slowed the holder on the same line. (Submit keeps its CAS loop: polling
-    // ready_head with loads halved the shared-QP warp row of gpu/run-post-bench.)
+    // in a loop slowed the holder on the same line (submit's publish polls with loads too).
     for (;;) {
       if (ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx) >= upto) return OpResult::kOk;  // it rings for these WQEs
       if (ctx.load(gpu_scope, relaxed, &qp.mv->post_send_lock) == 0) break;
@@ -234,10 +233,9 @@ DOORBELL_HD OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_
   using namespace exec;
   publish_wqes(ctx, st.opt);
   const uint64_t next = base + n;
-  uint64_t polls = 0;
   OpResult failed = OpResult::kOk;  // an earlier reservation was abandoned (ring_failed)
   switch (sync::publish_in_order(ctx, &qp.mv->ready_head, base, next, "submit: ready_head == base",
-                                 [&] { return (failed = ring_failed(ctx, st, qp, polls++)) != OpResult::kOk; })) {
+                                 [&](uint64_t polls) { return (failed = ring_failed(ctx, st, qp, polls)) != OpResult::kOk; })) {
     case sync::Publish::kOk: break;
     case sync::Publish::kTimeout: return OpResult::kTimeout;
     case sync::Publish::kAbandoned: return failed;

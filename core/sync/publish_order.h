@@ -19,13 +19,14 @@ namespace doorbell::sync {
 
 enum class Publish : uint8_t { kOk, kTimeout, kAbandoned };
 
-// The caller's entries in [base, next) are written and fenced (publish_entries). `abandoned()`
-// says, while waiting, that an earlier span will never be published (its ring failed).
+// The caller's entries in [base, next) are written and fenced (publish_entries).
+// `abandoned(polls)` says, while waiting, that an earlier span will never be published (its
+// ring failed); `polls` counts the failed polls so far.
 template <class C, class Abandoned>
 DOORBELL_HD Publish publish_in_order(C& ctx, uint64_t* ready, uint64_t base, uint64_t next, const char* what, Abandoned abandoned) {
   if (ctx.atomic_cas(exec::gpu_scope, ready, base, next) == base) return Publish::kOk;
-  for (uint64_t r; (r = ctx.load(exec::gpu_scope, exec::relaxed, ready)) != base;) {
-    if (abandoned()) return Publish::kAbandoned;
+  for (uint64_t r, polls = 0; (r = ctx.load(exec::gpu_scope, exec::relaxed, ready)) != base; ++polls) {
+    if (abandoned(polls)) return Publish::kAbandoned;
     if (!ctx.spin(what, ready, r)) return Publish::kTimeout;
   }
   // An exchange, not a store: a store may linger in this thread's store buffer past the

@@ -65,7 +65,7 @@ DOORBELL_HD exec::WaitResult ring_produce(C& ctx, PublishRing* r, uint64_t n, ui
   const uint64_t next = base + n;
   if (ctx.lane() == 0) {
     // Publish in reservation order: only the warp whose base equals `ready` may advance it.
-    if (publish_in_order(ctx, &r->ready, base, next, "ring_produce: ready == base", [] { return false; }) != Publish::kOk)
+    if (publish_in_order(ctx, &r->ready, base, next, "ring_produce: ready == base", [](uint64_t) { return false; }) != Publish::kOk)
       res = exec::WaitResult::kTimeout;
     if (res == exec::WaitResult::kOk &&
         sync::must_ring(ctx.load(gpu_scope, exec::relaxed, &r->prod), next, n, ctx.load(gpu_scope, exec::relaxed, &r->resv), r->batch,
