@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <exception>
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -14,6 +16,7 @@
 #define DOORBELL_ASAN 1
 #endif
 #if DOORBELL_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -77,10 +80,51 @@ extern "C" void doorbell_fiber_entry_c(doorbell::gpu_sim::Fiber* self) { doorbel
 
 namespace doorbell::gpu_sim {
 
+namespace {
+
+// Stacks of finished schedulers, kept for the next ones on this thread: a run builds a fiber
+// per lane and agent, and a fresh stack is a large allocation (512 KiB under ASan) whose
+// pages fault in again on every run of a fuzz target or an explore seed.
+class StackPool {
+ public:
+  std::unique_ptr<char[]> take(size_t bytes) {
+    for (auto& [size, free] : sizes_)
+      if (size == bytes && !free.empty()) {
+        std::unique_ptr<char[]> s = std::move(free.back());
+        free.pop_back();
+        return s;
+      }
+    return std::unique_ptr<char[]>(new char[bytes]);
+  }
+  void give(std::unique_ptr<char[]> s, size_t bytes) {
+#if DOORBELL_ASAN
+    // A fiber abandoned mid-body leaves its frames' redzones poisoned.
+    ASAN_UNPOISON_MEMORY_REGION(s.get(), bytes);
+#endif
+    for (auto& [size, free] : sizes_)
+      if (size == bytes) {
+        if (free.size() < kKeep) free.push_back(std::move(s));
+        return;
+      }
+    sizes_.emplace_back(bytes, std::vector<std::unique_ptr<char[]>>{}).second.push_back(std::move(s));
+  }
+
+ private:
+  static constexpr size_t kKeep = 256;  // per size: the fibers of a typical run, not of the largest
+  std::vector<std::pair<size_t, std::vector<std::unique_ptr<char[]>>>> sizes_;
+};
+
+StackPool& stack_pool() {
+  thread_local StackPool pool;  // explore's jobs run schedulers on several threads
+  return pool;
+}
+
+}  // namespace
+
 Fiber::Fiber() = default;
 
 Fiber::Fiber(std::function<void()> body, size_t stack_bytes)
-    : stack_(new char[stack_bytes]), stack_bytes_(stack_bytes), body_(std::move(body)) {
+    : stack_(stack_pool().take(stack_bytes)), stack_bytes_(stack_bytes), body_(std::move(body)) {
   // Initial frame, as doorbell_fiber_switch expects to pop it: control words, r15..rbp,
   // then the return address. After the pops rsp is 16-byte aligned, as a call site needs.
   auto top = (reinterpret_cast<uintptr_t>(stack_.get()) + stack_bytes) & ~uintptr_t(15);
@@ -96,7 +140,9 @@ Fiber::Fiber(std::function<void()> body, size_t stack_bytes)
   sp_ = frame;
 }
 
-Fiber::~Fiber() = default;
+Fiber::~Fiber() {
+  if (stack_) stack_pool().give(std::move(stack_), stack_bytes_);
+}
 
 void Fiber::switch_to(Fiber& from, Fiber& to) {
   if (!to.finished_ && to.stack_) to.caller_ = &from;

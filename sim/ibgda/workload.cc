@@ -2,6 +2,8 @@
 // the protocol runs, is workload_launch.cc.
 #include "sim/ibgda/workload.h"
 
+#include <bit>
+#include <cstring>
 #include <tuple>
 
 namespace doorbell::ibgda {
@@ -42,10 +44,15 @@ void WorkloadRun::fill_sources() {
     for (auto [at, n, base] : {std::tuple{w_.src, w_.src_bytes, uint64_t(0)}, std::tuple{w_.msg_send, w_.msg_send_bytes, kMsgBytes}}) {
       if (!world_.local(pe)) continue;  // another process fills its own
       uint8_t* p = world_.at(pe, at);
-      for (uint64_t i = 0; i < n; i += 8) {  // source_byte's bytes, one draw per 8
+      // source_byte's bytes, one draw per 8 (base is a multiple of 8): whole words as stores
+      // of the little-endian word (what source_byte reads back), then the tail byte by byte.
+      static_assert(std::endian::native == std::endian::little);
+      const uint64_t whole = n / 8 * 8;
+      for (uint64_t i = 0; i < whole; i += 8) {
         const uint64_t r = source_word(pe, (base + i) >> 3);
-        for (uint64_t k = 0; k < 8 && i + k < n; ++k) p[i + k] = uint8_t(r >> (8 * k));
+        std::memcpy(p + i, &r, 8);
       }
+      for (uint64_t i = whole; i < n; ++i) p[i] = source_byte(pe, base + i);
     }
 }
 

@@ -47,9 +47,9 @@ ModelDevx::~ModelDevx() {
   for (uint32_t c : cqs_) (void)nic_.destroy_cq(c);
   for (uint32_t k : mrs_) (void)nic_.dereg_mr(k);
   for (auto& [id, u] : umems_) nic_.memory().unpin(u.addr);
-  for (auto& [p, n] : allocations_) {
+  for (auto& [p, base] : allocations_) {
     (void)nic_.memory().free(reinterpret_cast<uint64_t>(p));
-    std::free(p);
+    std::free(base);
   }
 }
 
@@ -148,23 +148,28 @@ Result<devx::Obj> ModelDevx::create_verbs_cq(uint32_t cqe) {
 
 // ---- queue memory ----
 
+// Zeroed by calloc, which leaves a large block's fresh pages untouched: a world's heap is
+// mostly never used by a short run, and clearing it faulted every page in.
 Result<void*> ModelDevx::alloc(size_t bytes, bool gpu) {
-  void* p = std::aligned_alloc(4096, round_page(bytes));
-  if (p == nullptr) return Status(Errc::kNoResource, "model memory: out of host memory");
-  std::memset(p, 0, round_page(bytes));
+  void* base = std::calloc(1, round_page(bytes) + 4096);
+  if (base == nullptr) return Status(Errc::kNoResource, "model memory: out of host memory");
+  void* p = reinterpret_cast<void*>(round_page(reinterpret_cast<uintptr_t>(base)));
   if (Status st = nic_.memory().map_external(p, round_page(bytes), gpu ? mem::MemKind::kGpu : mem::MemKind::kHost, "devx");
       !st) {
-    std::free(p);
+    std::free(base);
     return st;
   }
-  allocations_[p] = bytes;
+  allocations_[p] = base;
   return p;
 }
 
 void ModelDevx::free(void* p) {
-  if (allocations_.erase(p) == 0) return;
+  auto it = allocations_.find(p);
+  if (it == allocations_.end()) return;
+  void* base = it->second;
+  allocations_.erase(it);
   (void)nic_.memory().free(reinterpret_cast<uint64_t>(p));
-  std::free(p);
+  std::free(base);
 }
 
 // ---- PRM objects ----

@@ -74,7 +74,7 @@ class ModelDevx final : public devx::DevxContext, public devx::QueueMemory {
   std::set<uint32_t> pds_, uars_, srqs_, mrs_;
   std::set<uint32_t> cqs_, qps_;
   std::map<uint32_t, uint32_t> cq_uar_;  // cqn -> uar page, for QUERY_CQ
-  std::map<void*, size_t> allocations_;
+  std::map<void*, void*> allocations_;  // page-aligned start -> the block calloc gave
 };
 
 }  // namespace doorbell::mock_nic
