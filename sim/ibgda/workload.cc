@@ -2,9 +2,12 @@
 // the protocol runs, is workload_launch.cc.
 #include "sim/ibgda/workload.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace doorbell::ibgda {
 
@@ -38,22 +41,51 @@ bool owns_slot(const Op& o, uint64_t t, const gpu_sim::LaunchConfig& shape) {
 uint64_t WorkloadRun::source_word(uint32_t pe, uint64_t k) const { return splitmix64(w_.seed ^ (uint64_t(pe) << 48) ^ k); }
 uint8_t WorkloadRun::source_byte(uint32_t pe, uint64_t i) const { return uint8_t(source_word(pe, i >> 3) >> (8 * (i & 7))); }
 
+namespace {
+
+// The byte ranges [lo, hi) of a source region that some operation reads, merged, each widened
+// to whole 8-byte words (and clipped to the region's `n` bytes).
+std::vector<std::pair<uint64_t, uint64_t>> read_ranges(std::vector<std::pair<uint64_t, uint64_t>> r, uint64_t n) {
+  for (auto& [lo, hi] : r) lo = std::min(lo / 8 * 8, n), hi = std::min((hi + 7) / 8 * 8, n);
+  std::sort(r.begin(), r.end());
+  std::vector<std::pair<uint64_t, uint64_t>> merged;
+  for (const auto& [lo, hi] : r)
+    if (lo < hi) {
+      if (!merged.empty() && lo <= merged.back().second) merged.back().second = std::max(merged.back().second, hi);
+      else merged.emplace_back(lo, hi);
+    }
+  return merged;
+}
+
+}  // namespace
+
+// Only the bytes operations read: a short program reads a few hundred bytes of its 16 KiB
+// region per PE, and drawing all of them was a tenth of a fuzz input's run.
 void WorkloadRun::fill_sources() {
   const uint32_t npes = world_.config().npes;
-  for (uint32_t pe = 0; pe < npes; ++pe)
-    for (auto [at, n, base] : {std::tuple{w_.src, w_.src_bytes, uint64_t(0)}, std::tuple{w_.msg_send, w_.msg_send_bytes, kMsgBytes}}) {
-      if (!world_.local(pe)) continue;  // another process fills its own
+  std::vector<std::pair<uint64_t, uint64_t>> src, msg;
+  for (const Op& o : w_.ops) src.emplace_back(o.src, o.src + o.bytes);
+  if (w_.msgs != nullptr)
+    for (const auto& per : *w_.msgs)
+      for (const Msg& m : per) msg.emplace_back(m.src, m.src + m.len);
+  const auto src_ranges = read_ranges(std::move(src), w_.src_bytes), msg_ranges = read_ranges(std::move(msg), w_.msg_send_bytes);
+  static_assert(std::endian::native == std::endian::little);
+  for (uint32_t pe = 0; pe < npes; ++pe) {
+    if (!world_.local(pe)) continue;  // another process fills its own
+    for (const auto& [at, ranges, base] : {std::tuple{w_.src, &src_ranges, uint64_t(0)}, std::tuple{w_.msg_send, &msg_ranges, kMsgBytes}}) {
       uint8_t* p = world_.at(pe, at);
-      // source_byte's bytes, one draw per 8 (base is a multiple of 8): whole words as stores
-      // of the little-endian word (what source_byte reads back), then the tail byte by byte.
-      static_assert(std::endian::native == std::endian::little);
-      const uint64_t whole = n / 8 * 8;
-      for (uint64_t i = 0; i < whole; i += 8) {
-        const uint64_t r = source_word(pe, (base + i) >> 3);
-        std::memcpy(p + i, &r, 8);
+      // source_byte's bytes (base is a multiple of 8): whole words as the little-endian word
+      // source_byte reads back, then a region's tail byte by byte.
+      for (const auto& [lo, hi] : *ranges) {
+        const uint64_t whole = lo + (hi - lo) / 8 * 8;
+        for (uint64_t i = lo; i < whole; i += 8) {
+          const uint64_t r = source_word(pe, (base + i) >> 3);
+          std::memcpy(p + i, &r, 8);
+        }
+        for (uint64_t i = whole; i < hi; ++i) p[i] = source_byte(pe, base + i);
       }
-      for (uint64_t i = whole; i < n; ++i) p[i] = source_byte(pe, base + i);
     }
+  }
 }
 
 WorkloadRun::Verdict WorkloadRun::classify(gpu_sim::Scheduler& s, const gpu_sim::RunResult& r, bool failover) const {
