@@ -303,12 +303,11 @@ void Scheduler::wait_until_ns(double t) {
 
 void Scheduler::observe(const void* addr) {
   if (opt_.policy != Policy::kTimed || addr == nullptr) return;
-  auto it = write_ns_.find(addr);
-  if (it != write_ns_.end()) wait_until_ns(it->second);
+  if (const double* t = write_ns_.find(addr)) wait_until_ns(*t);
 }
 
 void Scheduler::wrote(const void* addr) {
-  if (opt_.policy == Policy::kTimed && addr != nullptr) write_ns_[addr] = now();
+  if (opt_.policy == Policy::kTimed && addr != nullptr) write_ns_.set(addr, now());
 }
 
 void Scheduler::record_timed(Access kind, bool changed, const void* addr) {

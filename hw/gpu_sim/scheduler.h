@@ -15,11 +15,11 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "hw/gpu_sim/fiber.h"
 #include "hw/gpu_sim/weak_memory.h"
+#include "hw/gpu_sim/write_times.h"
 #include "models/cost_model.h"
 
 namespace doorbell::gpu_sim {
@@ -210,7 +210,7 @@ class Scheduler {
   };
   std::vector<Watch> watches_;
   std::vector<std::function<std::string()>> reporters_;
-  std::unordered_map<const void*, double> write_ns_;  // kTimed: when each word was last written
+  WriteTimes write_ns_;  // kTimed: when each word was last written
   struct Mmio {
     uint64_t base, size;
     std::function<void(uint64_t, uint64_t)> fn;

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "core/sync/publish_ring.h"
@@ -303,5 +305,33 @@ TEST(TimedSchedule, LockstepLanesCostOneAccessPerStep) {
   }
 }
 
+// The timed schedule's table of write times, against a std::map: every address set keeps its
+// latest time through the table's growth and probe chains, and an address never set is
+// absent. (Fibonacci hashing spreads words of one range without a collision, so the addresses
+// are drawn anywhere, to make probe chains.)
+TEST(WriteTimes, KeepsTheLatestTimeOfEveryAddressThroughGrowth) {
+  WriteTimes t;
+  std::map<uintptr_t, double> ref;
+  std::mt19937_64 rng(7);  // fixed: a table test, not a randomized one
+  std::vector<uintptr_t> pool(4096);
+  for (uintptr_t& a : pool) a = rng() >> 1;  // never all ones (the table stores address + 1)
+  for (int i = 0; i < 20000; ++i) {
+    const uintptr_t a = pool[i < 2048 ? size_t(i) : rng() % 2048];  // half the pool, set again and again
+    t.set(reinterpret_cast<const void*>(a), double(i));
+    ref[a] = double(i);
+  }
+  EXPECT_EQ(t.size(), ref.size());
+  for (uintptr_t a : pool) {
+    const double* ns = t.find(reinterpret_cast<const void*>(a));
+    auto it = ref.find(a);
+    if (it == ref.end()) {
+      EXPECT_EQ(ns, nullptr) << a;
+    } else {
+      ASSERT_NE(ns, nullptr) << a;
+      EXPECT_EQ(*ns, it->second) << a;
+    }
+  }
+  EXPECT_EQ(WriteTimes().find(&t), nullptr);
+}
 }  // namespace
 }  // namespace doorbell::gpu_sim
