@@ -461,11 +461,13 @@ Status ModelWorld::finish_run() {
 namespace {
 
 // The first broken queue invariant of one QP (its words now and, if `was` is given, at the
-// last check), or "".
-std::string first_violation(const Mvars& m, const Mvars* was, uint64_t fetched, uint32_t depth) {
-  for (const MvarWord& w : kMvarWords)  // indices only move forward
-    if (was != nullptr && w.index && m.*w.word < was->*w.word)
-      return std::string(w.name) + " moved back from " + std::to_string(was->*w.word) + " to " + std::to_string(m.*w.word);
+// last check, in kMvarWords' order), or "".
+std::string first_violation(const Mvars& m, const uint64_t* was, uint64_t fetched, uint32_t depth) {
+  for (size_t i = 0; i < std::size(kMvarWords); ++i) {  // indices only move forward
+    const MvarWord& w = kMvarWords[i];
+    if (was != nullptr && w.index && m.*w.word < was[i])
+      return std::string(w.name) + " moved back from " + std::to_string(was[i]) + " to " + std::to_string(m.*w.word);
+  }
   if (!(m.cons_idx <= m.prod_idx)) return "cons > prod";
   if (!(m.prod_idx <= m.ready_head)) return "prod > ready";
   if (!(m.ready_head <= m.resv_head)) return "ready > resv";
@@ -487,8 +489,9 @@ std::string ModelWorld::check_qp(uint32_t p, bool backup, uint32_t slot) {
   // A failed QP's words are reset by its recovery, which then opens a new epoch: indices
   // only move forward within an epoch.
   const bool same_epoch = q.hp == nullptr || (q.hp->state != uint64_t(Health::kFailed) && q.hp->epoch == was.epoch);
-  const std::string bad = first_violation(m, same_epoch ? &was.words : nullptr, fetched, q.nwqes);
-  was = {m, q.hp != nullptr ? q.hp->epoch : 0};
+  const std::string bad = first_violation(m, same_epoch ? was.words.data() : nullptr, fetched, q.nwqes);
+  for (size_t i = 0; i < std::size(kMvarWords); ++i) was.words[i] = m.*kMvarWords[i].word;
+  was.epoch = q.hp != nullptr ? q.hp->epoch : 0;
   if (bad.empty()) return bad;
   return where(p, q.dev) + " qpn " + std::to_string(q.qpn) + ": " + bad + " (resv " + std::to_string(m.resv_head) + " ready " +
          std::to_string(m.ready_head) + " prod " + std::to_string(m.prod_idx) + " cons " + std::to_string(m.cons_idx) + " nic head " +

@@ -8,7 +8,9 @@
 // CPU-handler variant) run as agents of a gpu_sim scheduler.
 #pragma once
 
+#include <array>
 #include <cassert>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -171,8 +173,8 @@ class ModelWorld {
   RecoveryStats recovery_;
   std::function<void(uint32_t, double)> doorbell_observer_;
   std::string check_qp(uint32_t pe, bool backup, uint32_t slot);
-  struct Checked {
-    Mvars words;
+  struct Checked {  // the words only (an Mvars is three padded cache lines)
+    std::array<uint64_t, std::size(kMvarWords)> words{};
     uint64_t epoch = 0;
   };
   std::vector<Checked> last_checked_;  // every QP's words when last checked, by (pe, backup, slot)
