@@ -135,9 +135,10 @@ class Scheduler {
       ++version_;
       if (!checked_.empty()) check_store(addr);
     }
-    // FNV-1a over 64-bit words: who, what kind, which value.
-    hash_ = (hash_ ^ (cur_who_ | uint64_t(kind))) * 0x100000001b3ull;
-    hash_ = (hash_ ^ value) * 0x100000001b3ull;
+    // Who, what kind and which value folded into one word first (off the chain from one
+    // access's hash to the next), then one FNV-style step: two chained steps per access were
+    // a tenth of a fast-mode put_nbi.
+    hash_ = (hash_ ^ (value * 0x9e3779b97f4a7c15ull + (cur_who_ | uint64_t(kind)))) * 0x100000001b3ull;
   }
   // kTimed (no-ops otherwise): charge the running lane; make it wait for the time `addr`
   // was last written (it observed that write); note that it wrote `addr` now.
