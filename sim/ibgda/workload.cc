@@ -74,16 +74,13 @@ void WorkloadRun::fill_sources() {
     if (!world_.local(pe)) continue;  // another process fills its own
     for (const auto& [at, ranges, base] : {std::tuple{w_.src, &src_ranges, uint64_t(0)}, std::tuple{w_.msg_send, &msg_ranges, kMsgBytes}}) {
       uint8_t* p = world_.at(pe, at);
-      // source_byte's bytes (base is a multiple of 8): whole words as the little-endian word
-      // source_byte reads back, then a region's tail byte by byte.
-      for (const auto& [lo, hi] : *ranges) {
-        const uint64_t whole = lo + (hi - lo) / 8 * 8;
-        for (uint64_t i = lo; i < whole; i += 8) {
+      // source_byte's bytes (base and lo are multiples of 8): each word stored as the
+      // little-endian word source_byte reads back, the region's last one cut at its end.
+      for (const auto& [lo, hi] : *ranges)
+        for (uint64_t i = lo; i < hi; i += 8) {
           const uint64_t r = source_word(pe, (base + i) >> 3);
-          std::memcpy(p + i, &r, 8);
+          std::memcpy(p + i, &r, std::min<uint64_t>(8, hi - i));
         }
-        for (uint64_t i = whole; i < hi; ++i) p[i] = source_byte(pe, base + i);
-      }
     }
   }
 }
