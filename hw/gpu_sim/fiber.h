@@ -23,6 +23,8 @@ class Fiber {
   // Suspend `from` (the running context) and resume `to`.
   static void switch_to(Fiber& from, Fiber& to);
   bool finished() const { return finished_; }
+  // Its stack (null for a thread's own context): tests of the stack pool.
+  const char* stack() const { return stack_.get(); }
 
  private:
   static void entry(Fiber* self);

@@ -1,7 +1,9 @@
-// Fibers: switching preserves state, exceptions unwind inside a fiber, many fibers coexist.
+// Fibers: switching preserves state, exceptions unwind inside a fiber, many fibers coexist,
+// stacks are reused only at their size.
 #include "hw/gpu_sim/fiber.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <stdexcept>
 #include <string>
@@ -58,6 +60,24 @@ TEST(Fiber, ExceptionsUnwindInsideTheFiber) {
   Fiber::switch_to(main, f);
   EXPECT_EQ(seen, "unwound;boom");
   EXPECT_TRUE(f.finished());
+}
+
+// Stacks of finished fibers are kept for the next ones of the same size on this thread, and
+// only of the same size: a smaller one would overflow into whatever follows it.
+TEST(Fiber, AStackIsReusedOnlyForAFiberOfItsSize) {
+  Fiber main;
+  const size_t small = 16 * 1024, large = small + 4096;
+  const char* kept = nullptr;
+  {
+    Fiber a([] {}, small);
+    Fiber::switch_to(main, a);
+    kept = a.stack();
+  }
+  Fiber b([] {}, large);
+  EXPECT_NE(b.stack(), kept);
+  EXPECT_GE(malloc_usable_size(const_cast<char*>(b.stack())), large);
+  Fiber c([] {}, small);
+  EXPECT_EQ(c.stack(), kept);  // the pool gave it back
 }
 
 }  // namespace
