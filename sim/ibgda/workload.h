@@ -71,8 +71,9 @@ class WorkloadRun {
 
   // With one PE per process (WorldConfig::procs), each process fills, launches and checks its
   // own PE: the bytes that land in its memory, the atomics on its words.
-  // Fill every PE's sources (and the generated messages' send buffers) with bytes drawn
-  // from the seed; not for phantom heaps, which have no bytes.
+  // Fill the bytes of every PE's sources (and the generated messages' send buffers) that some
+  // operation reads, widened to whole words, with bytes drawn from the seed; the rest stays
+  // as it was. Not for phantom heaps, which have no bytes.
   void fill_sources();
   // Launch every PE's threads on `s` (faults injected and the world attached by the caller).
   void launch(gpu_sim::Scheduler& s);

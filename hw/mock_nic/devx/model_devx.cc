@@ -148,8 +148,9 @@ Result<devx::Obj> ModelDevx::create_verbs_cq(uint32_t cqe) {
 
 // ---- queue memory ----
 
-// Zeroed by calloc, which leaves a large block's fresh pages untouched: a world's heap is
-// mostly never used by a short run, and clearing it faulted every page in.
+// Queue sets (CQ rings, DBRs, send rings) and the ibuf, zeroed by calloc rather than by a
+// memset over the block (calloc skips the clear where the pages are fresh). The symmetric
+// heap does not come from here: it reserves its own untouched pages (core/heap).
 Result<void*> ModelDevx::alloc(size_t bytes, bool gpu) {
   void* base = std::calloc(1, round_page(bytes) + 4096);
   if (base == nullptr) return Status(Errc::kNoResource, "model memory: out of host memory");
