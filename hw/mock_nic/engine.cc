@@ -160,15 +160,30 @@ struct Engine {
     Nic& nic;
     Qp& qp;
     Inflight* resp = nullptr;  // READ / atomic: the staged response
+    // Where the QP's packets go, looked up at its first request of a run (run_qp) rather
+    // than at every WQE: the NIC by the peer LID and its QP, or another process. Only the
+    // control path changes them, and it does not run inside progress(). Whether the
+    // responder answers (its state, the links) is still asked at every request.
+    bool looked_up = false;
+    Nic* peer_nic = nullptr;
+    Qp* peer_qp = nullptr;
+    const RemotePeer* far = nullptr;
     Port(Nic& n, Qp& q) : nic(n), qp(q) {}
+
+    void look_up() {
+      looked_up = true;
+      far = far_peer(nic, qp);
+      peer_nic = nic.peer_nic(qp);
+      peer_qp = peer_nic != nullptr ? peer_nic->find_qp(qp.peer.qpn) : nullptr;
+    }
 
     std::byte* local(const WqePiece& p, uint32_t need, KeyFault* f, bool* ph) {
       return nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, need, f, ph);
     }
-    bool answer() {
-      Peer r;
-      if (!peer(nic, qp, &r)) return false;
-      rn = r.nic, rq = r.qp;
+    bool answer() {  // peer()'s answer, from the ends looked up
+      if (!looked_up) look_up();
+      if (peer_nic == nullptr || !nic.link_up() || !answers(*peer_nic, peer_qp, nic.lid(), qp.qpn)) return false;
+      rn = peer_nic, rq = peer_qp;
       return true;
     }
     void write(std::byte* dst, uint64_t dst_va, const std::byte* src, const WqePiece& p, bool phantom) {
@@ -189,7 +204,8 @@ struct Engine {
     void atomic_result(const std::byte* bytes, uint32_t size) { resp->data.assign(bytes, bytes + size); }
     void applied() { rq->rcv_upto = qp.head + 1; }
     ExecOutcome respond(const RemoteRequest& q) {
-      if (const RemotePeer* far = far_peer(nic, qp)) return respond_far(*far, q);
+      if (!looked_up) look_up();
+      if (far != nullptr) return respond_far(*far, q);
       return mock_nic::respond(*this, q);  // the responder is in this process: its half runs here and now
     }
     // The request goes to the responder's process; its answer comes back (READ data, results).
@@ -391,8 +407,9 @@ struct Engine {
     return true;
   }
 
-  // Issue the WQE at qp.head. Returns false (nothing done) when its fence must wait.
-  static bool issue(Nic& nic, Qp& qp) {
+  // Issue the WQE at qp.head through `port` (the QP's, kept across a run). Returns false
+  // (nothing done) when its fence must wait.
+  static bool issue(Nic& nic, Qp& qp, Port& port) {
     const uint64_t idx = qp.head;
     const uint64_t off = (idx & qp.sq_mask) * mlx5::kWqebb;
     const std::byte* w = qp.sq + off;
@@ -422,8 +439,7 @@ struct Engine {
     } else if (qp.attr.dc && op != WqeOpcode::kNop) {  // said plainly rather than misread as RC
       o.fault = {CqeSyndrome::kLocalQpOpErr, vendor::kDcNotModelled};
     } else {
-      Port port{nic, qp};
-      if (op == WqeOpcode::kRdmaRead || v.atomic_size != 0) port.resp = &stage(qp);
+      port.resp = op == WqeOpcode::kRdmaRead || v.atomic_size != 0 ? &stage(qp) : nullptr;
       o = execute_wqe(port, v, ctrl.imm.get());
     }
     if (o.not_answered()) {
@@ -536,6 +552,7 @@ struct Engine {
 
   static size_t run_qp(Nic& nic, Qp& qp, size_t budget) {
     size_t n = 0;
+    Port port{nic, qp};
     if (qp.kicked && (qp.state == QpState::kRts || qp.state == QpState::kErr)) {
       qp.kicked = false;
       refresh_prod(nic, qp);
@@ -552,7 +569,7 @@ struct Engine {
       }
       if (qp.state != QpState::kRts || qp.error_pending) break;
       if (qp.head == qp.prod && !(nic.cfg_.reread_dbr_when_drained && refresh_prod(nic, qp))) break;
-      if (!issue(nic, qp)) break;  // fenced behind outstanding responses
+      if (!issue(nic, qp, port)) break;  // fenced behind outstanding responses
       ++n, ++nic.now_;
     }
     return n;

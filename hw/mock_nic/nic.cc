@@ -265,11 +265,21 @@ double Nic::clock_ns() const {
   return fabric_ != nullptr ? fabric_->now_ns() : double(now_) * cfg_.action_ns;
 }
 
+void Nic::set_link_down(double from_ns, double until_ns) {
+  link_down_from_ns_ = from_ns, link_down_until_ns_ = until_ns;
+  link_steady_ = dead_from_ns_ < 0 && link_down_until_ns_ <= link_down_from_ns_;
+}
+
+void Nic::set_dead(double from_ns) {
+  dead_from_ns_ = std::max(from_ns, 0.0);
+  link_steady_ = false;
+}
+
 bool Nic::link_up_at_clock() const {
   if (dead()) return false;
-  if (faults_.link_down_until_ns <= faults_.link_down_from_ns) return true;  // no outage set
+  if (link_down_until_ns_ <= link_down_from_ns_) return true;  // no outage set
   const double t = clock_ns();
-  return !(t >= faults_.link_down_from_ns && t < faults_.link_down_until_ns);
+  return !(t >= link_down_from_ns_ && t < link_down_until_ns_);
 }
 
 double Nic::next_timer_ns() const {
@@ -284,8 +294,8 @@ double Nic::next_timer_ns() const {
     // The link coming back (here or at the peer) may let a waiting QP go on before then.
     const Nic* peer = peer_nic(*q);
     for (const Nic* n : {static_cast<const Nic*>(this), peer})
-      if (n != nullptr && !n->dead() && n->clock_ns() < n->faults_.link_down_until_ns)
-        t = std::min(t, std::max(n->faults_.link_down_until_ns, clock_ns()));
+      if (n != nullptr && !n->dead() && n->clock_ns() < n->link_down_until_ns_)
+        t = std::min(t, std::max(n->link_down_until_ns_, clock_ns()));
   }
   return t;
 }

@@ -45,11 +45,7 @@ struct Faults {
   bool stalled = false;          // the engine does nothing while set
   uint32_t drop_doorbells = 0;   // the next N doorbells are lost
   uint64_t doorbell_delay = 0;   // doorbells act this many engine actions late
-  // The port is down in [link_down_from_ns, link_down_until_ns) of the NIC's clock: packets
-  // in either direction are lost, so requesters retransmit until their retry timers expire.
-  double link_down_from_ns = 0, link_down_until_ns = 0;
-  bool dead = false;             // the node is gone: nothing answers, nothing runs
-  double dead_from_ns = -1;      // ... from this time on (negative: never)
+  // (A link outage and the node's death are set through Nic::set_link_down / set_dead.)
   double stall_from_ns = 0, stall_until_ns = 0;  // the engine does nothing in this window
   struct QpError {
     double at_ns;
@@ -123,6 +119,11 @@ class Nic {
 
   // --- fault injection ---
   Faults& faults() { return faults_; }
+  // The port is down in [from_ns, until_ns) of the NIC's clock: packets in either direction
+  // are lost, so requesters retransmit until their retry timers expire.
+  void set_link_down(double from_ns, double until_ns);
+  // The node is gone (from `from_ns` of its clock on; 0: now): nothing answers, nothing runs.
+  void set_dead(double from_ns = 0);
   Status force_qp_error(uint32_t qpn);
   Status set_completion_delay(uint32_t cqn, uint64_t actions);
 
@@ -138,11 +139,9 @@ class Nic {
   // Answer a request from a NIC in another process (link.h, wire.h): the responder half
   // against this NIC's QPs and memory.
   void serve_remote(const std::vector<uint8_t>& request, std::vector<uint8_t>* answer);
-  bool link_up() const {  // inline: asked twice per WQE, and almost always true at once
-    if (!faults_.dead && faults_.dead_from_ns < 0 && faults_.link_down_until_ns <= faults_.link_down_from_ns) return true;
-    return link_up_at_clock();
-  }
-  bool dead() const { return faults_.dead || (faults_.dead_from_ns >= 0 && clock_ns() >= faults_.dead_from_ns); }
+  // Asked at every request, of both ends: one flag while no outage and no death is set.
+  bool link_up() const { return link_steady_ || link_up_at_clock(); }
+  bool dead() const { return dead_from_ns_ >= 0 && clock_ns() >= dead_from_ns_; }
   // What the engine waits on when it cannot act (for hang reports); empty when idle.
   const std::string& waiting() const { return waiting_; }
   // Root causes: every WQE that failed other than by a flush, in order; and async events.
@@ -200,6 +199,9 @@ class Nic {
   };
   std::deque<LateDoorbell> late_doorbells_;
   Faults faults_;
+  double link_down_from_ns_ = 0, link_down_until_ns_ = 0;  // set_link_down
+  double dead_from_ns_ = -1;                                // set_dead (negative: never)
+  bool link_steady_ = true;  // neither of the two set: the link is up at every time
   uint32_t next_pd_ = 1, next_uar_ = 1;
   uint64_t now_ = 0;
   uint64_t rng_;

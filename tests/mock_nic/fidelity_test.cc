@@ -82,7 +82,7 @@ TEST(RetryTimer, UnansweredRequestFailsAfterRetryCountTimesAckTimeout) {
 
 TEST(RetryTimer, LinkDownShorterThanTheTimeoutIsRidOut) {
   Pair p;
-  p.rig.nic(1).faults().link_down_until_ns = 200e6;  // the peer's port is down for 0.2 s
+  p.rig.nic(1).set_link_down(0, 200e6);  // the peer's port is down for 0.2 s
   p.a.write(p.sk, p.src, 8, p.dk, p.dst);
   p.a.ring_doorbell();
   ASSERT_TRUE(p.rig.run());
@@ -93,7 +93,7 @@ TEST(RetryTimer, LinkDownShorterThanTheTimeoutIsRidOut) {
   EXPECT_GE(p.rig.nic(0).clock_ns(), 200e6);
   // Down longer than the timeout: RETRY_EXC, and the write never lands.
   Pair q;
-  q.rig.nic(1).faults().link_down_until_ns = 1e9;
+  q.rig.nic(1).set_link_down(0, 1e9);
   q.a.write(q.sk, q.src, 8, q.dk, q.dst);
   q.a.ring_doorbell();
   ASSERT_TRUE(q.rig.run());
@@ -105,7 +105,7 @@ TEST(RetryTimer, LinkDownShorterThanTheTimeoutIsRidOut) {
 
 TEST(RetryTimer, DeadPeerIsRetryExceededAfterTheTimeout) {
   Pair p;
-  p.rig.nic(1).faults().dead = true;
+  p.rig.nic(1).set_dead();
   p.a.read(p.sk, p.src, 8, p.dk, p.dst);
   p.a.ring_doorbell();
   ASSERT_TRUE(p.rig.run());
