@@ -32,11 +32,6 @@ using mlx5::WqeOpcode;
 constexpr uint64_t kLinkSegment = 256 << 10;
 
 struct Engine {
-  struct Peer {
-    Nic* nic;
-    Qp* qp;
-  };
-
   // The memory model hears of the engine's writes and of its WQE / DBR reads.
   static void wrote(Nic& nic, const void* p, size_t len) {
     if (nic.observer_ != nullptr) nic.observer_->device_write(p, len);
@@ -65,16 +60,6 @@ struct Engine {
   static bool answers(const Nic& rn, const Qp* rq, uint16_t src_lid, uint32_t src_qpn) {
     return rq != nullptr && rn.link_up() && (rq->state == QpState::kRtr || rq->state == QpState::kRts) &&
            rq->peer.qpn == src_qpn && rq->peer.lid == src_lid;
-  }
-
-  // The responder end of an RC connection in this process, if it would answer.
-  static bool peer(Nic& nic, const Qp& qp, Peer* out) {
-    Nic* rn = nic.peer_nic(qp);
-    if (rn == nullptr || !nic.link_up()) return false;  // packets lost: no answer
-    Qp* rq = rn->find_qp(qp.peer.qpn);
-    if (!answers(*rn, rq, nic.lid(), qp.qpn)) return false;
-    *out = {rn, rq};
-    return true;
   }
 
   // The responder end's process, when it is another one (the fabric's remote LIDs).
@@ -180,7 +165,9 @@ struct Engine {
     std::byte* local(const WqePiece& p, uint32_t need, KeyFault* f, bool* ph) {
       return nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, need, f, ph);
     }
-    bool answer() {  // peer()'s answer, from the ends looked up
+    // The responder end in this process would answer: it exists, its link and ours are up,
+    // it is in RTR/RTS and connected back (answers()).
+    bool answer() {
       if (!looked_up) look_up();
       if (peer_nic == nullptr || !nic.link_up() || !answers(*peer_nic, peer_qp, nic.lid(), qp.qpn)) return false;
       rn = peer_nic, rq = peer_qp;
@@ -444,8 +431,8 @@ struct Engine {
     }
     if (o.not_answered()) {
       const bool rnr = o.fault.syndrome == CqeSyndrome::kRnrRetryExcErr;
-      Peer r;  // RNR: the responder's min_rnr_nak sets the wait
-      const double rnr_ns = rnr && peer(nic, qp, &r) ? rnr_nak_ns(r.qp->timers.min_rnr_nak) : 0;
+      // RNR: the min_rnr_nak of the responder that just answered (port.rq) sets the wait.
+      const double rnr_ns = rnr && port.rq != nullptr ? rnr_nak_ns(port.rq->timers.min_rnr_nak) : 0;
       if (!retries_left_out(nic, qp, rnr, rnr_ns)) return false;  // not answered yet: try again later
       o.fault.vendor = rnr ? vendor::kRnrTimeout : vendor::kRetryTimeout;
     } else if (qp.retry_deadline_ns >= 0) {

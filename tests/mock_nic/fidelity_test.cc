@@ -136,6 +136,33 @@ TEST(RnrTimer, RnrRetrySevenWaitsForeverAndAPostedReceiveEndsTheWait) {
   EXPECT_EQ(c->opcode(), uint8_t(mlx5::CqeOpcode::kReq));
 }
 
+// A finite rnr_retry: the requester gives up after rnr_retry waits of the *responder's*
+// min_rnr_nak (code 20: 10.24 ms), not of its own (code 12, the default: 0.64 ms).
+TEST(RnrTimer, FiniteRnrRetryWaitsTheResponderMinRnrNakEachTime) {
+  Rig r;
+  auto rcq_va = r.alloc(64 * 64, 0xff), rcq_dbr = r.alloc(8);
+  auto rcqn = r.nic().create_cq({6, rcq_va, rcq_dbr, false});
+  ASSERT_TRUE(rcqn.is_ok());
+  SendQueue x = r.make_sq(), y = r.make_sq(0, 6, 6, false, *rcqn, 4);
+  r.connect(x, y);
+  QpTimers requester, responder;
+  requester.rnr_retry = 3;
+  responder.min_rnr_nak = 20;
+  ASSERT_TRUE(r.nic().set_qp_timers(x.qpn, requester).is_ok());
+  ASSERT_TRUE(r.nic().set_qp_timers(y.qpn, responder).is_ok());
+  auto buf = r.alloc(4096);
+  auto k = r.reg(buf, 4096, kAll);
+  x.rdma(WqeOpcode::kRdmaWriteImm, k, buf, 16, k, buf + 1024, kCtrlCqUpdate, 1);  // no receive posted
+  x.ring_doorbell();
+  ASSERT_TRUE(r.run());
+  const auto* e = reinterpret_cast<const ErrCqe64*>(x.poll());
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->syndrome, uint8_t(mlx5::CqeSyndrome::kRnrRetryExcErr));
+  EXPECT_EQ(e->vendor_err_synd, vendor::kRnrTimeout);
+  ASSERT_EQ(r.nic().errors().size(), 1u);
+  EXPECT_NEAR(r.nic().errors()[0].when_ns, 3 * rnr_nak_ns(20), 1e4);
+}
+
 TEST(Responder, AccessErrorMovesTheResponderQpToErrWithAnEvent) {
   Pair p;
   p.a.write(p.sk, p.src, 8, p.dk ^ 0x80, p.dst);  // an rkey that does not exist
