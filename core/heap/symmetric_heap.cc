@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -51,14 +52,25 @@ Status SymmetricHeap::grow(uint64_t bytes) {
 
 Result<uint64_t> SymmetricHeap::alloc(uint64_t bytes, uint64_t align) {
   if (bytes == 0) return Status(Errc::kBadParam, "heap alloc: zero bytes");
-  if (auto off = space_.alloc(bytes, align)) return *off;
-  // Grow by what the free tail lacks (plus alignment slack), then retry once.
-  const uint64_t tail = space_.free_at_end();
-  if (Status st = grow(bytes + align - (tail < bytes + align ? tail : bytes + align)); !st) return st;
-  if (auto off = space_.alloc(bytes, align)) return *off;
-  return Status(Errc::kInternal, "heap alloc: no fit after growing");
+  std::optional<uint64_t> off = space_.alloc(bytes, align);
+  if (!off) {
+    // Grow by what the free tail lacks (plus alignment slack), then retry once.
+    const uint64_t tail = space_.free_at_end();
+    if (Status st = grow(bytes + align - (tail < bytes + align ? tail : bytes + align)); !st) return st;
+    off = space_.alloc(bytes, align);
+    if (!off) return Status(Errc::kInternal, "heap alloc: no fit after growing");
+  }
+  top_ = std::max(top_, *off + bytes);
+  return *off;
 }
 
 Status SymmetricHeap::free(uint64_t off) { return space_.free(off); }
+
+void SymmetricHeap::reset() {
+  for (uint32_t pe = 0; pe < cfg_.npes && !cfg_.phantom; ++pe) std::memset(base(pe), 0, top_);
+  top_ = 0;
+  space_ = Mspace();
+  if (mapped_ > 0) space_.add_region(0, mapped_);
+}
 
 }  // namespace doorbell::heap

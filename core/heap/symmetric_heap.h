@@ -36,6 +36,11 @@ class SymmetricHeap {
   // Allocate on every PE at once; returns the offset.
   Result<uint64_t> alloc(uint64_t bytes, uint64_t align = 64);
   Status free(uint64_t off);
+  // Free every allocation and zero the bytes any of them covered since the last reset (on
+  // every PE); the mapped chunks stay mapped and registered. Offsets then come out as on a
+  // fresh heap: first fit from 0 over one free region. For a harness that runs many
+  // programs on one heap: a write outside every allocation would survive it.
+  void reset();
   uint8_t* base(uint32_t pe) const { return reserve_ + uint64_t(pe) * cfg_.heap_bytes; }
   uint64_t mapped() const { return mapped_; }
   uint32_t chunks() const { return uint32_t(mapped_ / cfg_.granularity); }
@@ -52,6 +57,7 @@ class SymmetricHeap {
   uint8_t* reserve_ = nullptr;
   uint64_t mapped_ = 0;
   uint32_t mappings_ = 0;
+  uint64_t top_ = 0;  // the end of the highest allocation since the last reset
   Mspace space_;
 };
 

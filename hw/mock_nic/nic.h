@@ -127,6 +127,14 @@ class Nic {
   Status force_qp_error(uint32_t qpn);
   Status set_completion_delay(uint32_t cqn, uint64_t actions);
 
+  // Harness reach (no hardware counterpart), for a world that runs many programs: keep the
+  // engine's run state — every QP's and CQ's state, the clock, faults, records, hooks —
+  // once the control path has set the NIC up, and put it back to begin the next run as on a
+  // fresh NIC. Memory registrations and the object counters are not run state: a restore
+  // needs the same QPs and CQs as the save, and the buffers' bytes are the owner's to reset.
+  void save_run_state();
+  Status restore_run_state();
+
   uint64_t now() const { return now_; }
   // The clock timers run on: simulated nanoseconds when a clock is set (timed schedules),
   // else engine actions times config().action_ns — on a fabric, the furthest of its NICs'
@@ -217,6 +225,10 @@ class Nic {
   std::string waiting_;
   std::vector<ErrorRecord> errors_;
   std::vector<AsyncEvent> events_;
+  // Every field above that a run changes, copied by save_run_state (nic.cc): a new one goes
+  // there too.
+  struct RunState;
+  std::unique_ptr<RunState> saved_;
 };
 
 inline constexpr uint32_t kFirstQpn = 0x100;

@@ -1,8 +1,10 @@
 #include "sim/ibgda/model_world.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "core/ibgda/queue.h"
 #include "hw/gpu_sim/sim_ctx.h"
@@ -12,14 +14,19 @@ namespace doorbell::ibgda {
 
 namespace {
 constexpr uint32_t kAllAccess = mock_nic::kLocalWrite | mock_nic::kRemoteWrite | mock_nic::kRemoteRead | mock_nic::kRemoteAtomic;
+
+Status check_opt(const Options& o) {
+  if ((o.num_requests_in_batch & (o.num_requests_in_batch - 1)) != 0 || o.num_requests_in_batch == 0)
+    return Status(Errc::kBadParam, "world: num_requests_in_batch must be a power of two");
+  return {};
 }
+}  // namespace
 
 Result<std::unique_ptr<ModelWorld>> ModelWorld::create(const WorldConfig& cfg) {
   if (cfg.npes == 0 || cfg.num_rc_per_pe == 0) return Status(Errc::kBadParam, "world: need at least one PE and one RC QP per PE");
   if (cfg.num_nics == 0 || cfg.num_nics > kMaxNics) return Status(Errc::kBadParam, "world: num_nics must be 1..8");
   if (uint64_t(cfg.npes) * cfg.num_nics >= 0xc000) return Status(Errc::kBadParam, "world: more NICs than unicast LIDs");
-  if ((cfg.opt.num_requests_in_batch & (cfg.opt.num_requests_in_batch - 1)) != 0 || cfg.opt.num_requests_in_batch == 0)
-    return Status(Errc::kBadParam, "world: num_requests_in_batch must be a power of two");
+  if (Status st = check_opt(cfg.opt); !st) return st;
   if ((cfg.ibuf_slots & (cfg.ibuf_slots - 1)) != 0 || cfg.ibuf_slots == 0)
     return Status(Errc::kBadParam, "world: ibuf_slots must be a power of two");
   if (cfg.procs.boot != nullptr) {
@@ -32,7 +39,70 @@ Result<std::unique_ptr<ModelWorld>> ModelWorld::create(const WorldConfig& cfg) {
   }
   std::unique_ptr<ModelWorld> w(new ModelWorld(cfg));
   if (Status st = w->build(); !st) return st;
+  w->save();
+  if (Status st = w->begin(); !st) return st;
   return w;
+}
+
+bool ModelWorld::fits(const WorldConfig& c) const {
+  // Every field but the run's own (opt, start_index) is the world's shape. A field added to
+  // WorldConfig must be sorted into one or the other here.
+  static_assert(sizeof(WorldConfig) == 168, "a new WorldConfig field: compare it here, or let rewind() set it");
+  auto shape = [](const WorldConfig& w) {
+    return std::tie(w.npes, w.num_rc_per_pe, w.num_nics, w.log_qp_depth, w.layout, w.nic_buf_on_gpumem, w.ibuf_slots,
+                    w.heap.npes, w.heap.heap_bytes, w.heap.granularity, w.heap.max_handle_bytes, w.heap.phantom,
+                    w.response_delay_max, w.seed, w.rts.ack_timeout, w.rts.retry_count, w.rts.rnr_retry, w.rts.sq_psn,
+                    w.rts.log_sra_max, w.failover, w.failover_threads, w.watchdog_polls, w.watchdog_ns, w.procs.boot,
+                    w.procs.links);
+  };
+  return shape(cfg_) == shape(c);
+}
+
+void ModelWorld::save() {
+  saved_.assign(cfg_.npes, {});
+  for (uint32_t p = 0; p < cfg_.npes; ++p) {
+    if (!local(p)) continue;
+    Pe& pe = *pes_[p];
+    saved_[p] = {pe.mvars, pe.backup_mvars, pe.qps, pe.backups};
+    for (Dev& d : pe.devs) d.nic->save_run_state(), d.devx->save_blocks();
+  }
+}
+
+Status ModelWorld::begin() {
+  for (auto& pe : pes_)
+    if (pe != nullptr)
+      for (std::vector<DevQp>* set : {&pe->qps, &pe->backups})
+        for (DevQp& d : *set)
+          if (Status st = start_at(*pe, d, cfg_.start_index); !st) return st;
+  return {};
+}
+
+Status ModelWorld::rewind(const WorldConfig& c) {
+  if (!rewindable()) return Status(Errc::kBadState, "world: one with failover, faults injected or one PE per process cannot be rewound");
+  if (!fits(c)) return Status(Errc::kBadParam, "world: a rewind cannot change the world's shape (only opt and start_index)");
+  if (Status st = check_opt(c.opt); !st) return st;
+  for (uint32_t p = 0; p < cfg_.npes; ++p) {
+    Pe& pe = *pes_[p];
+    for (Dev& d : pe.devs) {
+      if (Status st = d.nic->restore_run_state(); !st) return st;
+      if (Status st = d.devx->restore_blocks(); !st) return st;
+    }
+    // In place: every DevQp points into these vectors.
+    const Saved& sv = saved_[p];
+    std::copy(sv.mvars.begin(), sv.mvars.end(), pe.mvars.begin());
+    std::copy(sv.qps.begin(), sv.qps.end(), pe.qps.begin());
+    pe.group_switch = 0, pe.error = 0;
+    pe.state.opt = c.opt;
+    pe.state.opt.nic_buf_on_gpumem = cfg_.nic_buf_on_gpumem;
+  }
+  heap_->reset();
+  last_checked_.clear();
+  doorbell_ns_.clear();
+  ticks_ = 0;
+  recovery_ = {};
+  cfg_.opt = c.opt;
+  cfg_.start_index = c.start_index;
+  return begin();
 }
 
 ModelWorld::~ModelWorld() {
@@ -137,7 +207,6 @@ Status ModelWorld::fill_qps(Pe& pe, bool backup) {
       d.ibuf_lkey = mr->lkey;
       d.ibuf_nslots = cfg_.ibuf_slots;
       d.hp = cfg_.failover ? &health[slot] : nullptr;
-      if (Status st = start_at(pe, d, cfg_.start_index); !st) return st;
     }
   return {};
 }
@@ -302,6 +371,7 @@ Status ModelWorld::register_chunk(uint32_t chunk, const std::vector<uint8_t*>& h
 }
 
 void ModelWorld::inject(const std::vector<WorldFault>& faults) {
+  faulted_ = faulted_ || !faults.empty();
   // A fault of a PE's node (link, stall, doorbells, death) hits each of its NICs; a QP error
   // hits the QP of group member 0 to the target, on its NIC.
   for (const WorldFault& f : faults) {

@@ -77,6 +77,17 @@ class ModelWorld {
   static Result<std::unique_ptr<ModelWorld>> create(const WorldConfig& cfg);
   ~ModelWorld();
 
+  // Another run on this world instead of a new one (WorldPool): everything a run changed —
+  // the NICs' run state, the queues' and ibufs' bytes, the management words, the heap's
+  // allocations and their bytes — goes back to how create() left it, for config `c`, which
+  // may differ from this world's only in the run's own fields (opt, start_index). The heap
+  // keeps the chunks earlier runs mapped, so only a write outside every allocation could
+  // tell the difference. Not for worlds with failover, faults injected or one PE per
+  // process (rewindable()).
+  bool fits(const WorldConfig& c) const;
+  bool rewindable() const { return !cfg_.failover && cfg_.procs.boot == nullptr && !faulted_; }
+  Status rewind(const WorldConfig& c);
+
   const WorldConfig& config() const { return cfg_; }
   // Whether PE `pe` lives in this process (all do, unless one PE per process): only a local
   // PE has a state, NICs and memory here.
@@ -145,6 +156,10 @@ class ModelWorld {
   };
   explicit ModelWorld(const WorldConfig& c) : cfg_(c) {}
   Status build();
+  // After build(): keep what rewind() puts back; then begin(), every run's first step: each
+  // QP's counters at cfg_.start_index.
+  void save();
+  Status begin();
   Status connect_all(bool backup);  // RST -> RTS, on each NIC QP (rc * npes + peer) of PE p to (rc * npes + p) of peer
   // Every PE's QPNs, [(pe * num_nics + dev) * npes * num_rc_per_pe + queue-set index]: from
   // the local queue sets, the others' through the bootstrap.
@@ -179,6 +194,12 @@ class ModelWorld {
   };
   std::vector<Checked> last_checked_;  // every QP's words when last checked, by (pe, backup, slot)
   std::unique_ptr<heap::SymmetricHeap> heap_;
+  bool faulted_ = false;  // inject() was given faults: they change keys and NICs beyond a rewind
+  struct Saved {          // a PE's words after build(), for rewind()
+    std::vector<Mvars> mvars, backup_mvars;
+    std::vector<DevQp> qps, backups;
+  };
+  std::vector<Saved> saved_;  // by PE
 };
 
 }  // namespace doorbell::ibgda

@@ -7,7 +7,7 @@
 
 namespace doorbell::ibgda {
 
-std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStats* stats, Processes procs) {
+std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStats* stats, Processes procs, WorldPool* pool) {
   using Kind = ProgramOpKind;
   WorldConfig c;
   c.npes = p.npes;
@@ -27,13 +27,23 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   c.heap.granularity = 4096;  // many chunks: splits everywhere, keys beyond the constant table
   c.heap.max_handle_bytes = 64 << 10;
   c.failover = p.failover;
-  c.failover_threads = p.warps * p.lanes;
+  if (p.failover) c.failover_threads = p.warps * p.lanes;  // else not part of the world (a pool shares it)
   c.rts.ack_timeout = uint8_t(p.ack_timeout);
   c.rts.retry_count = uint8_t(p.retry_count);
   c.procs = procs;
-  auto w = ModelWorld::create(c);
-  if (!w) return w.status().to_string();
-  ModelWorld& world = **w;
+  std::unique_ptr<ModelWorld> own;
+  ModelWorld* wp = nullptr;
+  if (pool != nullptr) {
+    Result<ModelWorld*> w = pool->get(c);
+    if (!w) return w.status().to_string();
+    wp = *w;
+  } else {
+    Result<std::unique_ptr<ModelWorld>> w = ModelWorld::create(c);
+    if (!w) return w.status().to_string();
+    own = std::move(*w);
+    wp = own.get();
+  }
+  ModelWorld& world = *wp;
   if (p.plant_gpu_scope_fences)
     for (uint32_t pe = 0; pe < p.npes; ++pe)
       if (world.local(pe)) world.state(pe).opt.nic_buf_on_gpumem = true;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/ibgda/model_world.h"
+#include "sim/ibgda/world_pool.h"
 #include "hw/gpu_sim/scheduler.h"
 
 namespace doorbell::ibgda {
@@ -68,6 +69,9 @@ struct Program {
 // fetch-add applied once whose result was lost (kResultLost): its add counts, its value is
 // unknown. `stats`, if given, receives what the recovery did.
 // `procs`: one PE per process (every process runs the same program; each checks its own PE).
-std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStats* stats = nullptr, Processes procs = {});
+// `pool`: take the world from it (a rewound one where the shape was seen before) instead of
+// building one for this run.
+std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStats* stats = nullptr, Processes procs = {},
+                        WorldPool* pool = nullptr);
 
 }  // namespace doorbell::ibgda

@@ -47,9 +47,9 @@ ModelDevx::~ModelDevx() {
   for (uint32_t c : cqs_) (void)nic_.destroy_cq(c);
   for (uint32_t k : mrs_) (void)nic_.dereg_mr(k);
   for (auto& [id, u] : umems_) nic_.memory().unpin(u.addr);
-  for (auto& [p, base] : allocations_) {
+  for (auto& [p, b] : allocations_) {
     (void)nic_.memory().free(reinterpret_cast<uint64_t>(p));
-    std::free(base);
+    std::free(b.base);
   }
 }
 
@@ -160,17 +160,32 @@ Result<void*> ModelDevx::alloc(size_t bytes, bool gpu) {
     std::free(base);
     return st;
   }
-  allocations_[p] = base;
+  allocations_[p] = {base, bytes};
   return p;
 }
 
 void ModelDevx::free(void* p) {
   auto it = allocations_.find(p);
   if (it == allocations_.end()) return;
-  void* base = it->second;
+  void* base = it->second.base;
   allocations_.erase(it);
+  saved_.erase(p);
   (void)nic_.memory().free(reinterpret_cast<uint64_t>(p));
   std::free(base);
+}
+
+void ModelDevx::save_blocks() {
+  saved_.clear();
+  for (const auto& [p, b] : allocations_) {
+    const auto* bytes = static_cast<const uint8_t*>(p);
+    saved_[p].assign(bytes, bytes + b.bytes);
+  }
+}
+
+Status ModelDevx::restore_blocks() {
+  if (saved_.size() != allocations_.size()) return Status(Errc::kBadState, "restore_blocks: blocks were allocated or freed since the save");
+  for (auto& [p, bytes] : saved_) std::memcpy(p, bytes.data(), bytes.size());
+  return {};
 }
 
 // ---- PRM objects ----

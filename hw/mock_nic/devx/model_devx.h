@@ -47,6 +47,10 @@ class ModelDevx final : public devx::DevxContext, public devx::QueueMemory {
 
   Result<void*> alloc(size_t bytes, bool gpu) override;
   void free(void* p) override;
+  // Harness reach: keep the bytes of every block alloc handed out (queues, doorbell records,
+  // ibufs), and put them back before another run on the same objects (Nic::save_run_state).
+  void save_blocks();
+  Status restore_blocks();
 
   Nic& nic() { return nic_; }
   uint32_t uid() const { return uid_; }
@@ -74,7 +78,12 @@ class ModelDevx final : public devx::DevxContext, public devx::QueueMemory {
   std::set<uint32_t> pds_, uars_, srqs_, mrs_;
   std::set<uint32_t> cqs_, qps_;
   std::map<uint32_t, uint32_t> cq_uar_;  // cqn -> uar page, for QUERY_CQ
-  std::map<void*, void*> allocations_;  // page-aligned start -> the block calloc gave
+  struct Block {
+    void* base;    // what calloc gave
+    size_t bytes;  // handed out from the page-aligned start
+  };
+  std::map<void*, Block> allocations_;  // page-aligned start -> its block
+  std::map<void*, std::vector<uint8_t>> saved_;  // save_blocks: each block's bytes
 };
 
 }  // namespace doorbell::mock_nic
