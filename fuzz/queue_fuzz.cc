@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   so.choose = [&](size_t n) { return pos < script.size() ? size_t(script[pos++]) % n : rr++ % n; };
   so.hang_spins = 256;
   so.max_steps = 2'000'000;
-  static WorldPool pool;  // a world per shape, rewound for each input of that shape
+  static WorldPool pool(256);  // a world per shape (there are 192), rewound for each input of that shape
   const std::string why = run_program(p, so, nullptr, {}, &pool);
   FUZZ_CHECK(why.empty(), "after %zu scripted choices: %s", pos, why.c_str());
   return 0;

@@ -239,7 +239,6 @@ void Scheduler::add_agent(const std::string& name, std::function<void(AgentCtx&)
   add_to_pick(*ap);
 }
 
-void Scheduler::watch(const std::string& name, const uint64_t* addr) { watches_.push_back({name, addr}); }
 
 void Scheduler::map_mmio(uint64_t base, uint64_t size, std::function<void(uint64_t, uint64_t)> fn) {
   mmio_.push_back({base, size, std::move(fn)});
@@ -511,7 +510,7 @@ void Scheduler::check_hang() {
 
 std::string Scheduler::name_of(const uint64_t* addr) const {
   for (const Watch& w : watches_)
-    if (w.addr == addr) return w.name;
+    if (w.addr == addr) return w.name();
   std::ostringstream os;
   os << static_cast<const void*>(addr);
   return os.str();
@@ -550,7 +549,7 @@ std::string Scheduler::hang_report() const {
   for (const auto& r : reporters_) os << r();
   if (!watches_.empty()) {
     os << "  watched:";
-    for (const Watch& w : watches_) os << " " << w.name << "=" << *w.addr;
+    for (const Watch& w : watches_) os << " " << w.name() << "=" << *w.addr;
     os << "\n";
   }
   return os.str();

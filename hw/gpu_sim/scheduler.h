@@ -101,7 +101,10 @@ class Scheduler {
   // non-daemon agent has finished.
   void add_agent(const std::string& name, std::function<void(AgentCtx&)> body, bool daemon = true);
   // Name a shared word: hang reports print its value and name waits on it.
-  void watch(const std::string& name, const uint64_t* addr);
+  void watch(std::string name, const uint64_t* addr) { watches_.push_back({std::move(name), nullptr, addr}); }
+  // The same without a copy, for a name that outlives the scheduler (a world's words, named
+  // once for all its runs).
+  void watch(const std::string* name, const uint64_t* addr) { watches_.push_back({{}, name, addr}); }
   // Text appended to hang reports (e.g. which stream work waits for which).
   void add_reporter(std::function<std::string()> fn) { reporters_.push_back(std::move(fn)); }
   // Route 64-bit MMIO stores in [base, base+size) to a device.
@@ -206,8 +209,10 @@ class Scheduler {
   bool hang_ = false, aborted_ = false, stopping_ = false;
   std::string report_;
   struct Watch {
-    std::string name;
+    std::string own;
+    const std::string* shared;  // else own
     const uint64_t* addr;
+    const std::string& name() const { return shared != nullptr ? *shared : own; }
   };
   std::vector<Watch> watches_;
   std::vector<std::function<std::string()>> reporters_;

@@ -419,18 +419,21 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
   doorbell_ns_.assign(size_t(cfg_.npes) * cfg_.num_nics, 0);
   if (cfg_.failover) add_recovery_agent(s);
   // Every management word, by name, for hang reports: each QP's (and backup's) indices, lock
-  // and proxy word, its CQE's last word and, with failover, its health.
-  for (uint32_t p = 0; p < cfg_.npes; ++p) {
-    if (!local(p)) continue;
-    for (const std::vector<DevQp>* set : {&pes_[p]->qps, &pes_[p]->backups})
-      for (size_t i = 0; i < set->size(); ++i) {
-        const DevQp& q = (*set)[i];
-        const std::string pfx = "pe" + std::to_string(p) + (set == &pes_[p]->qps ? ".qp" : ".backup") + std::to_string(i) + ".";
-        for (const MvarWord& w : kMvarWords) s.watch(pfx + w.name, &(q.mv->*w.word));
-        s.watch(pfx + "cqe", reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(q.cqe) + 56));
-        if (q.hp != nullptr) s.watch(pfx + "health", &q.hp->state);
-      }
-  }
+  // and proxy word, its CQE's last word and, with failover, its health. Named once: the
+  // words stay where they are for the world's life.
+  if (watched_.empty())
+    for (uint32_t p = 0; p < cfg_.npes; ++p) {
+      if (!local(p)) continue;
+      for (const std::vector<DevQp>* set : {&pes_[p]->qps, &pes_[p]->backups})
+        for (size_t i = 0; i < set->size(); ++i) {
+          const DevQp& q = (*set)[i];
+          const std::string pfx = "pe" + std::to_string(p) + (set == &pes_[p]->qps ? ".qp" : ".backup") + std::to_string(i) + ".";
+          for (const MvarWord& w : kMvarWords) watched_.push_back({pfx + w.name, &(q.mv->*w.word)});
+          watched_.push_back({pfx + "cqe", reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(q.cqe) + 56)});
+          if (q.hp != nullptr) watched_.push_back({pfx + "health", &q.hp->state});
+        }
+    }
+  for (const auto& [name, word] : watched_) s.watch(&name, word);
   s.add_reporter([this] {
     const std::string e = nic_errors();
     return e.empty() ? e : "NIC errors and events:\n" + e;

@@ -13,6 +13,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/heap/symmetric_heap.h"
@@ -200,6 +201,7 @@ class ModelWorld {
     std::vector<DevQp> qps, backups;
   };
   std::vector<Saved> saved_;  // by PE
+  std::vector<std::pair<std::string, const uint64_t*>> watched_;  // every management word, named (attach)
 };
 
 }  // namespace doorbell::ibgda
