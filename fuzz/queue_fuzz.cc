@@ -39,14 +39,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   draw_ops(p, draw(1, 25), draw, pick, 512);
   // The schedule: one input byte per choice; then round-robin, so a short input still ends.
   const std::vector<uint8_t> script = in.ConsumeRemainingBytes<uint8_t>();
-  size_t pos = 0, rr = 0;
   gpu_sim::SchedOptions so;
   so.policy = gpu_sim::Policy::kScripted;
-  so.choose = [&](size_t n) { return pos < script.size() ? size_t(script[pos++]) % n : rr++ % n; };
+  so.script = script;
   so.hang_spins = 256;
   so.max_steps = 2'000'000;
   static WorldPool pool(256);  // a world per shape (there are 192), rewound for each input of that shape
   const std::string why = run_program(p, so, nullptr, {}, &pool);
-  FUZZ_CHECK(why.empty(), "after %zu scripted choices: %s", pos, why.c_str());
+  FUZZ_CHECK(why.empty(), "under a schedule script of %zu bytes: %s", script.size(), why.c_str());
   return 0;
 }

@@ -461,8 +461,11 @@ Scheduler::Agent* Scheduler::pick() {
     case Policy::kScripted: {
       candidates = runnable_agents_;
       if (candidates == 0) return nullptr;
-      const size_t k = (opt_.policy == Policy::kScripted && opt_.choose ? opt_.choose(candidates) : next_rand(rng_)) % candidates;
-      return kth_runnable(k);
+      size_t k = 0;
+      if (opt_.policy == Policy::kRandom) k = next_rand(rng_);
+      else if (opt_.choose) k = opt_.choose(candidates);
+      else k = script_pos_ < opt_.script.size() ? opt_.script[script_pos_++] : round_robin_++;
+      return kth_runnable(k % candidates);
     }
     case Policy::kPct:
       for (auto& a : agents_)

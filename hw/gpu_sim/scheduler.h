@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,10 @@ struct SchedOptions {
   uint64_t observe_every = 1;
   // kScripted: index of the next agent among `candidates` runnable ones (taken modulo).
   std::function<size_t(size_t candidates)> choose;
+  // kScripted without `choose`: one byte of `script` per choice (modulo the candidates), then
+  // round-robin once it runs out, so a short script still ends — the fuzzers' schedule,
+  // decoded here rather than in their (traced) code at every step.
+  std::span<const uint8_t> script;
   // kPreempt: the scheduling point (1-based; 0: none) and the runnable agent (modulo their
   // number) it switches to.
   uint64_t preempt_at = 0;
@@ -204,6 +209,7 @@ class Scheduler {
   uint64_t cur_who_ = 0;       // the running lane in record()'s hash: agent << 40 | lane << 32
   bool cur_daemon_ = false;    // the running agent is a daemon (stops with the run)
   uint64_t rng_;
+  size_t script_pos_ = 0, round_robin_ = 0;  // kScripted from opt_.script
   uint64_t version_ = 0;        // bumps on every change to shared state
   uint64_t steps_ = 0, accesses_ = 0, hash_ = 0xcbf29ce484222325ull;
   bool hang_ = false, aborted_ = false, stopping_ = false;

@@ -93,6 +93,29 @@ TEST(Scheduler, ScriptedPolicyFollowsItsScript) {
   EXPECT_NE(serial.r.trace_hash, racy.r.trace_hash);
 }
 
+// A script given as bytes (SchedOptions::script, queue_fuzz's) is the choice of each byte,
+// then round-robin: the same runs as that rule written as `choose`.
+TEST(Scheduler, AScriptIsItsBytesThenRoundRobin) {
+  const std::vector<uint8_t> racy = {0, 1, 0, 1};  // load(w0) load(w1) store store
+  auto by_bytes = [&](const std::vector<uint8_t>& script) {
+    SchedOptions o = opts(1, Policy::kScripted);
+    o.script = script;
+    return count_up(o, {1, 2, 1}, 3, false);
+  };
+  auto by_choose = [&](const std::vector<uint8_t>& script) {
+    SchedOptions o = opts(1, Policy::kScripted);
+    o.choose = [script, pos = size_t(0), rr = size_t(0)](size_t n) mutable { return pos < script.size() ? script[pos++] % n : rr++ % n; };
+    return count_up(o, {1, 2, 1}, 3, false);
+  };
+  for (const std::vector<uint8_t>& script : {std::vector<uint8_t>{}, racy, std::vector<uint8_t>{7, 3, 250, 1, 0, 9}}) {
+    const CounterRun a = by_bytes(script), b = by_choose(script);
+    EXPECT_EQ(a.r.outcome, Outcome::kCompleted);
+    EXPECT_EQ(a.r.trace_hash, b.r.trace_hash);
+    EXPECT_EQ(a.counter, b.counter);
+  }
+  EXPECT_LT(by_bytes(racy).counter, by_bytes(racy).want);  // the script's race happened
+}
+
 TEST(Scheduler, PctAlsoFindsTheRace) {
   const uint64_t found = sweep_seeds(1, 1000, [&](uint64_t seed) {
     SchedOptions o = opts(seed, Policy::kPct);
