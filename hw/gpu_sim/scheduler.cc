@@ -512,8 +512,11 @@ void Scheduler::check_hang() {
 }
 
 std::string Scheduler::name_of(const uint64_t* addr) const {
-  for (const Watch& w : watches_)
-    if (w.addr == addr) return w.name();
+  const std::string* found = nullptr;
+  for_each_watch([&](const std::string& name, const uint64_t* a) {
+    if (a == addr && found == nullptr) found = &name;
+  });
+  if (found != nullptr) return *found;
   std::ostringstream os;
   os << static_cast<const void*>(addr);
   return os.str();
@@ -550,9 +553,9 @@ std::string Scheduler::hang_report() const {
     }
   }
   for (const auto& r : reporters_) os << r();
-  if (!watches_.empty()) {
+  if (!watches_.empty() || !watch_tables_.empty()) {
     os << "  watched:";
-    for (const Watch& w : watches_) os << " " << w.name() << "=" << *w.addr;
+    for_each_watch([&](const std::string& name, const uint64_t* addr) { os << " " << name << "=" << *addr; });
     os << "\n";
   }
   return os.str();

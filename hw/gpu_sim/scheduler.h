@@ -16,6 +16,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hw/gpu_sim/fiber.h"
@@ -106,10 +107,11 @@ class Scheduler {
   // non-daemon agent has finished.
   void add_agent(const std::string& name, std::function<void(AgentCtx&)> body, bool daemon = true);
   // Name a shared word: hang reports print its value and name waits on it.
-  void watch(std::string name, const uint64_t* addr) { watches_.push_back({std::move(name), nullptr, addr}); }
-  // The same without a copy, for a name that outlives the scheduler (a world's words, named
-  // once for all its runs).
-  void watch(const std::string* name, const uint64_t* addr) { watches_.push_back({{}, name, addr}); }
+  void watch(std::string name, const uint64_t* addr) { watches_.push_back({std::move(name), addr}); }
+  // A table of named words that outlives the scheduler (a world's, named once for all its
+  // runs): watched as they are, without a copy.
+  using WatchTable = std::vector<std::pair<std::string, const uint64_t*>>;
+  void watch(const WatchTable* table) { watch_tables_.push_back(table); }
   // Text appended to hang reports (e.g. which stream work waits for which).
   void add_reporter(std::function<std::string()> fn) { reporters_.push_back(std::move(fn)); }
   // Route 64-bit MMIO stores in [base, base+size) to a device.
@@ -214,13 +216,14 @@ class Scheduler {
   uint64_t steps_ = 0, accesses_ = 0, hash_ = 0xcbf29ce484222325ull;
   bool hang_ = false, aborted_ = false, stopping_ = false;
   std::string report_;
-  struct Watch {
-    std::string own;
-    const std::string* shared;  // else own
-    const uint64_t* addr;
-    const std::string& name() const { return shared != nullptr ? *shared : own; }
-  };
-  std::vector<Watch> watches_;
+  std::vector<std::pair<std::string, const uint64_t*>> watches_;
+  std::vector<const WatchTable*> watch_tables_;
+  template <class Fn>
+  void for_each_watch(Fn&& fn) const {  // fn(name, addr)
+    for (const auto& [name, addr] : watches_) fn(name, addr);
+    for (const WatchTable* t : watch_tables_)
+      for (const auto& [name, addr] : *t) fn(name, addr);
+  }
   std::vector<std::function<std::string()>> reporters_;
   WriteTimes write_ns_;  // kTimed: when each word was last written
   struct Mmio {

@@ -433,7 +433,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
           if (q.hp != nullptr) watched_.push_back({pfx + "health", &q.hp->state});
         }
     }
-  for (const auto& [name, word] : watched_) s.watch(&name, word);
+  s.watch(&watched_);
   s.add_reporter([this] {
     const std::string e = nic_errors();
     return e.empty() ? e : "NIC errors and events:\n" + e;

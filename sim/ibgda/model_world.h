@@ -201,7 +201,7 @@ class ModelWorld {
     std::vector<DevQp> qps, backups;
   };
   std::vector<Saved> saved_;  // by PE
-  std::vector<std::pair<std::string, const uint64_t*>> watched_;  // every management word, named (attach)
+  gpu_sim::Scheduler::WatchTable watched_;  // every management word, named (attach)
 };
 
 }  // namespace doorbell::ibgda

@@ -116,3 +116,28 @@ RC_GTEST_PROP(WorldPool, ARewoundWorldRunsAProgramAsAFreshOneDoes, ()) {
 
 }  // namespace
 }  // namespace doorbell::ibgda
+
+namespace doorbell::ibgda {
+namespace {
+
+// A hang report names every management word of every QP with its value — the world's table,
+// named once — on the world's first run and on a rewound one alike.
+TEST(WorldPool, HangReportsNameEveryManagementWord) {
+  Program p;
+  p.npes = 2;
+  p.plant.no_idle_doorbell = true;  // the last submitter of a burst does not ring: a hang
+  p.ops.push_back({});               // pe 0 puts 1 byte to pe 0
+  gpu_sim::SchedOptions so;
+  so.hang_spins = 64;
+  WorldPool pool;
+  for (int run = 0; run < 2; ++run) {
+    const std::string why = run_program(p, so, nullptr, {}, &pool);
+    EXPECT_NE(why.find("hang"), std::string::npos) << why;
+    for (const char* word : {"pe0.qp0.resv_head=1", "pe0.qp0.prod_idx=0", "pe0.qp0.proxy_prod=0", "pe1.qp1.cons_idx=0", "pe0.qp1.cqe="})
+      EXPECT_NE(why.find(word), std::string::npos) << word << " in\n" << why;
+  }
+  EXPECT_EQ(pool.built(), 1u);
+}
+
+}  // namespace
+}  // namespace doorbell::ibgda
