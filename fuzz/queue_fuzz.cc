@@ -2,6 +2,8 @@
 // IBGDA program (sim/ibgda/program.h: PEs, warps, lanes, queue depth, batch size, proxy
 // or BlueFlame, where the counters begin, each thread's puts / gets / fetch-adds / adds, then quiet) and, from its
 // remaining bytes, the schedule: which runnable agent (lane, NIC engine, proxy) moves next.
+// Each input runs on a world of its shape taken from a pool and rewound (ModelWorld::rewind),
+// as on a fresh one: building a world was most of an input's time.
 // run_program checks the queue-index invariants at each change of a QP's words, no hang, no error CQE, and
 // memory equal to the sequential reference.
 #include <fuzzer/FuzzedDataProvider.h>
