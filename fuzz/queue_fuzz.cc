@@ -44,6 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gpu_sim::SchedOptions so;
   so.policy = gpu_sim::Policy::kScripted;
   so.script = script;
+  so.park_idle = true;  // an idle NIC engine takes no turns: every script byte moves something
   so.hang_spins = 256;
   so.max_steps = 2'000'000;
   static WorldPool pool(256);  // a world per shape (there are 192), rewound for each input of that shape

@@ -1,6 +1,7 @@
 #include "hw/gpu_sim/scheduler.h"
 
 #include <algorithm>
+#include <utility>
 #include <sstream>
 
 #include "hw/gpu_sim/sim_ctx.h"
@@ -215,7 +216,7 @@ void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::fu
   }
 }
 
-void Scheduler::add_agent(const std::string& name, std::function<void(AgentCtx&)> body, bool daemon) {
+uint32_t Scheduler::add_agent(const std::string& name, std::function<void(AgentCtx&)> body, bool daemon) {
   auto a = std::make_unique<Agent>();
   a->name = name;
   a->index = uint32_t(agents_.size());
@@ -237,6 +238,26 @@ void Scheduler::add_agent(const std::string& name, std::function<void(AgentCtx&)
   a->live = 1;
   agents_.push_back(std::move(a));
   add_to_pick(*ap);
+  return ap->index;
+}
+
+bool Scheduler::park(const char* what) {
+  Agent& a = *cur_agent_;
+  Lane& l = *cur_lane_;
+  if (aborted_ || (stopping_ && a.daemon)) return false;
+  l.wait_what = what;
+  l.wait_addr = nullptr;
+  set_state(l, LaneState::kParked);
+  parked_.push_back(a.index);
+  yield();
+  return !(aborted_ || (stopping_ && a.daemon));
+}
+
+void Scheduler::wake(uint32_t id) {
+  Lane& l = *agents_[id]->lanes.front();
+  if (l.state != LaneState::kParked) return;
+  set_state(l, LaneState::kRunnable);
+  std::erase(parked_, id);
 }
 
 
@@ -498,7 +519,8 @@ Scheduler::Agent* Scheduler::pick() {
 void Scheduler::check_hang() {
   for (const auto& a : agents_)
     for (const auto& l : a->lanes) {
-      if (l->state == Lane::State::kDone || l->state == Lane::State::kCollective || l->state == Lane::State::kBarrier)
+      if (l->state == Lane::State::kDone || l->state == Lane::State::kCollective || l->state == Lane::State::kBarrier ||
+          l->state == Lane::State::kParked)  // waits for a wake, not a word
         continue;
       if (!l->polling(version_, opt_.hang_spins)) return;
     }
@@ -591,7 +613,10 @@ RunResult Scheduler::run() {
   uint64_t warp_steps = 0;
   for (;;) {
     if (live_agents_ == 0) break;
-    if (live_user_agents_ == 0) stopping_ = true;
+    if (live_user_agents_ == 0) {
+      stopping_ = true;
+      for (const uint32_t id : std::exchange(parked_, {})) wake(id);  // parked daemons see the stop and return
+    }
     Agent* a = pick();
     if (a == nullptr) {
       hang_ = true;

@@ -56,6 +56,11 @@ struct SchedOptions {
   // round-robin once it runs out, so a short script still ends — the fuzzers' schedule,
   // decoded here rather than in their (traced) code at every step.
   std::span<const uint8_t> script;
+  // Untimed policies: a device agent that only an event can move on (a NIC engine with no
+  // doorbell) may park instead of polling — off the runnable agents, no steps — until
+  // another agent wakes it (AgentCtx::park, Scheduler::wake). Its polls did nothing but
+  // take turns; without them every choice of a scripted schedule moves something.
+  bool park_idle = false;
   // kPreempt: the scheduling point (1-based; 0: none) and the runnable agent (modulo their
   // number) it switches to.
   uint64_t preempt_at = 0;
@@ -105,7 +110,10 @@ class Scheduler {
               std::function<void()> on_done = {});
   // Add a device agent. A daemon is stopped (its spin returns false) once every
   // non-daemon agent has finished.
-  void add_agent(const std::string& name, std::function<void(AgentCtx&)> body, bool daemon = true);
+  // Returns its id (for wake()).
+  uint32_t add_agent(const std::string& name, std::function<void(AgentCtx&)> body, bool daemon = true);
+  // Make agent `id` runnable again if it parked (a no-op otherwise); from inside the run.
+  void wake(uint32_t id);
   // Name a shared word: hang reports print its value and name waits on it.
   void watch(std::string name, const uint64_t* addr) { watches_.push_back({std::move(name), addr}); }
   // A table of named words that outlives the scheduler (a world's, named once for all its
@@ -158,6 +166,7 @@ class Scheduler {
   void wait_until_ns(double t);
   double now() const;
   bool spin(const char* what, const uint64_t* addr, uint64_t seen);
+  bool park(const char* what);
   uint64_t collective(int kind, uint64_t value, uint32_t arg);
   void sync_cta();
   void mmio_store(uint64_t* addr, uint64_t value);
@@ -173,7 +182,7 @@ class Scheduler {
   struct Lane;
   struct Agent;
   struct CtaBarrier;
-  enum class LaneState : uint8_t { kRunnable, kCollective, kBarrier, kDone };
+  enum class LaneState : uint8_t { kRunnable, kCollective, kBarrier, kDone, kParked };
   // Which agents can run, kept as their lanes change state (pick() runs every step, and a
   // scan of every agent made runs of hundreds of PEs quadratic): a Fenwick tree over agent
   // indices (random and scripted picks take the k-th runnable agent) and, for kTimed, the
@@ -212,6 +221,7 @@ class Scheduler {
   bool cur_daemon_ = false;    // the running agent is a daemon (stops with the run)
   uint64_t rng_;
   size_t script_pos_ = 0, round_robin_ = 0;  // kScripted from opt_.script
+  std::vector<uint32_t> parked_;             // agents parked (their one lane), woken when the run stops
   uint64_t version_ = 0;        // bumps on every change to shared state
   uint64_t steps_ = 0, accesses_ = 0, hash_ = 0xcbf29ce484222325ull;
   bool hang_ = false, aborted_ = false, stopping_ = false;

@@ -156,6 +156,9 @@ class AgentCtx {
   void wait_until_ns(double t) { s_->wait_until_ns(t); }
   double now() const { return s_->now(); }
   bool spin(const char* what, const uint64_t* addr = nullptr, uint64_t seen = 0) { return s_->spin(what, addr, seen); }
+  // Sleep until Scheduler::wake(this agent's id) — SchedOptions::park_idle; false once the run
+  // stops (return then). A daemon that nothing but a wake can move on, instead of spinning.
+  bool park(const char* what) { return s_->park(what); }
   bool stopping() const { return s_->stopping(); }
   // A device's own 8-byte accesses to memory GPU threads share (system scope): told to the
   // weak memory model, if any; `what` / `index` name a read in stale-read notes.

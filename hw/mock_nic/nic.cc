@@ -59,6 +59,7 @@ struct Nic::RunState {
   uint64_t now, rng, bad_doorbells, bytes_moved;
   std::vector<PhantomCopy> phantom_log;
   std::function<void(const void*)> cqe_hook;
+  std::function<void()> wake_hook;
   mem::Observer* observer;
   std::string observer_name;
   std::function<double()> clock;
@@ -76,7 +77,7 @@ void Nic::save_run_state() {
   s->link_down_from_ns = link_down_from_ns_, s->link_down_until_ns = link_down_until_ns_, s->dead_from_ns = dead_from_ns_;
   s->link_steady = link_steady_;
   s->now = now_, s->rng = rng_, s->bad_doorbells = bad_doorbells_, s->bytes_moved = bytes_moved_;
-  s->phantom_log = phantom_log_, s->cqe_hook = cqe_hook_, s->observer = observer_, s->observer_name = observer_name_;
+  s->phantom_log = phantom_log_, s->cqe_hook = cqe_hook_, s->wake_hook = wake_hook_, s->observer = observer_, s->observer_name = observer_name_;
   s->clock = clock_, s->waiting = waiting_, s->errors = errors_, s->events = events_;
   saved_ = std::move(s);
 }
@@ -99,7 +100,7 @@ Status Nic::restore_run_state() {
   link_down_from_ns_ = s.link_down_from_ns, link_down_until_ns_ = s.link_down_until_ns, dead_from_ns_ = s.dead_from_ns;
   link_steady_ = s.link_steady;
   now_ = s.now, rng_ = s.rng, bad_doorbells_ = s.bad_doorbells, bytes_moved_ = s.bytes_moved;
-  phantom_log_ = s.phantom_log, cqe_hook_ = s.cqe_hook, observer_ = s.observer, observer_name_ = s.observer_name;
+  phantom_log_ = s.phantom_log, cqe_hook_ = s.cqe_hook, wake_hook_ = s.wake_hook, observer_ = s.observer, observer_name_ = s.observer_name;
   clock_ = s.clock, waiting_ = s.waiting, errors_ = s.errors, events_ = s.events;
   return {};
 }
@@ -242,10 +243,21 @@ Status Nic::modify_qp(uint32_t qpn, QpState to, const QpPeer* peer) {
 }
 
 void Nic::kick(Qp& qp) {
-  if (!qp.active) {
-    qp.active = true;
-    active_.push_back(&qp);
-  }
+  if (qp.active) return;
+  qp.active = true;
+  active_.push_back(&qp);
+  if (wake_hook_) wake_hook_();
+}
+
+bool Nic::sleeps_until_kicked() const {
+  if (!active_.empty() || !late_doorbells_.empty() || faults_.doorbell_delay != 0 || !link_steady_ || faults_.stalled ||
+      faults_.stall_until_ns > faults_.stall_from_ns)
+    return false;
+  for (const Cq* c : delayed_cqs_)
+    if (!c->pending.empty()) return false;
+  for (const Faults::QpError& e : faults_.qp_errors)
+    if (!e.fired) return false;
+  return true;
 }
 
 void Nic::uar_write64(uint32_t page, uint32_t offset, uint64_t value) {

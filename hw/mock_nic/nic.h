@@ -161,6 +161,12 @@ class Nic {
   uint64_t bytes_moved() const { return bytes_moved_; }
   // Called with the address of each CQE's last 8 bytes after it is written (time models).
   void set_cqe_hook(std::function<void(const void*)> fn) { cqe_hook_ = std::move(fn); }
+  // Called when a QP gets work it did not have (a doorbell, a move to ERR): an
+  // engine that sleeps until then (sleeps_until_kicked) wakes, as hardware on its doorbell.
+  void set_wake_hook(std::function<void()> fn) { wake_hook_ = std::move(fn); }
+  // Nothing but a new kick can give the engine work: no active QP, nothing timed (late
+  // doorbells, delayed CQEs, QP errors to fire, a stall) and no link fault.
+  bool sleeps_until_kicked() const;
   uint64_t bad_doorbells() const { return bad_doorbells_; }
   // A weak memory model that must hear of the engine's writes to memory and of its reads of
   // WQEs and DBRs (null: none); `name` identifies this NIC in its notes.
@@ -217,6 +223,7 @@ class Nic {
   uint64_t bytes_moved_ = 0;
   std::vector<PhantomCopy> phantom_log_;
   std::function<void(const void*)> cqe_hook_;
+  std::function<void()> wake_hook_;
   mem::Observer* observer_ = nullptr;
   Dma* dma_ = nullptr;
   std::string observer_name_;

@@ -468,11 +468,16 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
       const double action_ns = nic->config().action_ns;
       if (timed) nic->set_clock([&s] { return s.now(); });
       else nic->set_clock([this, action_ns] { return double(ticks_) * action_ns; });
-      s.add_agent(name, [this, nic, rung_ns, costs, timed, action_ns](gpu_sim::AgentCtx& a) {
+      // Untimed, an engine with nothing to do sleeps until a QP of its gets work (a doorbell),
+      // as hardware does, if the schedule lets it (SchedOptions::park_idle).
+      const bool park = s.options().park_idle && !timed;
+      auto id = std::make_shared<uint32_t>(0);
+      *id = s.add_agent(name, [this, nic, rung_ns, costs, timed, action_ns, park, id, &s](gpu_sim::AgentCtx& a) {
         nic->set_cqe_hook([&a](const void* cqe) { a.wrote(cqe); });  // GPU pollers wait for this time
+        if (park) nic->set_wake_hook([&s, id] { s.wake(*id); });
         struct Unhook {
           mock_nic::Nic* n;
-          ~Unhook() { n->set_cqe_hook(nullptr); }
+          ~Unhook() { n->set_cqe_hook(nullptr), n->set_wake_hook(nullptr); }
         } unhook{nic};
         for (;;) {
           a.point();
@@ -488,6 +493,8 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
             if (timed) a.wait_until_ns(t);
             else ticks_ = std::max(ticks_ + 1, uint64_t(std::ceil(t / action_ns)));
             a.changed(ticks_);
+          } else if (park && nic->sleeps_until_kicked()) {
+            if (!a.park("nic engine: idle (no doorbell), parked")) return;
           } else if (!a.spin(nic->waiting().empty() ? "nic engine: idle (no doorbell)" : nic->waiting().c_str())) {
             return;
           }

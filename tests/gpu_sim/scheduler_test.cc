@@ -261,6 +261,55 @@ TEST(Scheduler, DeviceAgentJoinsAndDaemonStops) {
   EXPECT_EQ(seen, 9u);
 }
 
+// A parked daemon takes no steps until another agent wakes it (here through an MMIO store,
+// as a doorbell wakes a NIC engine), is woken to return when the run stops, and does not
+// keep a real hang from being reported.
+TEST(Scheduler, AParkedDaemonTakesNoStepsUntilWoken) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    Scheduler s(opts(seed));
+    uint64_t reg = 0, rung = 0, seen = 0, turns = 0;
+    uint32_t id = 0;
+    s.map_mmio(reinterpret_cast<uint64_t>(&reg), sizeof reg, [&](uint64_t, uint64_t v) {
+      rung = v;
+      s.wake(id);
+    });
+    id = s.add_agent("engine", [&](AgentCtx& a) {
+      for (;;) {
+        a.point();
+        ++turns;
+        if (seen != rung) {
+          seen = rung;
+          a.changed(seen);
+        } else if (!a.park("engine idle")) {
+          return;
+        }
+      }
+    });
+    s.launch("k", {1, 1, 1}, [&](SimCtx& ctx) {
+      for (uint64_t i = 1; i <= 3; ++i) {
+        for (int j = 0; j < 20; ++j) (void)ctx.load(gpu_scope, relaxed, &reg);  // turns the engine could take
+        ctx.mmio_store64(&reg, i);
+        exec::wait_until(ctx, "engine", &seen, [i](uint64_t v) { return v == i; });
+      }
+    });
+    const RunResult r = s.run();
+    ASSERT_EQ(r.outcome, Outcome::kCompleted) << "seed " << seed << "\n" << r.report;
+    EXPECT_EQ(seen, 3u);
+    EXPECT_LE(turns, 3u * 2 + 2) << "seed " << seed;  // per doorbell: one that acts, one that parks; then the stop
+  }
+  // A kernel that waits for what nobody does hangs, parked engine or not.
+  Scheduler s(opts(1));
+  uint64_t never = 0;
+  s.add_agent("engine", [&](AgentCtx& a) {
+    while (a.park("engine idle")) {
+    }
+  });
+  s.launch("k", {1, 1, 1}, [&](SimCtx& ctx) { exec::wait_until(ctx, "never", &never, [](uint64_t v) { return v != 0; }); });
+  const RunResult r = s.run();
+  EXPECT_EQ(r.outcome, Outcome::kHang);
+  EXPECT_NE(r.report.find("engine idle"), std::string::npos) << r.report;
+}
+
 TEST(Scheduler, MmioStoresRouteToTheDevice) {
   Scheduler s(opts(1));
   uint64_t reg[4] = {};

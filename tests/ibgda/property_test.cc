@@ -19,12 +19,13 @@ namespace {
 struct Case {
   Program p;
   bool pct = false;
+  bool park = false;  // idle NIC engines park until a doorbell instead of polling
 };
 
 void showValue(const Case& c, std::ostream& os) {
   const Program& p = c.p;
   os << "npes=" << p.npes << " warps=" << p.warps << " lanes=" << p.lanes << " depth=" << (1u << p.log_depth)
-     << " batch=" << (1u << p.batch_log) << " rc=" << p.num_rc_per_pe << " nics=" << p.num_nics << (p.pe_major ? " pe-major" : " qp-major") << " ibuf=" << p.ibuf_slots << " proxy=" << p.cpu_proxy << " pct=" << c.pct
+     << " batch=" << (1u << p.batch_log) << " rc=" << p.num_rc_per_pe << " nics=" << p.num_nics << (p.pe_major ? " pe-major" : " qp-major") << " ibuf=" << p.ibuf_slots << " proxy=" << p.cpu_proxy << " pct=" << c.pct << " park=" << c.park
      << " delay=" << p.delay << " seed=" << p.seed << " start_index=" << p.start_index << "\n";
   for (const ProgramOp& o : p.ops)
     os << "  pe" << o.pe << "/w" << o.warp << "/l" << o.lane << " scope=" << int(o.scope) << " kind=" << int(o.kind) << " -> pe" << o.target
@@ -46,6 +47,7 @@ rc::Gen<Case> gen_case() {
     p.pe_major = *rc::gen::arbitrary<bool>();
     p.cpu_proxy = *rc::gen::arbitrary<bool>();
     c.pct = *rc::gen::arbitrary<bool>();
+    c.park = *rc::gen::arbitrary<bool>();
     p.delay = *rc::gen::element(0u, 0u, 20u);
     p.seed = *rc::gen::arbitrary<uint64_t>();
     p.start_index = gen_start_index();
@@ -59,6 +61,7 @@ std::string run_case(const Case& c, gpu_sim::MemoryModel m) {
   gpu_sim::SchedOptions so;
   so.seed = c.p.seed;
   so.policy = c.pct ? gpu_sim::Policy::kPct : gpu_sim::Policy::kRandom;
+  so.park_idle = c.park;
   so.hang_spins = 512;
   so.memory = m;
   return run_program(c.p, so);
