@@ -98,6 +98,7 @@ Status ModelWorld::rewind(const WorldConfig& c) {
   heap_->reset();
   last_checked_.clear();
   doorbell_ns_.clear();
+  doorbell_observer_ = nullptr;
   ticks_ = 0;
   recovery_ = {};
   cfg_.opt = c.opt;

@@ -9,7 +9,10 @@ Result<ModelWorld*> WorldPool::get(const WorldConfig& c) {
       continue;
     }
     if ((*it)->fits(c)) {
-      if (Status st = (*it)->rewind(c); !st) return st;
+      if (Status st = (*it)->rewind(c); !st) {  // half put back: build a new one instead
+        worlds_.erase(it);
+        break;
+      }
       worlds_.splice(worlds_.begin(), worlds_, it);
       return worlds_.front().get();
     }
