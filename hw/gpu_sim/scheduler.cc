@@ -279,6 +279,20 @@ void Scheduler::check_store(const void* addr) {
   if (a - c.base < c.bytes) violation_ = c.check(addr);
 }
 
+void Scheduler::wake_on_store(const void* addr, size_t bytes, uint32_t id) {
+  const auto b = reinterpret_cast<uintptr_t>(addr);
+  auto at = std::upper_bound(wakers_.begin(), wakers_.end(), b, [](uintptr_t x, const Waker& w) { return x < w.base; });
+  wakers_.insert(at, {b, bytes, id});
+}
+
+void Scheduler::wake_on(const void* addr) {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  auto it = std::upper_bound(wakers_.begin(), wakers_.end(), a, [](uintptr_t x, const Waker& w) { return x < w.base; });
+  if (it == wakers_.begin()) return;
+  const Waker& w = *std::prev(it);
+  if (a - w.base < w.bytes) wake(w.id);
+}
+
 // ---- inside fibers ----
 
 void Scheduler::yield() { Fiber::switch_to(*cur_lane_->fiber, main_); }

@@ -114,6 +114,9 @@ class Scheduler {
   uint32_t add_agent(const std::string& name, std::function<void(AgentCtx&)> body, bool daemon = true);
   // Make agent `id` runnable again if it parked (a no-op otherwise); from inside the run.
   void wake(uint32_t id);
+  // Wake agent `id` at every change of a word in [addr, addr + bytes) (ranges do not
+  // overlap). Only where a store is seen when it is made: not with weak memory.
+  void wake_on_store(const void* addr, size_t bytes, uint32_t id);
   // Name a shared word: hang reports print its value and name waits on it.
   void watch(std::string name, const uint64_t* addr) { watches_.push_back({std::move(name), addr}); }
   // A table of named words that outlives the scheduler (a world's, named once for all its
@@ -152,6 +155,7 @@ class Scheduler {
     if (changed) {
       ++version_;
       if (!checked_.empty()) check_store(addr);
+      if (!wakers_.empty() && addr != nullptr) wake_on(addr);
     }
     // Who, what kind and which value folded into one word first (off the chain from one
     // access's hash to the next), then one FNV-style step: two chained steps per access were
@@ -179,6 +183,7 @@ class Scheduler {
   void point_slow();
   void record_timed(Access kind, bool changed, const void* addr);
   void check_store(const void* addr);
+  void wake_on(const void* addr);
   struct Lane;
   struct Agent;
   struct CtaBarrier;
@@ -246,6 +251,12 @@ class Scheduler {
     std::function<std::string(const void*)> check;
   };
   std::vector<Checked> checked_;  // sorted by base
+  struct Waker {
+    uintptr_t base;
+    size_t bytes;
+    uint32_t id;
+  };
+  std::vector<Waker> wakers_;  // sorted by base
   std::string violation_;
   // PCT state.
   std::vector<uint64_t> change_points_;

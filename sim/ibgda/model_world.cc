@@ -504,7 +504,10 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
       if (cfg_.opt.cpu_proxy) {  // one proxy per NIC, ringing for that NIC's QPs
         Pe* pe = pes_[p].get();
         const devx::Uar uar = pe->devs[dev].uar;
-        s.add_agent("proxy" + name.substr(3), [this, p, pe, dev, uar, nic, rung_ns, costs](gpu_sim::AgentCtx& a) {
+        // Idle, it may park until a GPU thread stores one of its QPs' proxy words — where a
+        // store is seen when made (no weak memory) and only GPU threads write them (no failover).
+        const bool park_proxy = park && s.weak() == nullptr && !cfg_.failover;
+        const uint32_t proxy = s.add_agent("proxy" + name.substr(3), [this, p, pe, dev, uar, nic, rung_ns, costs, park_proxy](gpu_sim::AgentCtx& a) {
           std::vector<uint64_t> rung(pe->qps.size(), cfg_.start_index);
           for (;;) {
             a.point();
@@ -525,9 +528,12 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
               did = true;
             }
             if (did) a.changed();
-            else if (!a.spin("cpu proxy: idle")) return;
+            else if (park_proxy ? !a.park("cpu proxy: idle, parked") : !a.spin("cpu proxy: idle")) return;
           }
         });
+        if (park_proxy)
+          for (const DevQp& q : pe->qps)
+            if (q.dev == dev) s.wake_on_store(&q.mv->proxy_prod, sizeof q.mv->proxy_prod, proxy);
       }
     }
 }

@@ -310,6 +310,42 @@ TEST(Scheduler, AParkedDaemonTakesNoStepsUntilWoken) {
   EXPECT_NE(r.report.find("engine idle"), std::string::npos) << r.report;
 }
 
+// wake_on_store: a change of a registered word wakes the parked agent (as a GPU thread's
+// store of a proxy word wakes the CPU proxy); a store elsewhere, or of the same value, does not.
+TEST(Scheduler, AStoreToARegisteredWordWakesAParkedAgent) {
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    Scheduler s(opts(seed));
+    uint64_t words[2] = {};  // the registered word, and the one right after it
+    uint64_t &word = words[0], &other = words[1];
+    uint64_t seen = 0, turns = 0;
+    const uint32_t id = s.add_agent("proxy", [&](AgentCtx& a) {
+      for (;;) {
+        a.point();
+        ++turns;
+        if (__atomic_load_n(&word, __ATOMIC_ACQUIRE) != seen) {
+          seen = word;
+          a.changed(seen);
+        } else if (!a.park("proxy idle")) {
+          return;
+        }
+      }
+    });
+    s.wake_on_store(&word, sizeof word, id);
+    s.launch("k", {1, 1, 1}, [&](SimCtx& ctx) {
+      for (uint64_t i = 1; i <= 3; ++i) {
+        ctx.store(gpu_scope, relaxed, &word, i);  // a change: wakes
+        exec::wait_until(ctx, "proxy", &seen, [i](uint64_t v) { return v == i; });
+        ctx.store(gpu_scope, relaxed, &word, i);  // the same value: no change, no wake
+        for (int j = 0; j < 8; ++j) ctx.store(gpu_scope, relaxed, &other, i * 8 + j);  // the next word: no wake
+      }
+    });
+    const RunResult r = s.run();
+    ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.report;
+    EXPECT_EQ(seen, 3u);
+    EXPECT_LE(turns, 1u + 3 * 2) << "seed " << seed;  // an idle turn first at most; per change: one acts, one parks
+  }
+}
+
 TEST(Scheduler, MmioStoresRouteToTheDevice) {
   Scheduler s(opts(1));
   uint64_t reg[4] = {};
