@@ -269,6 +269,12 @@ void Scheduler::check_stores(const void* base, size_t bytes, std::function<std::
   const auto b = reinterpret_cast<uintptr_t>(base);
   auto at = std::upper_bound(checked_.begin(), checked_.end(), b, [](uintptr_t x, const Checked& c) { return x < c.base; });
   checked_.insert(at, {b, bytes, std::move(check)});
+  store_hooks_ = true;
+}
+
+void Scheduler::on_store(const void* addr) {
+  if (!checked_.empty()) check_store(addr);
+  if (!wakers_.empty() && addr != nullptr) wake_on(addr);
 }
 
 void Scheduler::check_store(const void* addr) {
@@ -283,6 +289,7 @@ void Scheduler::wake_on_store(const void* addr, size_t bytes, uint32_t id) {
   const auto b = reinterpret_cast<uintptr_t>(addr);
   auto at = std::upper_bound(wakers_.begin(), wakers_.end(), b, [](uintptr_t x, const Waker& w) { return x < w.base; });
   wakers_.insert(at, {b, bytes, id});
+  store_hooks_ = true;
 }
 
 void Scheduler::wake_on(const void* addr) {

@@ -154,8 +154,7 @@ class Scheduler {
     if (opt_.policy == Policy::kTimed && kind != Access::kDevice) record_timed(kind, changed, addr);
     if (changed) {
       ++version_;
-      if (!checked_.empty()) check_store(addr);
-      if (!wakers_.empty() && addr != nullptr) wake_on(addr);
+      if (store_hooks_) on_store(addr);  // one test here: record() is every access's path
     }
     // Who, what kind and which value folded into one word first (off the chain from one
     // access's hash to the next), then one FNV-style step: two chained steps per access were
@@ -182,6 +181,7 @@ class Scheduler {
  private:
   void point_slow();
   void record_timed(Access kind, bool changed, const void* addr);
+  void on_store(const void* addr);  // check_stores' checks, then wake_on_store's wakes
   void check_store(const void* addr);
   void wake_on(const void* addr);
   struct Lane;
@@ -257,6 +257,7 @@ class Scheduler {
     uint32_t id;
   };
   std::vector<Waker> wakers_;  // sorted by base
+  bool store_hooks_ = false;   // either of the two is set
   std::string violation_;
   // PCT state.
   std::vector<uint64_t> change_points_;
