@@ -187,6 +187,20 @@ struct Rig {
     return q;
   }
 
+  // A requester in RTS with a responder that has 2^log_rq receive WQEs (counted through its
+  // DBR) completing on their own CQ at recv_cq_va: WRITE_IMM and RNR tests.
+  struct ReceivingPair {
+    SendQueue requester, responder;
+    uint64_t recv_cq_va;
+  };
+  ReceivingPair make_receiving_pair(uint32_t log_rq = 4) {
+    const uint64_t rcq_va = alloc(64 * 64, 0xff), rcq_dbr = alloc(8);
+    const uint32_t rcqn = check(nic().create_cq({6, rcq_va, rcq_dbr, false}));
+    ReceivingPair p{make_sq(), make_sq(0, 6, 6, false, rcqn, log_rq), rcq_va};
+    connect(p.requester, p.responder);
+    return p;
+  }
+
   // Bring two QPs to RTS connected to each other.
   void connect(SendQueue& a, SendQueue& b) {
     for (SendQueue* q : {&a, &b}) check(q->nic->modify_qp(q->qpn, QpState::kInit));

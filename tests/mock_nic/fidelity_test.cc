@@ -116,11 +116,7 @@ TEST(RetryTimer, DeadPeerIsRetryExceededAfterTheTimeout) {
 
 TEST(RnrTimer, RnrRetrySevenWaitsForeverAndAPostedReceiveEndsTheWait) {
   Rig r;
-  auto rcq_va = r.alloc(64 * 64, 0xff), rcq_dbr = r.alloc(8);
-  auto rcqn = r.nic().create_cq({6, rcq_va, rcq_dbr, false});
-  ASSERT_TRUE(rcqn.is_ok());
-  SendQueue x = r.make_sq(), y = r.make_sq(0, 6, 6, false, *rcqn, 4);
-  r.connect(x, y);
+  auto [x, y, recv_cq_va] = r.make_receiving_pair();
   auto buf = r.alloc(4096);
   auto k = r.reg(buf, 4096, kAll);
   x.rdma(WqeOpcode::kRdmaWriteImm, k, buf, 16, k, buf + 1024, kCtrlCqUpdate, 1);
@@ -140,11 +136,7 @@ TEST(RnrTimer, RnrRetrySevenWaitsForeverAndAPostedReceiveEndsTheWait) {
 // min_rnr_nak (code 20: 10.24 ms), not of its own (code 12, the default: 0.64 ms).
 TEST(RnrTimer, FiniteRnrRetryWaitsTheResponderMinRnrNakEachTime) {
   Rig r;
-  auto rcq_va = r.alloc(64 * 64, 0xff), rcq_dbr = r.alloc(8);
-  auto rcqn = r.nic().create_cq({6, rcq_va, rcq_dbr, false});
-  ASSERT_TRUE(rcqn.is_ok());
-  SendQueue x = r.make_sq(), y = r.make_sq(0, 6, 6, false, *rcqn, 4);
-  r.connect(x, y);
+  auto [x, y, recv_cq_va] = r.make_receiving_pair();
   QpTimers requester, responder;
   requester.rnr_retry = 3;
   responder.min_rnr_nak = 20;
