@@ -124,7 +124,12 @@ StackPool& stack_pool() {
 Fiber::Fiber() = default;
 
 Fiber::Fiber(std::function<void()> body, size_t stack_bytes)
-    : stack_(stack_pool().take(stack_bytes)), stack_bytes_(stack_bytes), body_(std::move(body)) {
+    : Fiber([](void* self) { static_cast<Fiber*>(self)->body_(); }, this, stack_bytes) {
+  body_ = std::move(body);
+}
+
+Fiber::Fiber(void (*fn)(void*), void* arg, size_t stack_bytes)
+    : stack_(stack_pool().take(stack_bytes)), stack_bytes_(stack_bytes), fn_(fn), arg_(arg) {
   // Initial frame, as doorbell_fiber_switch expects to pop it: control words, r15..rbp,
   // then the return address. After the pops rsp is 16-byte aligned, as a call site needs.
   auto top = (reinterpret_cast<uintptr_t>(stack_.get()) + stack_bytes) & ~uintptr_t(15);
@@ -168,7 +173,7 @@ void Fiber::entry(Fiber* self) {
   if (self->caller_ && self->caller_->stack_ == nullptr) self->caller_->asan_bottom_ = bottom, self->caller_->asan_size_ = size;
 #endif
   try {
-    self->body_();
+    self->fn_(self->arg_);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "doorbell: uncaught exception escaped a fiber body: %s\n", e.what());
     std::abort();

@@ -12,7 +12,10 @@ namespace doorbell::gpu_sim {
 
 class Fiber {
  public:
-  // A fiber that will run `body` on a stack of `stack_bytes` when first resumed.
+  // A fiber that will run `fn(arg)` on a stack of `stack_bytes` when first resumed (no
+  // allocation but the pooled stack: the scheduler builds a fiber per lane per run).
+  Fiber(void (*fn)(void*), void* arg, size_t stack_bytes);
+  // The same for a callable.
   Fiber(std::function<void()> body, size_t stack_bytes);
   // The calling thread's own context (the scheduler side).
   Fiber();
@@ -33,7 +36,9 @@ class Fiber {
   void* sp_ = nullptr;
   std::unique_ptr<char[]> stack_;
   size_t stack_bytes_ = 0;
-  std::function<void()> body_;
+  void (*fn_)(void*) = nullptr;
+  void* arg_ = nullptr;
+  std::function<void()> body_;  // the callable of the second constructor
   bool finished_ = false;
   Fiber* caller_ = nullptr;  // who resumed us last: where to return when the body ends
   // AddressSanitizer bookkeeping.

@@ -44,18 +44,23 @@ const char* outcome_name(Outcome o) {
   return "?";
 }
 
-// A kernel's lanes still running, and what to do when none is.
+// A kernel launch: what its lanes run, how many still do, and what to do when none does.
 struct LaunchDone {
+  std::string name;
+  LaunchConfig cfg;
+  std::function<void(SimCtx&)> body;
   uint64_t left = 0;
   std::function<void()> fn;
   std::vector<uint32_t> threads;  // the kernel's threads in the weak memory model
 };
 
+// A lane and its fiber, which runs Scheduler::lane_main(this).
 struct Scheduler::Lane {
   using State = LaneState;
+  Lane(Scheduler* s, uint32_t i, size_t stack_bytes) : sched(s), fiber(&Scheduler::lane_main, this, stack_bytes), index(i) {}
+  Scheduler* sched;
   Agent* agent = nullptr;
-  std::shared_ptr<LaunchDone> launch;
-  std::unique_ptr<Fiber> fiber;
+  Fiber fiber;
   uint32_t index = 0;
   uint32_t mem_thread = WeakMemory::kNoThread;  // kernel lanes in the weak memory model
   State state = State::kRunnable;
@@ -86,7 +91,10 @@ struct Scheduler::CtaBarrier {
 };
 
 struct Scheduler::Agent {
-  std::string name;
+  std::string name;                       // a device agent's; a warp's is made from its kernel's when shown
+  std::function<void(AgentCtx&)> body;    // a device agent's
+  std::shared_ptr<LaunchDone> launch;     // a warp's kernel
+  uint32_t cta = 0, warp = 0;             // a warp's place in its kernel
   CtaBarrier* barrier = nullptr;  // the CTA's barrier (kernel warps only)
   uint32_t index = 0;
   bool daemon = false;
@@ -168,11 +176,13 @@ void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::fu
   if (aborted_) return;
   const uint32_t lanes = std::clamp<uint32_t>(cfg.lanes, 1, 32);
   auto done = std::make_shared<LaunchDone>();
+  done->name = name;
+  done->cfg = cfg;
+  done->cfg.lanes = lanes;
+  done->body = std::move(body);
   done->left = uint64_t(cfg.ctas) * cfg.warps_per_cta * lanes;
   done->fn = std::move(on_done);
-  LaunchConfig c = cfg;
-  c.lanes = lanes;
-  auto shared_body = std::make_shared<std::function<void(SimCtx&)>>(std::move(body));
+  agents_.reserve(agents_.size() + size_t(cfg.ctas) * cfg.warps_per_cta);
   for (uint32_t cta = 0; cta < cfg.ctas; ++cta) {
     const uint32_t global_cta = uint32_t(barriers_.size());
     barriers_.push_back(std::make_unique<CtaBarrier>());
@@ -180,62 +190,63 @@ void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::fu
     bar->live = cfg.warps_per_cta * lanes;
     for (uint32_t w = 0; w < cfg.warps_per_cta; ++w) {
       auto a = std::make_unique<Agent>();
+      a->launch = done;
+      a->cta = cta;
+      a->warp = w;
       a->barrier = bar;
-      a->name = name + "[cta " + std::to_string(cta) + " warp " + std::to_string(w) + "]";
       a->index = uint32_t(agents_.size());
       a->clock_ns = cur_lane_ != nullptr ? now() : 0;  // launched mid-run: starts at its launcher's time
       // PCT draws the priorities at the start; a kernel launched mid-run draws its own.
       if (cur_lane_ != nullptr && opt_.policy == Policy::kPct)
         a->priority = int64_t(opt_.pct_depth + next_rand(rng_) % (agents_.size() + 1));
-      Agent* ap = a.get();
+      a->lanes.reserve(lanes);
       for (uint32_t i = 0; i < lanes; ++i) {
-        auto l = std::make_unique<Lane>();
-        l->index = i;
-        l->launch = done;
+        auto l = std::make_unique<Lane>(this, i, opt_.stack_bytes);
         if (weak_) {
-          l->mem_thread = weak_->add_thread(global_cta, a->name + " lane " + std::to_string(i));
+          l->mem_thread = weak_->add_thread(global_cta, agent_name(*a) + " lane " + std::to_string(i));
           done->threads.push_back(l->mem_thread);
         }
-        Lane* lp = l.get();
-        l->fiber = std::make_unique<Fiber>(
-            [this, ap, lp, shared_body, w, cta, c] {
-              SimCtx ctx(this, lp->index, w, cta, c);
-              try {
-                (*shared_body)(ctx);
-              } catch (const KernelAborted&) {
-              }
-              finish_lane(*ap, *lp);
-            },
-            opt_.stack_bytes);
         a->lanes.push_back(std::move(l));
       }
       a->live = lanes;
+      Agent* ap = a.get();
       agents_.push_back(std::move(a));
       add_to_pick(*ap);
     }
   }
 }
 
+void Scheduler::lane_main(void* lane) {
+  Lane& l = *static_cast<Lane*>(lane);
+  Scheduler& s = *l.sched;
+  Agent& a = *l.agent;
+  try {
+    if (a.launch) {
+      SimCtx ctx(&s, l.index, a.warp, a.cta, a.launch->cfg);
+      a.launch->body(ctx);
+    } else {
+      AgentCtx ctx(&s);
+      a.body(ctx);
+    }
+  } catch (const KernelAborted&) {
+  }
+  s.finish_lane(a, l);
+}
+
+std::string Scheduler::agent_name(const Agent& a) {
+  if (!a.launch) return a.name;
+  return a.launch->name + "[cta " + std::to_string(a.cta) + " warp " + std::to_string(a.warp) + "]";
+}
+
 uint32_t Scheduler::add_agent(const std::string& name, std::function<void(AgentCtx&)> body, bool daemon) {
   auto a = std::make_unique<Agent>();
   a->name = name;
+  a->body = std::move(body);
   a->index = uint32_t(agents_.size());
   a->daemon = daemon;
-  Agent* ap = a.get();
-  auto l = std::make_unique<Lane>();
-  Lane* lp = l.get();
-  l->fiber = std::make_unique<Fiber>(
-      [this, ap, lp, body = std::move(body)] {
-        AgentCtx ctx(this);
-        try {
-          body(ctx);
-        } catch (const KernelAborted&) {
-        }
-        finish_lane(*ap, *lp);
-      },
-      opt_.stack_bytes);
-  a->lanes.push_back(std::move(l));
+  a->lanes.push_back(std::make_unique<Lane>(this, 0, opt_.stack_bytes));
   a->live = 1;
+  Agent* ap = a.get();
   agents_.push_back(std::move(a));
   add_to_pick(*ap);
   return ap->index;
@@ -302,14 +313,14 @@ void Scheduler::wake_on(const void* addr) {
 
 // ---- inside fibers ----
 
-void Scheduler::yield() { Fiber::switch_to(*cur_lane_->fiber, main_); }
+void Scheduler::yield() { Fiber::switch_to(cur_lane_->fiber, main_); }
 
 void Scheduler::point_slow() {
   if (aborted_ || (stopping_ && cur_agent_->daemon)) throw KernelAborted{};
   if (opt_.policy == Policy::kPreempt) {
     if (++points_ != opt_.preempt_at) return;
     preempted_ = true;
-    preempted_what_ = cur_agent_->name + " lane " + std::to_string(cur_lane_->index) + " at point " + std::to_string(points_);
+    preempted_what_ = agent_name(*cur_agent_) + " lane " + std::to_string(cur_lane_->index) + " at point " + std::to_string(points_);
   }
   if (opt_.policy != Policy::kRunToCompletion) {
     yield();
@@ -398,7 +409,7 @@ uint64_t Scheduler::collective(int kind, uint64_t value, uint32_t arg) {
   Agent& a = *cur_agent_;
   Lane& l = *cur_lane_;
   if (a.arrived != 0 && a.coll_kind != kind) {
-    report_ = "divergent warp collectives in " + a.name + " (lanes called different collectives)\n";
+    report_ = "divergent warp collectives in " + agent_name(a) + " (lanes called different collectives)\n";
     hang_ = true;
     yield();
     throw KernelAborted{};
@@ -451,13 +462,14 @@ void Scheduler::complete_collective(Agent& a) {
 
 void Scheduler::finish_lane(Agent& a, Lane& l) {
   set_state(l, LaneState::kDone);
-  if (l.launch && --l.launch->left == 0 && l.launch->fn) {
+  const std::shared_ptr<LaunchDone>& launch = a.launch;
+  if (launch && --launch->left == 0 && launch->fn) {
     // The kernel completed: its stores are visible to the stream work behind it, which may
     // start now. (Without a successor its buffers drain as the run goes on: a concurrent
     // observer such as the host may still see them land out of order.)
     if (weak_)
-      for (uint32_t t : l.launch->threads) weak_->drain_thread(t);
-    l.launch->fn();
+      for (uint32_t t : launch->threads) weak_->drain_thread(t);
+    launch->fn();
     ++version_;
   }
   if (--a.live == 0) --live_agents_, live_user_agents_ -= !a.daemon;
@@ -474,7 +486,7 @@ void Scheduler::resume(Agent& a, Lane& l) {
   cur_daemon_ = a.daemon;
   ++l.resumes;
   ++steps_;
-  Fiber::switch_to(main_, *l.fiber);
+  Fiber::switch_to(main_, l.fiber);
   cur_lane_ = nullptr;
 }
 
@@ -520,7 +532,7 @@ Scheduler::Agent* Scheduler::pick() {
         preempted_ = false;
         Agent* a = kth_runnable(opt_.preempt_to % runnable_agents_);
         rr_next_ = (a->index + 1) % agents_.size();
-        preempted_what_ += ", then " + a->name;
+        preempted_what_ += ", then " + agent_name(*a);
         return a;
       }
       [[fallthrough]];
@@ -581,7 +593,7 @@ std::string Scheduler::hang_report() const {
       };
       size_t j = i + 1;
       while (j < a->lanes.size() && same(*a->lanes[j])) ++j;
-      os << "  " << a->name;
+      os << "  " << agent_name(*a);
       if (a->lanes.size() > 1) os << (j - i > 1 ? " lanes " : " lane ") << i << (j - i > 1 ? "-" + std::to_string(j - 1) : "");
       os << ": ";
       if (l.state == Lane::State::kDone) os << "finished";

@@ -187,6 +187,8 @@ class Scheduler {
   struct Lane;
   struct Agent;
   struct CtaBarrier;
+  static void lane_main(void* lane);  // a fiber's body: its agent's, or its kernel's for this lane
+  static std::string agent_name(const Agent& a);
   enum class LaneState : uint8_t { kRunnable, kCollective, kBarrier, kDone, kParked };
   // Which agents can run, kept as their lanes change state (pick() runs every step, and a
   // scan of every agent made runs of hundreds of PEs quadratic): a Fenwick tree over agent
