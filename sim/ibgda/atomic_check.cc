@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
 namespace doorbell::ibgda {
 
@@ -14,12 +13,12 @@ std::string n(uint64_t v) { return std::to_string(v); }
 
 // Adds in some order: the final value is their sum, and each fetched value is the sum of the
 // adds ordered before it, so sorted by value each fetch leaves room for its own add.
-std::string AtomicCheck::check_adds(const std::vector<Add>& adds, uint64_t final_value) {
+std::string AtomicCheck::check_adds(Span ops, uint64_t final_value) {
   uint64_t sum = 0;
   std::vector<std::pair<uint64_t, uint64_t>> seen;  // (returned, added)
-  for (const Add& a : adds) {
-    sum += a.v;
-    if (a.old) seen.push_back({*a.old, a.v});
+  for (const Op* a = ops.first; a != ops.second; ++a) {
+    sum += a->v;
+    if (a->old) seen.push_back({*a->old, a->v});
   }
   if (sum != final_value) return "final value " + n(final_value) + ", but its adds sum to " + n(sum);
   std::sort(seen.begin(), seen.end());
@@ -37,36 +36,47 @@ std::string AtomicCheck::check_adds(const std::vector<Add>& adds, uint64_t final
 // Compare-swaps in some order: those that returned their compare value succeeded, each
 // moving the word from compare to value, so they form one path from 0 to the final value (an
 // Euler path); every failed one returned a value the word held.
-std::string AtomicCheck::check_swaps(const std::vector<Cas>& cas, uint64_t final_value) {
+std::string AtomicCheck::check_swaps(Span ops, uint64_t final_value) {
   // A lost result leaves its success unknown: nothing to check against.
-  if (std::any_of(cas.begin(), cas.end(), [](const Cas& c) { return !c.old; })) return {};
-  std::map<uint64_t, int64_t> balance;  // out - in, per value
-  std::multimap<uint64_t, uint64_t> edges;
-  std::set<uint64_t> held{0};
+  if (std::any_of(ops.first, ops.second, [](const Op& c) { return !c.old; })) return {};
+  std::vector<std::pair<uint64_t, uint64_t>> edges;  // the successes, compare -> value
+  std::vector<uint64_t> held{0};
   std::string list;
-  for (const Cas& c : cas)
-    if (*c.old == c.cmp) {
-      ++balance[c.cmp], --balance[c.v];
-      edges.insert({c.cmp, c.v});
-      held.insert(c.v);
-      if (edges.size() <= 6) list += (list.empty() ? "" : ", ") + n(c.cmp) + "->" + n(c.v);
+  for (const Op* c = ops.first; c != ops.second; ++c)
+    if (*c->old == c->cmp) {
+      edges.push_back({c->cmp, c->v});
+      held.push_back(c->v);
+      if (edges.size() <= 6) list += (list.empty() ? "" : ", ") + n(c->cmp) + "->" + n(c->v);
     }
-  for (const Cas& c : cas)
-    if (*c.old != c.cmp && !held.count(*c.old))
-      return "a compare-swap (" + n(c.cmp) + "->" + n(c.v) + ") returned " + n(*c.old) + ", a value the word never held";
-  bool path = true;
-  for (const auto& [value, b] : balance) path &= b == int64_t(value == 0) - int64_t(value == final_value);
+  std::sort(held.begin(), held.end());
+  for (const Op* c = ops.first; c != ops.second; ++c)
+    if (*c->old != c->cmp && !std::binary_search(held.begin(), held.end(), *c->old))
+      return "a compare-swap (" + n(c->cmp) + "->" + n(c->v) + ") returned " + n(*c->old) + ", a value the word never held";
+  // Out-degree minus in-degree per value: +1 at 0 and -1 at the final value (0 at both when
+  // they are the same value), 0 elsewhere.
+  std::vector<std::pair<uint64_t, int64_t>> balance;
+  for (const auto& [from, to] : edges) balance.push_back({from, 1}), balance.push_back({to, -1});
+  std::sort(balance.begin(), balance.end());
+  bool path = true, final_seen = false;
+  for (size_t i = 0; i < balance.size();) {
+    const uint64_t value = balance[i].first;
+    int64_t b = 0;
+    for (; i < balance.size() && balance[i].first == value; ++i) b += balance[i].second;
+    path &= b == int64_t(value == 0) - int64_t(value == final_value);
+    final_seen |= value == final_value;
+  }
   if (edges.empty()) path = final_value == 0;
-  else if (final_value != 0 && !balance.count(final_value)) path = false;
+  else if (final_value != 0 && !final_seen) path = false;
   // Every success must be reachable from 0 along successes.
-  std::set<uint64_t> reach{0};
+  std::sort(edges.begin(), edges.end());
+  std::vector<uint64_t> reach{0};
   for (std::vector<uint64_t> todo{0}; path && !todo.empty();) {
     const uint64_t at = todo.back();
     todo.pop_back();
-    for (auto [it, end] = edges.equal_range(at); it != end; ++it)
-      if (reach.insert(it->second).second) todo.push_back(it->second);
+    for (auto it = std::lower_bound(edges.begin(), edges.end(), std::pair<uint64_t, uint64_t>{at, 0}); it != edges.end() && it->first == at; ++it)
+      if (std::find(reach.begin(), reach.end(), it->second) == reach.end()) reach.push_back(it->second), todo.push_back(it->second);
   }
-  for (const auto& e : edges) path &= reach.count(e.first) != 0;
+  for (const auto& e : edges) path &= std::find(reach.begin(), reach.end(), e.first) != reach.end();
   if (!path)
     return "the compare-swaps that succeeded (" + (list.empty() ? "none" : list) + (edges.size() > 6 ? ", ..." : "") +
            ") do not lead from 0 to the final value " + n(final_value);
@@ -74,13 +84,21 @@ std::string AtomicCheck::check_swaps(const std::vector<Cas>& cas, uint64_t final
 }
 
 std::string AtomicCheck::check(const std::function<std::optional<uint64_t>(uint32_t, uint32_t)>& final_value) const {
-  for (const auto& [key, w] : words_) {
-    const std::string where = "pe " + n(key.first) + " word " + n(key.second) + ": ";
-    const std::optional<uint64_t> here = final_value(key.first, key.second);
+  // By word, each word's ops in the order recorded.
+  std::vector<Op> ops = ops_;
+  std::stable_sort(ops.begin(), ops.end(), [](const Op& x, const Op& y) { return std::pair(x.pe, x.word) < std::pair(y.pe, y.word); });
+  for (size_t i = 0; i < ops.size();) {
+    size_t j = i;
+    bool adds = false, swaps = false;
+    for (; j < ops.size() && ops[j].pe == ops[i].pe && ops[j].word == ops[i].word; ++j) (ops[j].cas ? swaps : adds) = true;
+    const Span word{ops.data() + i, ops.data() + j};
+    const uint32_t pe = ops[i].pe, w = ops[i].word;
+    i = j;
+    const std::optional<uint64_t> here = final_value(pe, w);
     if (!here) continue;
-    const uint64_t fin = *here;
-    if (!w.adds.empty() && !w.cas.empty()) return where + "takes adds and compare-swaps; the check takes one kind per word";
-    if (std::string bad = w.adds.empty() ? check_swaps(w.cas, fin) : check_adds(w.adds, fin); !bad.empty()) return where + bad;
+    auto where = [&] { return "pe " + n(pe) + " word " + n(w) + ": "; };
+    if (adds && swaps) return where() + "takes adds and compare-swaps; the check takes one kind per word";
+    if (std::string bad = swaps ? check_swaps(word, *here) : check_adds(word, *here); !bad.empty()) return where() + bad;
   }
   return {};
 }
@@ -97,10 +115,7 @@ struct Record {  // one atomic, as encode() writes it
 
 std::vector<uint8_t> AtomicCheck::encode() const {
   std::vector<Record> rs;
-  for (const auto& [key, w] : words_) {
-    for (const Add& a : w.adds) rs.push_back({0, a.old.has_value(), {}, key.first, key.second, 0, a.v, 0, a.old.value_or(0)});
-    for (const Cas& c : w.cas) rs.push_back({1, c.old.has_value(), {}, key.first, key.second, 0, c.v, c.cmp, c.old.value_or(0)});
-  }
+  for (const Op& o : ops_) rs.push_back({o.cas, o.old.has_value(), {}, o.pe, o.word, 0, o.v, o.cmp, o.old.value_or(0)});
   std::vector<uint8_t> out(rs.size() * sizeof(Record));
   if (!rs.empty()) std::memcpy(out.data(), rs.data(), out.size());
   return out;
@@ -111,9 +126,7 @@ bool AtomicCheck::merge(const std::vector<uint8_t>& bytes) {
   for (size_t at = 0; at < bytes.size(); at += sizeof(Record)) {
     Record r;
     std::memcpy(&r, bytes.data() + at, sizeof r);
-    const std::optional<uint64_t> old = r.has_old ? std::optional(r.old) : std::nullopt;
-    if (r.cas) compare_swap(r.pe, r.word, r.cmp, r.v, old);
-    else words_[{r.pe, r.word}].adds.push_back({r.v, old});
+    ops_.push_back({r.pe, r.word, r.cas != 0, r.v, r.cas ? r.cmp : 0, r.has_old ? std::optional(r.old) : std::nullopt});
   }
   return true;
 }

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -18,10 +17,10 @@ class AtomicCheck {
  public:
   // `old`: what a fetching op returned; nullopt when it was applied once but its result
   // lost (failover's kResultLost).
-  void add(uint32_t pe, uint32_t word, uint64_t v) { words_[{pe, word}].adds.push_back({v, std::nullopt}); }
-  void fetch_add(uint32_t pe, uint32_t word, uint64_t v, std::optional<uint64_t> old) { words_[{pe, word}].adds.push_back({v, old}); }
+  void add(uint32_t pe, uint32_t word, uint64_t v) { ops_.push_back({pe, word, false, v, 0, std::nullopt}); }
+  void fetch_add(uint32_t pe, uint32_t word, uint64_t v, std::optional<uint64_t> old) { ops_.push_back({pe, word, false, v, 0, old}); }
   void compare_swap(uint32_t pe, uint32_t word, uint64_t cmp, uint64_t v, std::optional<uint64_t> old) {
-    words_[{pe, word}].cas.push_back({cmp, v, old});
+    ops_.push_back({pe, word, true, v, cmp, old});
   }
   // Empty when every word is consistent; else the first word that is not, and why.
   // `final_value(pe, word)` reads a word after the run; nullopt: the word is not here (another
@@ -34,21 +33,18 @@ class AtomicCheck {
   bool merge(const std::vector<uint8_t>& bytes);
 
  private:
-  struct Add {
-    uint64_t v;
+  // One atomic, in the order recorded (a program run records a few dozen: one flat list, not
+  // a node per word, as a queue_fuzz input runs a check).
+  struct Op {
+    uint32_t pe, word;
+    bool cas;
+    uint64_t v, cmp;
     std::optional<uint64_t> old;
   };
-  struct Cas {
-    uint64_t cmp, v;
-    std::optional<uint64_t> old;
-  };
-  struct Word {
-    std::vector<Add> adds;
-    std::vector<Cas> cas;
-  };
-  static std::string check_adds(const std::vector<Add>& adds, uint64_t final_value);
-  static std::string check_swaps(const std::vector<Cas>& cas, uint64_t final_value);
-  std::map<std::pair<uint32_t, uint32_t>, Word> words_;
+  using Span = std::pair<const Op*, const Op*>;  // one word's ops
+  static std::string check_adds(Span ops, uint64_t final_value);
+  static std::string check_swaps(Span ops, uint64_t final_value);
+  std::vector<Op> ops_;
 };
 
 }  // namespace doorbell::ibgda

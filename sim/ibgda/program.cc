@@ -52,6 +52,7 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   Workload wl;
   wl.shape = {1, p.warps, p.lanes};
   wl.seed = p.seed;
+  wl.ops.reserve(p.ops.size());
   for (const ProgramOp& po : p.ops) {
     Op o;
     o.pe = po.pe, o.target = po.target, o.bytes = po.bytes, o.src = po.src;

@@ -103,14 +103,24 @@ WorkloadRun::Verdict WorkloadRun::classify(gpu_sim::Scheduler& s, const gpu_sim:
   return v;
 }
 
+// The first of `n` bytes at `got` that differs from PE pe's source bytes from `at` (n when
+// none does): a word of the draw per 8 bytes, not one per byte.
+uint64_t WorkloadRun::first_difference(const uint8_t* got, uint32_t pe, uint64_t at, uint64_t n) const {
+  for (uint64_t i = 0; i < n;) {
+    const uint64_t k = (at + i) >> 3, word = source_word(pe, k);
+    for (uint64_t b = (at + i) & 7; b < 8 && i < n; ++b, ++i)
+      if (got[i] != uint8_t(word >> (8 * b))) return i;
+  }
+  return n;
+}
+
 std::string WorkloadRun::check_bytes() const {
   if (w_.msgs != nullptr)
     for (const auto& per : *w_.msgs)
       for (const Msg& m : per) {
         if (!world_.local(m.to)) continue;  // another process checks its own memory
-        for (uint64_t b = 0; b < m.len; ++b)
-          if (world_.at(m.to, w_.msg_recv + m.dst)[b] != source_byte(m.from, kMsgBytes + m.src + b))
-            return "generated message to pe " + std::to_string(m.to) + ": byte " + std::to_string(b) + " differs";
+        if (const uint64_t b = first_difference(world_.at(m.to, w_.msg_recv + m.dst), m.from, kMsgBytes + m.src, m.len); b != m.len)
+          return "generated message to pe " + std::to_string(m.to) + ": byte " + std::to_string(b) + " differs";
       }
   const uint32_t npes = world_.config().npes;
   for (uint32_t pe = 0; pe < npes; ++pe)
@@ -122,10 +132,9 @@ std::string WorkloadRun::check_bytes() const {
         const uint64_t sl = w_.slot_at(t, j);
         const uint8_t* got = world_.at(o.kind == OpKind::kPut ? o.target : pe, sl);
         const uint32_t from = o.kind == OpKind::kPut ? pe : o.target;
-        for (uint64_t i = 0; i < o.bytes; ++i)
-          if (got[i] != source_byte(from, o.src + i))
-            return "op " + std::to_string(j) + " of pe " + std::to_string(pe) + " thread " + std::to_string(t) + ": byte " +
-                   std::to_string(i) + " differs";
+        if (const uint64_t i = first_difference(got, from, o.src, o.bytes); i != o.bytes)
+          return "op " + std::to_string(j) + " of pe " + std::to_string(pe) + " thread " + std::to_string(t) + ": byte " +
+                 std::to_string(i) + " differs";
       }
   return {};
 }

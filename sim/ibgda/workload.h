@@ -100,6 +100,7 @@ class WorkloadRun {
 
  private:
   uint64_t source_word(uint32_t pe, uint64_t k) const;
+  uint64_t first_difference(const uint8_t* got, uint32_t pe, uint64_t at, uint64_t n) const;
   ModelWorld& world_;
   const Workload& w_;
   // Operations that failed (with failover: that recovery could not save), and fetching

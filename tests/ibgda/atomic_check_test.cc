@@ -64,6 +64,12 @@ TEST(AtomicCheck, NamesCompareSwapsThatCannotChain) {
   unreachable.compare_swap(0, 0, 0, 6, 0);
   unreachable.compare_swap(0, 0, 5, 6, 5);
   EXPECT_NE(check(unreachable, 6).find("do not lead"), std::string::npos);
+  AtomicCheck detached_cycle;  // balanced at every value, but 2->3->2 is not reached from 0
+  detached_cycle.compare_swap(0, 0, 0, 1, 0);
+  detached_cycle.compare_swap(0, 0, 2, 3, 2);
+  detached_cycle.compare_swap(0, 0, 3, 2, 3);
+  EXPECT_EQ(check(detached_cycle, 1),
+            "pe 0 word 0: the compare-swaps that succeeded (0->1, 2->3, 3->2) do not lead from 0 to the final value 1");
   AtomicCheck never_held;
   never_held.compare_swap(0, 0, 0, 1, 0);
   never_held.compare_swap(0, 0, 0, 1, 4);
