@@ -134,7 +134,7 @@ void Scheduler::set_runnable(Agent& a, bool on) {
 void Scheduler::add_to_pick(Agent& a) {
   runnable_.push_back(0);
   if (runnable_.size() > fenwick_.size()) {
-    fenwick_.assign(std::max<size_t>(64, fenwick_.size() * 2), 0);
+    fenwick_.assign(std::max<size_t>(16, fenwick_.size() * 2), 0);
     for (size_t j = 0; j < runnable_.size(); ++j)
       for (size_t i = j + 1; runnable_[j] && i <= fenwick_.size(); i += i & (~i + 1)) ++fenwick_[i - 1];
   }
@@ -155,6 +155,8 @@ Scheduler::Agent* Scheduler::kth_runnable(size_t k) const {
 
 Scheduler::Scheduler(SchedOptions o) : opt_(o), rng_(o.seed * 0x9E3779B97F4A7C15ull | 1) {
   if (opt_.stack_bytes == 0) opt_.stack_bytes = kDefaultStack;
+  // Room for a typical run's agents at once, not grown an agent at a time.
+  agents_.reserve(32), runnable_.reserve(32), barriers_.reserve(8);
   if (opt_.memory == MemoryModel::kWeak) {
     weak_ = std::make_unique<WeakMemory>(opt_.seed);
     weak_->set_namer([this](const void* a) { return name_of(static_cast<const uint64_t*>(a)); });
@@ -263,6 +265,8 @@ bool Scheduler::park(const char* what) {
   yield();
   return !(aborted_ || (stopping_ && a.daemon));
 }
+
+uint32_t Scheduler::current_agent() const { return cur_agent_->index; }
 
 void Scheduler::wake(uint32_t id) {
   Lane& l = *agents_[id]->lanes.front();

@@ -174,6 +174,8 @@ class Scheduler {
   void sync_cta();
   void mmio_store(uint64_t* addr, uint64_t value);
   bool stopping() const { return stopping_ || aborted_; }
+  // The running agent's id (add_agent's), for wake().
+  uint32_t current_agent() const;
   // The running lane's thread in the weak memory model.
   uint32_t mem_thread() const;
   void fence(exec::Scope s);

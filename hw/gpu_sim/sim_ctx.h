@@ -159,6 +159,7 @@ class AgentCtx {
   // Sleep until Scheduler::wake(this agent's id) — SchedOptions::park_idle; false once the run
   // stops (return then). A daemon that nothing but a wake can move on, instead of spinning.
   bool park(const char* what) { return s_->park(what); }
+  uint32_t id() const { return s_->current_agent(); }  // what Scheduler::wake takes
   bool stopping() const { return s_->stopping(); }
   // A device's own 8-byte accesses to memory GPU threads share (system scope): told to the
   // weak memory model, if any; `what` / `index` name a read in stale-read notes.

@@ -13,9 +13,10 @@ std::string n(uint64_t v) { return std::to_string(v); }
 
 // Adds in some order: the final value is their sum, and each fetched value is the sum of the
 // adds ordered before it, so sorted by value each fetch leaves room for its own add.
-std::string AtomicCheck::check_adds(Span ops, uint64_t final_value) {
+std::string AtomicCheck::check_adds(Span ops, uint64_t final_value, Scratch& scratch) {
   uint64_t sum = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> seen;  // (returned, added)
+  std::vector<std::pair<uint64_t, uint64_t>>& seen = scratch.pairs;  // (returned, added)
+  seen.clear();
   for (const Op* a = ops.first; a != ops.second; ++a) {
     sum += a->v;
     if (a->old) seen.push_back({*a->old, a->v});
@@ -36,11 +37,12 @@ std::string AtomicCheck::check_adds(Span ops, uint64_t final_value) {
 // Compare-swaps in some order: those that returned their compare value succeeded, each
 // moving the word from compare to value, so they form one path from 0 to the final value (an
 // Euler path); every failed one returned a value the word held.
-std::string AtomicCheck::check_swaps(Span ops, uint64_t final_value) {
+std::string AtomicCheck::check_swaps(Span ops, uint64_t final_value, Scratch& scratch) {
   // A lost result leaves its success unknown: nothing to check against.
   if (std::any_of(ops.first, ops.second, [](const Op& c) { return !c.old; })) return {};
-  std::vector<std::pair<uint64_t, uint64_t>> edges;  // the successes, compare -> value
-  std::vector<uint64_t> held{0};
+  std::vector<std::pair<uint64_t, uint64_t>>& edges = scratch.pairs;  // the successes, compare -> value
+  std::vector<uint64_t>& held = scratch.held;
+  edges.clear(), held.assign(1, 0);
   std::string list;
   for (const Op* c = ops.first; c != ops.second; ++c)
     if (*c->old == c->cmp) {
@@ -54,7 +56,8 @@ std::string AtomicCheck::check_swaps(Span ops, uint64_t final_value) {
       return "a compare-swap (" + n(c->cmp) + "->" + n(c->v) + ") returned " + n(*c->old) + ", a value the word never held";
   // Out-degree minus in-degree per value: +1 at 0 and -1 at the final value (0 at both when
   // they are the same value), 0 elsewhere.
-  std::vector<std::pair<uint64_t, int64_t>> balance;
+  std::vector<std::pair<uint64_t, int64_t>>& balance = scratch.balance;
+  balance.clear();
   for (const auto& [from, to] : edges) balance.push_back({from, 1}), balance.push_back({to, -1});
   std::sort(balance.begin(), balance.end());
   bool path = true, final_seen = false;
@@ -69,8 +72,10 @@ std::string AtomicCheck::check_swaps(Span ops, uint64_t final_value) {
   else if (final_value != 0 && !final_seen) path = false;
   // Every success must be reachable from 0 along successes.
   std::sort(edges.begin(), edges.end());
-  std::vector<uint64_t> reach{0};
-  for (std::vector<uint64_t> todo{0}; path && !todo.empty();) {
+  std::vector<uint64_t>& reach = scratch.reach;
+  std::vector<uint64_t>& todo = scratch.todo;
+  reach.assign(1, 0), todo.assign(1, 0);
+  while (path && !todo.empty()) {
     const uint64_t at = todo.back();
     todo.pop_back();
     for (auto it = std::lower_bound(edges.begin(), edges.end(), std::pair<uint64_t, uint64_t>{at, 0}); it != edges.end() && it->first == at; ++it)
@@ -86,6 +91,7 @@ std::string AtomicCheck::check_swaps(Span ops, uint64_t final_value) {
 std::string AtomicCheck::check(const std::function<std::optional<uint64_t>(uint32_t, uint32_t)>& final_value) const {
   // By word, each word's ops in the order recorded.
   std::vector<Op> ops = ops_;
+  Scratch scratch;
   std::stable_sort(ops.begin(), ops.end(), [](const Op& x, const Op& y) { return std::pair(x.pe, x.word) < std::pair(y.pe, y.word); });
   for (size_t i = 0; i < ops.size();) {
     size_t j = i;
@@ -98,7 +104,7 @@ std::string AtomicCheck::check(const std::function<std::optional<uint64_t>(uint3
     if (!here) continue;
     auto where = [&] { return "pe " + n(pe) + " word " + n(w) + ": "; };
     if (adds && swaps) return where() + "takes adds and compare-swaps; the check takes one kind per word";
-    if (std::string bad = swaps ? check_swaps(word, *here) : check_adds(word, *here); !bad.empty()) return where() + bad;
+    if (std::string bad = swaps ? check_swaps(word, *here, scratch) : check_adds(word, *here, scratch); !bad.empty()) return where() + bad;
   }
   return {};
 }

@@ -42,8 +42,14 @@ class AtomicCheck {
     std::optional<uint64_t> old;
   };
   using Span = std::pair<const Op*, const Op*>;  // one word's ops
-  static std::string check_adds(Span ops, uint64_t final_value);
-  static std::string check_swaps(Span ops, uint64_t final_value);
+  // The checks' working lists, shared by every word of one check().
+  struct Scratch {
+    std::vector<std::pair<uint64_t, uint64_t>> pairs;
+    std::vector<std::pair<uint64_t, int64_t>> balance;
+    std::vector<uint64_t> held, reach, todo;
+  };
+  static std::string check_adds(Span ops, uint64_t final_value, Scratch& s);
+  static std::string check_swaps(Span ops, uint64_t final_value, Scratch& s);
   std::vector<Op> ops_;
 };
 

@@ -472,10 +472,9 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
       // Untimed, an engine with nothing to do sleeps until a QP of its gets work (a doorbell),
       // as hardware does, if the schedule lets it (SchedOptions::park_idle).
       const bool park = s.options().park_idle && !timed;
-      auto id = std::make_shared<uint32_t>(0);
-      *id = s.add_agent(name, [this, nic, rung_ns, costs, timed, action_ns, park, id, &s](gpu_sim::AgentCtx& a) {
+      s.add_agent(name, [this, nic, rung_ns, costs, timed, action_ns, park, &s](gpu_sim::AgentCtx& a) {
         nic->set_cqe_hook([&a](const void* cqe) { a.wrote(cqe); });  // GPU pollers wait for this time
-        if (park) nic->set_wake_hook([&s, id] { s.wake(*id); });
+        if (park) nic->set_wake_hook([&s, id = a.id()] { s.wake(id); });
         struct Unhook {
           mock_nic::Nic* n;
           ~Unhook() { n->set_cqe_hook(nullptr), n->set_wake_hook(nullptr); }

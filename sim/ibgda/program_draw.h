@@ -24,6 +24,7 @@ uint64_t draw_start_index(Draw&& draw, Pick&& pick) {
 template <class Draw, class Pick>
 void draw_ops(Program& p, uint32_t n, Draw&& draw, Pick&& pick, uint32_t max_bytes = kProgramSlot) {
   static constexpr ProgramScope kScopes[] = {ProgramScope::kThread, ProgramScope::kThread, ProgramScope::kWarp, ProgramScope::kBlock};
+  p.ops.reserve(p.ops.size() + n);
   for (uint32_t i = 0; i < n; ++i) {
     ProgramOp o;
     o.pe = draw(0u, p.npes);

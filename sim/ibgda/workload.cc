@@ -43,18 +43,18 @@ uint8_t WorkloadRun::source_byte(uint32_t pe, uint64_t i) const { return uint8_t
 
 namespace {
 
-// The byte ranges [lo, hi) of a source region that some operation reads, merged, each widened
-// to whole 8-byte words (and clipped to the region's `n` bytes).
-std::vector<std::pair<uint64_t, uint64_t>> read_ranges(std::vector<std::pair<uint64_t, uint64_t>> r, uint64_t n) {
+// The byte ranges [lo, hi) of a source region that some operation reads, merged in place,
+// each widened to whole 8-byte words (and clipped to the region's `n` bytes).
+void merge_read_ranges(std::vector<std::pair<uint64_t, uint64_t>>& r, uint64_t n) {
   for (auto& [lo, hi] : r) lo = std::min(lo / 8 * 8, n), hi = std::min((hi + 7) / 8 * 8, n);
   std::sort(r.begin(), r.end());
-  std::vector<std::pair<uint64_t, uint64_t>> merged;
+  size_t out = 0;
   for (const auto& [lo, hi] : r)
     if (lo < hi) {
-      if (!merged.empty() && lo <= merged.back().second) merged.back().second = std::max(merged.back().second, hi);
-      else merged.emplace_back(lo, hi);
+      if (out != 0 && lo <= r[out - 1].second) r[out - 1].second = std::max(r[out - 1].second, hi);
+      else r[out++] = {lo, hi};
     }
-  return merged;
+  r.resize(out);
 }
 
 }  // namespace
@@ -63,12 +63,14 @@ std::vector<std::pair<uint64_t, uint64_t>> read_ranges(std::vector<std::pair<uin
 // region per PE, and drawing all of them was a tenth of a fuzz input's run.
 void WorkloadRun::fill_sources() {
   const uint32_t npes = world_.config().npes;
-  std::vector<std::pair<uint64_t, uint64_t>> src, msg;
-  for (const Op& o : w_.ops) src.emplace_back(o.src, o.src + o.bytes);
+  std::vector<std::pair<uint64_t, uint64_t>> src_ranges, msg_ranges;
+  src_ranges.reserve(w_.ops.size());
+  for (const Op& o : w_.ops) src_ranges.emplace_back(o.src, o.src + o.bytes);
   if (w_.msgs != nullptr)
     for (const auto& per : *w_.msgs)
-      for (const Msg& m : per) msg.emplace_back(m.src, m.src + m.len);
-  const auto src_ranges = read_ranges(std::move(src), w_.src_bytes), msg_ranges = read_ranges(std::move(msg), w_.msg_send_bytes);
+      for (const Msg& m : per) msg_ranges.emplace_back(m.src, m.src + m.len);
+  merge_read_ranges(src_ranges, w_.src_bytes);
+  merge_read_ranges(msg_ranges, w_.msg_send_bytes);
   static_assert(std::endian::native == std::endian::little);
   for (uint32_t pe = 0; pe < npes; ++pe) {
     if (!world_.local(pe)) continue;  // another process fills its own
@@ -79,7 +81,8 @@ void WorkloadRun::fill_sources() {
       for (const auto& [lo, hi] : *ranges)
         for (uint64_t i = lo; i < hi; i += 8) {
           const uint64_t r = source_word(pe, (base + i) >> 3);
-          std::memcpy(p + i, &r, std::min<uint64_t>(8, hi - i));
+          if (hi - i >= 8) std::memcpy(p + i, &r, 8);  // a constant size: one store
+          else std::memcpy(p + i, &r, hi - i);
         }
     }
   }
