@@ -415,10 +415,13 @@ struct Engine {
     ExecOutcome o;
     const uint64_t ring_bytes = (qp.sq_mask + 1) * mlx5::kWqebb;
     if (ds_ok && off + ds * mlx5::kDsBytes > ring_bytes) {  // the WQE wraps: gather it contiguously
+      // Read only within this call: one buffer per thread, not a kilobyte in every QP (which
+      // a world's rewind copied back).
+      alignas(16) static thread_local std::byte gathered[mlx5::kMaxDs * mlx5::kDsBytes];
       const uint64_t first = ring_bytes - off;
-      std::memcpy(qp.scratch, w, first);
-      std::memcpy(qp.scratch + first, qp.sq, ds * mlx5::kDsBytes - first);
-      w = qp.scratch;
+      std::memcpy(gathered, w, first);
+      std::memcpy(gathered + first, qp.sq, ds * mlx5::kDsBytes - first);
+      w = gathered;
     }
     WqeView v;  // the structure checks (wqe_check.h), then execution (wqe_exec.h): both shared with the GPU engine
     if (const WqeFault f = check_wqe(w, qp.qpn, uint16_t(idx), nic.cfg_.check_wqe_index, qp.attr.max_ds, &v); f.failed()) {

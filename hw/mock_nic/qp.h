@@ -100,7 +100,6 @@ struct Qp {
   bool rnr_wait = false;
 
   QpStats stats;
-  alignas(16) std::byte scratch[mlx5::kMaxDs * mlx5::kDsBytes];  // a WQE that wraps the ring
 };
 
 }  // namespace doorbell::mock_nic
