@@ -9,7 +9,7 @@
 namespace doorbell::gpu_sim {
 
 namespace {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)  // GCC's ASan (clang 14 does not define it: its fuzz builds run on 64 KiB)
 constexpr size_t kDefaultStack = 512 * 1024;
 #else
 constexpr size_t kDefaultStack = 64 * 1024;

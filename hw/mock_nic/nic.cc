@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "hw/mock_nic/fabric.h"
+#include "hw/mock_nic/nic_run_state.h"
 
 namespace doorbell::mock_nic {
 
@@ -45,65 +46,6 @@ double rnr_nak_ns(uint8_t code) {
 }
 
 Nic::Nic(mem::AddressSpace& mem, NicConfig cfg) : mem_(mem), cfg_(cfg), mrs_(mem, uint8_t((cfg.lid - 1u) * 0x35u)), rng_(cfg.seed | 1) {}
-
-struct Nic::RunState {
-  std::vector<Qp> qps;  // by qps_' index (a destroyed QP's slot holds a default Qp)
-  std::vector<Cq> cqs;
-  std::vector<Srq> srqs;
-  std::vector<Qp*> active;
-  std::vector<Cq*> delayed_cqs;
-  std::deque<LateDoorbell> late_doorbells;
-  Faults faults;
-  double link_down_from_ns, link_down_until_ns, dead_from_ns;
-  bool link_steady;
-  uint64_t now, rng, bad_doorbells, bytes_moved;
-  std::vector<PhantomCopy> phantom_log;
-  std::function<void(const void*)> cqe_hook;
-  std::function<void()> wake_hook;
-  mem::Observer* observer;
-  std::string observer_name;
-  std::function<double()> clock;
-  std::string waiting;
-  std::vector<ErrorRecord> errors;
-  std::vector<AsyncEvent> events;
-};
-
-void Nic::save_run_state() {
-  auto s = std::make_unique<RunState>();
-  for (const auto& q : qps_) s->qps.push_back(q ? *q : Qp{});
-  for (const auto& c : cqs_) s->cqs.push_back(c ? *c : Cq{});
-  s->srqs = srqs_, s->active = active_, s->delayed_cqs = delayed_cqs_, s->late_doorbells = late_doorbells_;
-  s->faults = faults_;
-  s->link_down_from_ns = link_down_from_ns_, s->link_down_until_ns = link_down_until_ns_, s->dead_from_ns = dead_from_ns_;
-  s->link_steady = link_steady_;
-  s->now = now_, s->rng = rng_, s->bad_doorbells = bad_doorbells_, s->bytes_moved = bytes_moved_;
-  s->phantom_log = phantom_log_, s->cqe_hook = cqe_hook_, s->wake_hook = wake_hook_, s->observer = observer_, s->observer_name = observer_name_;
-  s->clock = clock_, s->waiting = waiting_, s->errors = errors_, s->events = events_;
-  saved_ = std::move(s);
-}
-
-Status Nic::restore_run_state() {
-  if (saved_ == nullptr) return Status(Errc::kBadState, "restore_run_state: nothing saved");
-  const RunState& s = *saved_;
-  if (s.qps.size() != qps_.size() || s.cqs.size() != cqs_.size() || s.srqs.size() != srqs_.size())
-    return Status(Errc::kBadState, "restore_run_state: QPs, CQs or SRQs were created since the save");
-  for (size_t i = 0; i < qps_.size(); ++i)
-    if (bool(qps_[i]) != (s.qps[i].qpn != 0)) return Status(Errc::kBadState, "restore_run_state: a QP was destroyed since the save");
-  for (size_t i = 0; i < cqs_.size(); ++i)
-    if (bool(cqs_[i]) != (s.cqs[i].cqn != 0)) return Status(Errc::kBadState, "restore_run_state: a CQ was destroyed since the save");
-  for (size_t i = 0; i < qps_.size(); ++i)
-    if (qps_[i]) *qps_[i] = s.qps[i];
-  for (size_t i = 0; i < cqs_.size(); ++i)
-    if (cqs_[i]) *cqs_[i] = s.cqs[i];
-  srqs_ = s.srqs, active_ = s.active, delayed_cqs_ = s.delayed_cqs, late_doorbells_ = s.late_doorbells;
-  faults_ = s.faults;
-  link_down_from_ns_ = s.link_down_from_ns, link_down_until_ns_ = s.link_down_until_ns, dead_from_ns_ = s.dead_from_ns;
-  link_steady_ = s.link_steady;
-  now_ = s.now, rng_ = s.rng, bad_doorbells_ = s.bad_doorbells, bytes_moved_ = s.bytes_moved;
-  phantom_log_ = s.phantom_log, cqe_hook_ = s.cqe_hook, wake_hook_ = s.wake_hook, observer_ = s.observer, observer_name_ = s.observer_name;
-  clock_ = s.clock, waiting_ = s.waiting, errors_ = s.errors, events_ = s.events;
-  return {};
-}
 
 Nic::~Nic() {
   for (auto& q : qps_)
