@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <tuple>
 
@@ -44,18 +45,30 @@ Result<std::unique_ptr<ModelWorld>> ModelWorld::create(const WorldConfig& cfg) {
   return w;
 }
 
-bool ModelWorld::fits(const WorldConfig& c) const {
-  // Every field but the run's own (opt, start_index) is the world's shape. A field added to
-  // WorldConfig must be sorted into one or the other here.
-  static_assert(sizeof(WorldConfig) == 168, "a new WorldConfig field: compare it here, or let rewind() set it");
-  auto shape = [](const WorldConfig& w) {
-    return std::tie(w.npes, w.num_rc_per_pe, w.num_nics, w.log_qp_depth, w.layout, w.nic_buf_on_gpumem, w.ibuf_slots,
-                    w.heap.npes, w.heap.heap_bytes, w.heap.granularity, w.heap.max_handle_bytes, w.heap.phantom,
-                    w.response_delay_max, w.seed, w.rts.ack_timeout, w.rts.retry_count, w.rts.rnr_retry, w.rts.sq_psn,
-                    w.rts.log_sra_max, w.failover, w.failover_threads, w.watchdog_polls, w.watchdog_ns, w.procs.boot,
-                    w.procs.links);
-  };
-  return shape(cfg_) == shape(c);
+namespace {
+
+// Every field but the run's own (opt, start_index) is the world's shape. A field added to
+// WorldConfig must be sorted into one or the other here.
+static_assert(sizeof(WorldConfig) == 168, "a new WorldConfig field: compare it here, or let rewind() set it");
+auto shape_of(const WorldConfig& w) {
+  return std::tie(w.npes, w.num_rc_per_pe, w.num_nics, w.log_qp_depth, w.layout, w.nic_buf_on_gpumem, w.ibuf_slots, w.heap.npes,
+                  w.heap.heap_bytes, w.heap.granularity, w.heap.max_handle_bytes, w.heap.phantom, w.response_delay_max, w.seed,
+                  w.rts.ack_timeout, w.rts.retry_count, w.rts.rnr_retry, w.rts.sq_psn, w.rts.log_sra_max, w.failover,
+                  w.failover_threads, w.watchdog_polls, w.watchdog_ns, w.procs.boot, w.procs.links);
+}
+
+}  // namespace
+
+bool ModelWorld::fits(const WorldConfig& c) const { return shape_of(cfg_) == shape_of(c); }
+
+uint64_t ModelWorld::shape_hash(const WorldConfig& c) {
+  return std::apply(
+      [](const auto&... v) {
+        uint64_t h = 0xcbf29ce484222325ull;
+        ((h = (h ^ std::hash<std::decay_t<decltype(v)>>{}(v)) * 0x100000001b3ull), ...);
+        return h;
+      },
+      shape_of(c));
 }
 
 void ModelWorld::save() {

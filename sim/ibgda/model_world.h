@@ -86,6 +86,8 @@ class ModelWorld {
   // tell the difference. Not for worlds with failover, faults injected or one PE per
   // process (rewindable()).
   bool fits(const WorldConfig& c) const;
+  // A hash of what fits() compares: equal for configs that fit the same world.
+  static uint64_t shape_hash(const WorldConfig& c);
   bool rewindable() const { return !cfg_.failover && cfg_.procs.boot == nullptr && !faulted_; }
   Status rewind(const WorldConfig& c);
 

@@ -111,6 +111,14 @@ WorkloadRun::Verdict WorkloadRun::classify(gpu_sim::Scheduler& s, const gpu_sim:
 uint64_t WorkloadRun::first_difference(const uint8_t* got, uint32_t pe, uint64_t at, uint64_t n) const {
   for (uint64_t i = 0; i < n;) {
     const uint64_t k = (at + i) >> 3, word = source_word(pe, k);
+    if (((at + i) & 7) == 0 && n - i >= 8) {  // a whole word: one compare (little-endian, as fill_sources stores it)
+      uint64_t have;
+      std::memcpy(&have, got + i, 8);
+      if (have == word) {
+        i += 8;
+        continue;
+      }
+    }
     for (uint64_t b = (at + i) & 7; b < 8 && i < n; ++b, ++i)
       if (got[i] != uint8_t(word >> (8 * b))) return i;
   }

@@ -18,12 +18,16 @@ class WorldPool {
   // that cannot be rewound (failover, faults) is built for its run and dropped at the next.
   Result<ModelWorld*> get(const WorldConfig& c);
   size_t size() const { return worlds_.size(); }
-  ModelWorld* newest() const { return worlds_.empty() ? nullptr : worlds_.front().get(); }  // what get() returned last
+  ModelWorld* newest() const { return worlds_.empty() ? nullptr : worlds_.front().world.get(); }  // what get() returned last
   uint64_t built() const { return built_; }  // worlds created, not rewound
 
  private:
   size_t capacity_;
-  std::list<std::unique_ptr<ModelWorld>> worlds_;  // the most recently used first
+  struct Entry {
+    uint64_t shape;  // ModelWorld::shape_hash of its config
+    std::unique_ptr<ModelWorld> world;
+  };
+  std::list<Entry> worlds_;  // the most recently used first
   uint64_t built_ = 0;
 };
 
