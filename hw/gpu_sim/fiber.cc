@@ -123,6 +123,8 @@ StackPool& stack_pool() {
 
 Fiber::Fiber() = default;
 
+void Fiber::make_pool() { stack_pool(); }
+
 Fiber::Fiber(std::function<void()> body, size_t stack_bytes)
     : Fiber([](void* self) { static_cast<Fiber*>(self)->body_(); }, this, stack_bytes) {
   body_ = std::move(body);
@@ -130,9 +132,13 @@ Fiber::Fiber(std::function<void()> body, size_t stack_bytes)
 
 Fiber::Fiber(void (*fn)(void*), void* arg, size_t stack_bytes)
     : stack_(stack_pool().take(stack_bytes)), stack_bytes_(stack_bytes), fn_(fn), arg_(arg) {
-  // Initial frame, as doorbell_fiber_switch expects to pop it: control words, r15..rbp,
-  // then the return address. After the pops rsp is 16-byte aligned, as a call site needs.
-  auto top = (reinterpret_cast<uintptr_t>(stack_.get()) + stack_bytes) & ~uintptr_t(15);
+  init_frame();
+}
+
+// Initial frame, as doorbell_fiber_switch expects to pop it: control words, r15..rbp, then
+// the return address. After the pops rsp is 16-byte aligned, as a call site needs.
+void Fiber::init_frame() {
+  auto top = (reinterpret_cast<uintptr_t>(stack_.get()) + stack_bytes_) & ~uintptr_t(15);
   auto* frame = reinterpret_cast<uint64_t*>(top - 80);
   frame[0] = 0x037f'0000'1f80ull;  // mxcsr = 0x1f80 (low), x87 control word = 0x037f (high)
   frame[1] = 0;                     // r15
@@ -143,6 +149,20 @@ Fiber::Fiber(void (*fn)(void*), void* arg, size_t stack_bytes)
   frame[6] = 0;                     // rbp
   frame[7] = reinterpret_cast<uint64_t>(&doorbell_fiber_start);
   sp_ = frame;
+}
+
+void Fiber::rearm(void (*fn)(void*), void* arg) {
+  if (!rearmable()) std::abort();  // frames of a body that did not finish still live on the stack
+#if DOORBELL_ASAN
+  // The finished body's last frames (this file's, which never returned) left redzones poisoned.
+  ASAN_UNPOISON_MEMORY_REGION(stack_.get(), stack_bytes_);
+#endif
+  fn_ = fn, arg_ = arg;
+  body_ = nullptr;
+  finished_ = started_ = false;
+  caller_ = nullptr;
+  fake_stack_ = nullptr, asan_bottom_ = nullptr, asan_size_ = 0;
+  init_frame();
 }
 
 Fiber::~Fiber() {
@@ -172,6 +192,7 @@ void Fiber::entry(Fiber* self) {
   __sanitizer_finish_switch_fiber(nullptr, &bottom, &size);
   if (self->caller_ && self->caller_->stack_ == nullptr) self->caller_->asan_bottom_ = bottom, self->caller_->asan_size_ = size;
 #endif
+  self->started_ = true;
   try {
     self->fn_(self->arg_);
   } catch (const std::exception& e) {

@@ -26,11 +26,20 @@ class Fiber {
   // Suspend `from` (the running context) and resume `to`.
   static void switch_to(Fiber& from, Fiber& to);
   bool finished() const { return finished_; }
+  // Run `fn(arg)` from the start again, on the same stack: for a fiber whose body finished or
+  // never started (rearmable()); a scheduler reuses its lanes' fibers this way.
+  bool rearmable() const { return stack_ && (finished_ || !started_); }
+  void rearm(void (*fn)(void*), void* arg);
+  size_t stack_bytes() const { return stack_bytes_; }
+  // Make this thread's stack pool now: a thread_local made after it, holding fibers, is
+  // destroyed before it (and its fibers can give their stacks back).
+  static void make_pool();
   // Its stack (null for a thread's own context): tests of the stack pool.
   const char* stack() const { return stack_.get(); }
 
  private:
   static void entry(Fiber* self);
+  void init_frame();
   friend void fiber_trampoline_entry(Fiber* self);
 
   void* sp_ = nullptr;
@@ -39,7 +48,7 @@ class Fiber {
   void (*fn_)(void*) = nullptr;
   void* arg_ = nullptr;
   std::function<void()> body_;  // the callable of the second constructor
-  bool finished_ = false;
+  bool finished_ = false, started_ = false;
   Fiber* caller_ = nullptr;  // who resumed us last: where to return when the body ends
   // AddressSanitizer bookkeeping.
   void* fake_stack_ = nullptr;

@@ -186,9 +186,13 @@ class Scheduler {
   void on_store(const void* addr);  // check_stores' checks, then wake_on_store's wakes
   void check_store(const void* addr);
   void wake_on(const void* addr);
+  struct LaneVars;
   struct Lane;
   struct Agent;
   struct CtaBarrier;
+  struct Recycled;
+  std::unique_ptr<Agent> new_agent();           // a recycled one, else a new one
+  std::unique_ptr<Lane> new_lane(uint32_t index);
   static void lane_main(void* lane);  // a fiber's body: its agent's, or its kernel's for this lane
   static std::string agent_name(const Agent& a);
   enum class LaneState : uint8_t { kRunnable, kCollective, kBarrier, kDone, kParked };

@@ -80,5 +80,43 @@ TEST(Fiber, AStackIsReusedOnlyForAFiberOfItsSize) {
   EXPECT_EQ(c.stack(), kept);  // the pool gave it back
 }
 
+// A fiber whose body finished (or never started) runs a new body from the start on the same
+// stack; one suspended mid-body cannot be rearmed (its frames still live there).
+TEST(Fiber, ARearmedFiberRunsItsNewBodyFromTheStart) {
+  Fiber main;
+  Fiber* self = nullptr;
+  std::string seen;
+  struct Arg {
+    std::string* seen;
+    Fiber** self;
+    Fiber* main;
+    const char* tag;
+  };
+  auto body = [](void* p) {
+    auto* a = static_cast<Arg*>(p);
+    const double x = 1.5;
+    *a->seen += a->tag;
+    Fiber::switch_to(**a->self, *a->main);
+    *a->seen += std::to_string(x * 2);
+  };
+  Arg first{&seen, &self, &main, "a"}, second{&seen, &self, &main, "b"};
+  Fiber f(body, &first, 16 * 1024);
+  self = &f;
+  const char* stack = f.stack();
+  EXPECT_TRUE(f.rearmable());  // never started
+  Fiber::switch_to(main, f);
+  EXPECT_FALSE(f.rearmable());  // suspended mid-body
+  Fiber::switch_to(main, f);
+  ASSERT_TRUE(f.finished());
+  ASSERT_TRUE(f.rearmable());
+  f.rearm(body, &second);
+  EXPECT_FALSE(f.finished());
+  EXPECT_EQ(f.stack(), stack);
+  Fiber::switch_to(main, f);
+  Fiber::switch_to(main, f);
+  EXPECT_TRUE(f.finished());
+  EXPECT_EQ(seen, "a3.000000b3.000000");
+}
+
 }  // namespace
 }  // namespace doorbell::gpu_sim

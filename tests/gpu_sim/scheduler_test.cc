@@ -211,6 +211,33 @@ TEST(Scheduler, PublishRingDeliversEverySlotInOrder) {
     }
 }
 
+// A scheduler reuses the agents and lanes (with their fibers) of the schedulers before it on
+// its thread: after runs that completed, hung (lanes unwound mid-body) and stopped a parked
+// daemon, the same run gives the same trace as on fresh ones.
+TEST(Scheduler, ARunOnReusedAgentsAndLanesIsTheRunOnFreshOnes) {
+  for (Policy p : {Policy::kRandom, Policy::kPct}) {
+    const CounterRun first = count_up(opts(7, p), {1, 3, 5}, 2, true);
+    ASSERT_EQ(first.r.outcome, Outcome::kCompleted);
+    ASSERT_EQ(run_ring(opts(5), 8, 3, 4, true).r.outcome, Outcome::kHang);
+    {
+      Scheduler s(opts(3));
+      s.add_agent("parked", [](AgentCtx& a) {
+        while (a.park("idle")) {
+        }
+      });
+      uint64_t x = 0;
+      s.launch("k", {2, 2, 3}, [&](SimCtx& ctx) { ctx.store(gpu_scope, relaxed, &x, uint64_t(ctx.lane()) + 1); });
+      ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
+    }
+    const CounterRun again = count_up(opts(7, p), {1, 3, 5}, 2, true);
+    EXPECT_EQ(again.r.outcome, Outcome::kCompleted) << again.r.report;
+    EXPECT_EQ(again.counter, first.counter);
+    EXPECT_EQ(again.r.steps, first.r.steps) << policy_name(p);
+    EXPECT_EQ(again.r.accesses, first.r.accesses) << policy_name(p);
+    EXPECT_EQ(again.r.trace_hash, first.r.trace_hash) << policy_name(p);
+  }
+}
+
 TEST(Scheduler, MissingIdleDoorbellIsReportedAsAHangWithTheIndices) {
   // batch 8 > every request and the total (21) is not a multiple of 8: without rule (a) the
   // tail after the last batch boundary is never posted.
