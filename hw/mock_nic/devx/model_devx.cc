@@ -174,20 +174,6 @@ void ModelDevx::free(void* p) {
   std::free(base);
 }
 
-void ModelDevx::save_blocks() {
-  saved_.clear();
-  for (const auto& [p, b] : allocations_) {
-    const auto* bytes = static_cast<const uint8_t*>(p);
-    saved_[p].assign(bytes, bytes + b.bytes);
-  }
-}
-
-Status ModelDevx::restore_blocks() {
-  if (saved_.size() != allocations_.size()) return Status(Errc::kBadState, "restore_blocks: blocks were allocated or freed since the save");
-  for (auto& [p, bytes] : saved_) std::memcpy(p, bytes.data(), bytes.size());
-  return {};
-}
-
 // ---- PRM objects ----
 
 bool ModelDevx::umem_range(uint32_t id, uint64_t offset, uint64_t len, uint64_t align, uint64_t* va,
