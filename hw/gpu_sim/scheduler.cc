@@ -90,6 +90,27 @@ struct Scheduler::Recycled {
   static constexpr size_t kKeep = 256;
   std::vector<std::unique_ptr<Agent>> agents;
   std::vector<std::unique_ptr<Lane>> lanes;
+  // A scheduler's own lists, empty, with the room they grew to.
+  std::vector<std::unique_ptr<Agent>> agent_list;
+  std::vector<std::unique_ptr<CtaBarrier>> barrier_list;
+  std::vector<uint8_t> runnable;
+  std::vector<uint32_t> fenwick;
+  std::vector<Mmio> mmio;
+  std::vector<Checked> checked;
+  std::vector<Waker> wakers;
+  std::vector<std::function<std::string()>> reporters;
+  std::vector<const WatchTable*> watch_tables;
+  // Swap a scheduler's lists (emptied) with these: a new one takes the room, a finished one
+  // leaves it.
+  void trade(Scheduler& s) {
+    auto swap_empty = [](auto& mine, auto& spare) {
+      mine.clear();
+      mine.swap(spare);
+    };
+    swap_empty(s.agents_, agent_list), swap_empty(s.barriers_, barrier_list), swap_empty(s.runnable_, runnable);
+    swap_empty(s.fenwick_, fenwick), swap_empty(s.mmio_, mmio), swap_empty(s.checked_, checked), swap_empty(s.wakers_, wakers);
+    swap_empty(s.reporters_, reporters), swap_empty(s.watch_tables_, watch_tables);
+  }
   static Recycled& get() {
     Fiber::make_pool();       // first: it outlives the fibers kept here
     thread_local Recycled r;  // explore's jobs run schedulers on several threads
@@ -173,6 +194,7 @@ Scheduler::Agent* Scheduler::kth_runnable(size_t k) const {
 
 Scheduler::Scheduler(SchedOptions o) : opt_(o), rng_(o.seed * 0x9E3779B97F4A7C15ull | 1) {
   if (opt_.stack_bytes == 0) opt_.stack_bytes = kDefaultStack;
+  Recycled::get().trade(*this);  // the lists of the scheduler before, with their room
   // Room for a typical run's agents at once, not grown an agent at a time.
   agents_.reserve(32), runnable_.reserve(32), barriers_.reserve(8);
   if (opt_.memory == MemoryModel::kWeak) {
@@ -194,6 +216,7 @@ Scheduler::~Scheduler() {
       r.agents.push_back(std::move(a));
     }
   }
+  r.trade(*this);  // the agents not kept, the barriers and the hooks go here; the room stays
 }
 
 std::unique_ptr<Scheduler::Agent> Scheduler::new_agent() {
