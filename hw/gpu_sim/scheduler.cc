@@ -17,6 +17,21 @@ constexpr size_t kDefaultStack = 64 * 1024;
 // A polling loop may make a few accesses between two spins and still count as polling.
 constexpr uint64_t kPollSlack = 8;
 
+// Lists of address ranges that do not overlap, sorted by base (store checks, wakers): insert
+// one, and find the one holding an address (null: none).
+template <class R>
+void insert_range(std::vector<R>& v, R r) {
+  auto at = std::upper_bound(v.begin(), v.end(), r.base, [](uintptr_t x, const R& e) { return x < e.base; });
+  v.insert(at, std::move(r));
+}
+template <class R>
+const R* range_at(const std::vector<R>& v, uintptr_t a) {
+  auto it = std::upper_bound(v.begin(), v.end(), a, [](uintptr_t x, const R& e) { return x < e.base; });
+  if (it == v.begin()) return nullptr;
+  const R& r = *std::prev(it);
+  return a - r.base < r.bytes ? &r : nullptr;
+}
+
 uint64_t next_rand(uint64_t& s) {  // xorshift64*
   s ^= s >> 12, s ^= s << 25, s ^= s >> 27;
   return s * 0x2545F4914F6CDD1Dull;
@@ -195,8 +210,6 @@ Scheduler::Agent* Scheduler::kth_runnable(size_t k) const {
 Scheduler::Scheduler(SchedOptions o) : opt_(o), rng_(o.seed * 0x9E3779B97F4A7C15ull | 1) {
   if (opt_.stack_bytes == 0) opt_.stack_bytes = kDefaultStack;
   Recycled::get().trade(*this);  // the lists of the scheduler before, with their room
-  // Room for a typical run's agents at once, not grown an agent at a time.
-  agents_.reserve(32), runnable_.reserve(32), barriers_.reserve(8);
   if (opt_.memory == MemoryModel::kWeak) {
     weak_ = std::make_unique<WeakMemory>(opt_.seed);
     weak_->set_namer([this](const void* a) { return name_of(static_cast<const uint64_t*>(a)); });
@@ -359,38 +372,22 @@ void Scheduler::map_mmio(uint64_t base, uint64_t size, std::function<void(uint64
 }
 
 void Scheduler::check_stores(const void* base, size_t bytes, std::function<std::string(const void*)> check) {
-  const auto b = reinterpret_cast<uintptr_t>(base);
-  auto at = std::upper_bound(checked_.begin(), checked_.end(), b, [](uintptr_t x, const Checked& c) { return x < c.base; });
-  checked_.insert(at, {b, bytes, std::move(check)});
+  insert_range(checked_, Checked{reinterpret_cast<uintptr_t>(base), bytes, std::move(check)});
   store_hooks_ = true;
-}
-
-void Scheduler::on_store(const void* addr) {
-  if (!checked_.empty()) check_store(addr);
-  if (!wakers_.empty() && addr != nullptr) wake_on(addr);
-}
-
-void Scheduler::check_store(const void* addr) {
-  const auto a = reinterpret_cast<uintptr_t>(addr);
-  auto it = std::upper_bound(checked_.begin(), checked_.end(), a, [](uintptr_t x, const Checked& c) { return x < c.base; });
-  if (addr == nullptr || it == checked_.begin() || !violation_.empty()) return;
-  const Checked& c = *std::prev(it);
-  if (a - c.base < c.bytes) violation_ = c.check(addr);
 }
 
 void Scheduler::wake_on_store(const void* addr, size_t bytes, uint32_t id) {
-  const auto b = reinterpret_cast<uintptr_t>(addr);
-  auto at = std::upper_bound(wakers_.begin(), wakers_.end(), b, [](uintptr_t x, const Waker& w) { return x < w.base; });
-  wakers_.insert(at, {b, bytes, id});
+  insert_range(wakers_, Waker{reinterpret_cast<uintptr_t>(addr), bytes, id});
   store_hooks_ = true;
 }
 
-void Scheduler::wake_on(const void* addr) {
+// A store changed `addr`: check_stores' check of its range (until one has failed), then
+// wake_on_store's wake of its range.
+void Scheduler::on_store(const void* addr) {
+  if (addr == nullptr) return;
   const auto a = reinterpret_cast<uintptr_t>(addr);
-  auto it = std::upper_bound(wakers_.begin(), wakers_.end(), a, [](uintptr_t x, const Waker& w) { return x < w.base; });
-  if (it == wakers_.begin()) return;
-  const Waker& w = *std::prev(it);
-  if (a - w.base < w.bytes) wake(w.id);
+  if (const Checked* c = range_at(checked_, a); c != nullptr && violation_.empty()) violation_ = c->check(addr);
+  if (const Waker* w = range_at(wakers_, a)) wake(w->id);
 }
 
 // ---- inside fibers ----

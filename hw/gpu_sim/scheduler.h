@@ -184,8 +184,6 @@ class Scheduler {
   void point_slow();
   void record_timed(Access kind, bool changed, const void* addr);
   void on_store(const void* addr);  // check_stores' checks, then wake_on_store's wakes
-  void check_store(const void* addr);
-  void wake_on(const void* addr);
   struct LaneVars;
   struct Lane;
   struct Agent;
