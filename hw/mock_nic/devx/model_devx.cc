@@ -169,7 +169,7 @@ void ModelDevx::free(void* p) {
   if (it == allocations_.end()) return;
   void* base = it->second.base;
   allocations_.erase(it);
-  saved_.erase(p);
+  std::erase_if(saved_, [p](const Saved& s) { return s.at == p; });
   (void)nic_.memory().free(reinterpret_cast<uint64_t>(p));
   std::free(base);
 }

@@ -83,7 +83,12 @@ class ModelDevx final : public devx::DevxContext, public devx::QueueMemory {
     size_t bytes;  // handed out from the page-aligned start
   };
   std::map<void*, Block> allocations_;  // page-aligned start -> its block
-  std::map<void*, std::vector<uint8_t>> saved_;  // save_blocks: each block's bytes
+  struct Saved {
+    void* at;
+    size_t offset, bytes;  // in saved_bytes_; bytes rounded up to whole 64-byte lines
+  };
+  std::vector<Saved> saved_;  // save_blocks: where each block's bytes were kept
+  std::vector<uint8_t> saved_bytes_;
 };
 
 }  // namespace doorbell::mock_nic
