@@ -495,6 +495,50 @@ struct Engine {
     return true;
   }
 
+  // A run of plain RDMA WRITEs (one data segment, same-process responder, nothing observed):
+  // issue()'s work per WQE, less what cannot change inside the run (the responder's lookup,
+  // state, rights and link; no observer, no Dma, nothing in flight). The checks are issue()'s
+  // own (check_wqe, the MR tables' resolve); a WQE that is anything else, or that any check
+  // refuses, is left at head for issue(), which sees it as if this run had not been there.
+  // Returns the WQEs executed.
+  [[gnu::flatten]] static size_t issue_writes(Nic& nic, Qp& qp, Port& port, size_t budget) {
+    if (!nic.cfg_.batch_writes || nic.observer_ != nullptr || nic.dma_ != nullptr || !qp.inflight.empty() || qp.pending_responses != 0 ||
+        qp.attr.dc || qp.retry_deadline_ns >= 0 || !port.answer())
+      return 0;
+    Nic& rn = *port.rn;
+    Qp& rq = *port.rq;
+    if (rn.observer_ != nullptr || rn.dma_ != nullptr || !(rq.remote_access & kRemoteWrite)) return 0;
+    size_t n = 0;
+    WqeView v;
+    while (n < budget && qp.head != qp.prod) {
+      const uint64_t idx = qp.head;
+      const std::byte* w = qp.sq + (idx & qp.sq_mask) * mlx5::kWqebb;  // a 3-DS WQE never wraps
+      const auto& ctrl = *reinterpret_cast<const mlx5::WqeCtrlSeg*>(w);
+      if (ctrl.opcode() != uint8_t(WqeOpcode::kRdmaWrite) || ctrl.ds() != 3) break;
+      if (check_wqe(w, qp.qpn, uint16_t(idx), nic.cfg_.check_wqe_index, qp.attr.max_ds, &v).failed()) break;
+      const WqePiece& p = v.pieces[0];
+      if (v.npieces != 1 || p.inline_data != nullptr || p.len == 0) break;
+      KeyFault f{};
+      bool lph = false, rph = false;
+      const std::byte* src = nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, 0, &f, &lph);
+      if (src == nullptr || lph) break;
+      std::byte* dst = rn.mrs_.resolve(v.rkey, rq.attr.pd, v.raddr, p.len, kRemoteWrite, &f, &rph);
+      if (dst == nullptr || rph) break;
+      copy(rn, dst, src, p.len);
+      rq.rcv_upto = idx + 1;
+      qp.head = idx + 1;
+      ++qp.stats.wqes, ++qp.stats.wqebbs;
+      qp.stats.bytes += p.len;
+      nic.bytes_moved_ += p.len;
+      ++nic.now_, ++n;
+      if (ctrl.cq_update()) {
+        post_cqe(nic, qp, idx, uint8_t(WqeOpcode::kRdmaWrite), p.len, 0, 0);
+        if (qp.state != QpState::kRts || !port.answer()) break;  // an overrun CQ fails its QPs
+      }
+    }
+    return n;
+  }
+
   // A request of `qp` went unanswered: start its retry timer if it is not running; true once
   // the retries are spent (the caller fails the WQE), false while they last.
   static bool retries_left_out(Nic& nic, Qp& qp, bool rnr, double rnr_ns) {
@@ -559,6 +603,10 @@ struct Engine {
       }
       if (qp.state != QpState::kRts || qp.error_pending) break;
       if (qp.head == qp.prod && !(nic.cfg_.reread_dbr_when_drained && refresh_prod(nic, qp))) break;
+      if (const size_t k = issue_writes(nic, qp, port, budget - n); k != 0) {
+        n += k;
+        continue;
+      }
       if (!issue(nic, qp, port)) break;  // fenced behind outstanding responses
       ++n, ++nic.now_;
     }
