@@ -497,7 +497,7 @@ struct Engine {
 
   // A run of plain RDMA WRITEs (one data segment, same-process responder, nothing observed):
   // issue()'s work per WQE, less what cannot change inside the run (the responder's lookup,
-  // state, rights and link; no observer, no Dma, nothing in flight). The checks are issue()'s
+  // state and rights, steady links; no observer, no Dma, nothing in flight). The checks are issue()'s
   // own (check_wqe, the MR tables' resolve); a WQE that is anything else, or that any check
   // refuses, is left at head for issue(), which sees it as if this run had not been there.
   // Returns the WQEs executed.
@@ -507,7 +507,10 @@ struct Engine {
       return 0;
     Nic& rn = *port.rn;
     Qp& rq = *port.rq;
-    if (rn.observer_ != nullptr || rn.dma_ != nullptr || !(rq.remote_access & kRemoteWrite)) return 0;
+    // Links that go down (or a NIC that dies) at some time could change answer() as the run
+    // moves the engine's clock: only steady ones keep it fixed.
+    if (rn.observer_ != nullptr || rn.dma_ != nullptr || !(rq.remote_access & kRemoteWrite) || !nic.link_steady_ || !rn.link_steady_)
+      return 0;
     size_t n = 0;
     WqeView v;
     while (n < budget && qp.head != qp.prod) {
@@ -530,11 +533,10 @@ struct Engine {
       ++qp.stats.wqes, ++qp.stats.wqebbs;
       qp.stats.bytes += p.len;
       nic.bytes_moved_ += p.len;
+      const bool signaled = ctrl.cq_update();
+      if (signaled) post_cqe(nic, qp, idx, uint8_t(WqeOpcode::kRdmaWrite), p.len, 0, 0);  // at issue()'s engine time
       ++nic.now_, ++n;
-      if (ctrl.cq_update()) {
-        post_cqe(nic, qp, idx, uint8_t(WqeOpcode::kRdmaWrite), p.len, 0, 0);
-        if (qp.state != QpState::kRts || !port.answer()) break;  // an overrun CQ fails its QPs
-      }
+      if (signaled && (qp.state != QpState::kRts || !port.answer())) break;  // an overrun CQ fails its QPs
     }
     return n;
   }

@@ -1,8 +1,9 @@
 // Property: the engine's loop for runs of plain RDMA WRITEs (NicConfig::batch_writes) leaves
 // exactly the state issue() alone leaves. Random streams of good and malformed WRITEs mixed
-// with inline WRITEs, WRITEs from or to phantom memory, READs, atomics and NOPs, doorbells, engine steps of random budgets, CQ
-// polls (or none: the CQ overruns), and the responder failing or losing its write right, run
-// on two identical rigs, batching on and off; memory, CQs, QPs and errors must be equal.
+// with inline WRITEs, WRITEs from or to phantom memory, READs, atomics and NOPs, doorbells,
+// engine steps of random budgets, CQ polls (or none: the CQ overruns), delayed CQEs, links
+// going down for a while, and the responder failing or losing its write right, run on two identical rigs,
+// batching on and off; memory, CQs, QPs and errors must be equal.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -22,7 +23,7 @@ constexpr uint32_t kRegion = 4096;
 
 enum class Act : uint8_t {
   kWrite, kBadLkey, kBadRkey, kOutOfRange, kReadOnlyRkey, kWrongQpn, kZeroLength,
-  kInline, kRead, kFetchAdd, kNop, kPhantomSrc, kPhantomDst, kDoorbell, kProgress, kPoll, kPeerError, kPeerNoWrite
+  kInline, kRead, kFetchAdd, kNop, kPhantomSrc, kPhantomDst, kDoorbell, kProgress, kPoll, kPeerError, kPeerNoWrite, kLinkDown, kCqDelay
 };
 
 struct Step {
@@ -59,7 +60,9 @@ rc::Gen<Stream> gen_stream() {
       else if (pick < 68) t.act = Act::kDoorbell;
       else if (pick < 81) t.act = Act::kProgress;
       else if (pick < 86) t.act = Act::kPoll;
-      else if (pick < 96) t.act = *rc::gen::element(Act::kInline, Act::kRead, Act::kFetchAdd, Act::kNop, Act::kPhantomSrc, Act::kPhantomDst);
+      else if (pick < 96)
+        t.act = *rc::gen::element(Act::kInline, Act::kRead, Act::kFetchAdd, Act::kNop, Act::kPhantomSrc, Act::kPhantomDst, Act::kLinkDown,
+                                  Act::kCqDelay);
       else t.act = *rc::gen::element(Act::kBadLkey, Act::kBadRkey, Act::kOutOfRange, Act::kReadOnlyRkey, Act::kWrongQpn,
                                      Act::kZeroLength, Act::kPeerError, Act::kPeerNoWrite);
       t.loff = *rc::gen::inRange<uint32_t>(0, kRegion - 64);
@@ -124,6 +127,13 @@ std::string run(const Stream& s, bool batch) {
       case Act::kPoll: while (a.poll() != nullptr) {} break;
       case Act::kPeerError: (void)b.nic->force_qp_error(b.qpn); break;
       case Act::kPeerNoWrite: (void)b.nic->set_qp_access(b.qpn, kRemoteRead | kRemoteAtomic); break;
+      case Act::kCqDelay: (void)a.nic->set_completion_delay(a.cqn, t.len % 6); break;  // CQEs appear later
+      case Act::kLinkDown: {  // a few engine actions from now, for a few more: inside a run of WRITEs
+        Nic& n = t.len % 2 != 0 ? *a.nic : *b.nic;
+        const double from = n.clock_ns() + double(t.loff % 8 + 1) * n.config().action_ns;
+        n.set_link_down(from, from + double(t.roff % 16 + 1) * n.config().action_ns);
+        break;
+      }
     }
   }
   a.ring_doorbell();
@@ -167,7 +177,7 @@ RC_GTEST_PROP(BatchWrites, LeaveTheStateIssueAloneLeaves, ()) {
 // The streams reach the batch loop's exits: a run of good WRITEs, then each kind of WQE it
 // must leave to issue() right behind it.
 TEST(BatchWrites, EveryExitOfTheLoopIsTaken) {
-  for (int act = int(Act::kBadLkey); act <= int(Act::kPeerNoWrite); ++act) {
+  for (int act = int(Act::kBadLkey); act <= int(Act::kCqDelay); ++act) {
     Stream s;
     s.cross_nic = act % 2 == 0;
     for (int i = 0; i < 5; ++i) s.steps.push_back({Act::kWrite, uint32_t(8 * i), uint32_t(16 * i), 8, i == 2});
