@@ -518,6 +518,7 @@ struct Engine {
       const std::byte* w = qp.sq + (idx & qp.sq_mask) * mlx5::kWqebb;  // a 3-DS WQE never wraps
       const auto& ctrl = *reinterpret_cast<const mlx5::WqeCtrlSeg*>(w);
       if (ctrl.opcode() != uint8_t(WqeOpcode::kRdmaWrite) || ctrl.ds() != 3) break;
+      const bool signaled = ctrl.cq_update();  // read before the WRITE, which may land on its own WQE (issue() does too)
       if (check_wqe(w, qp.qpn, uint16_t(idx), nic.cfg_.check_wqe_index, qp.attr.max_ds, &v).failed()) break;
       const WqePiece& p = v.pieces[0];
       if (v.npieces != 1 || p.inline_data != nullptr || p.len == 0) break;
@@ -533,7 +534,6 @@ struct Engine {
       ++qp.stats.wqes, ++qp.stats.wqebbs;
       qp.stats.bytes += p.len;
       nic.bytes_moved_ += p.len;
-      const bool signaled = ctrl.cq_update();
       if (signaled) post_cqe(nic, qp, idx, uint8_t(WqeOpcode::kRdmaWrite), p.len, 0, 0);  // at issue()'s engine time
       ++nic.now_, ++n;
       if (signaled && (qp.state != QpState::kRts || !port.answer())) break;  // an overrun CQ fails its QPs

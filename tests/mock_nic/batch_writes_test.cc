@@ -1,9 +1,10 @@
 // Property: the engine's loop for runs of plain RDMA WRITEs (NicConfig::batch_writes) leaves
 // exactly the state issue() alone leaves. Random streams of good and malformed WRITEs mixed
-// with inline WRITEs, WRITEs from or to phantom memory, READs, atomics and NOPs, doorbells,
-// engine steps of random budgets, CQ polls (or none: the CQ overruns), delayed CQEs, links
-// going down for a while, and the responder failing or losing its write right, run on two identical rigs,
-// batching on and off; memory, CQs, QPs and errors must be equal.
+// with inline WRITEs, WRITEs from or to phantom memory, WRITEs onto their own WQE, READs,
+// atomics and NOPs, doorbells, engine steps of random budgets, CQ polls (or none: the CQ
+// overruns), delayed CQEs, links going down for a while, and the responder failing or losing
+// its write right, run on two identical rigs, batching on and off; memory, CQs, QPs and
+// errors must be equal.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -23,7 +24,7 @@ constexpr uint32_t kRegion = 4096;
 
 enum class Act : uint8_t {
   kWrite, kBadLkey, kBadRkey, kOutOfRange, kReadOnlyRkey, kWrongQpn, kZeroLength,
-  kInline, kRead, kFetchAdd, kNop, kPhantomSrc, kPhantomDst, kDoorbell, kProgress, kPoll, kPeerError, kPeerNoWrite, kLinkDown, kCqDelay
+  kInline, kRead, kFetchAdd, kNop, kPhantomSrc, kPhantomDst, kDoorbell, kProgress, kPoll, kPeerError, kPeerNoWrite, kLinkDown, kCqDelay, kOntoOwnWqe
 };
 
 struct Step {
@@ -34,12 +35,14 @@ struct Step {
 
 struct Stream {
   bool cross_nic = false;
+  bool collapsed = false;    // IBGDA's CQ: every CQE in slot 0, overrun ignored
+  bool check_index = true;   // NicConfig::check_wqe_index
   uint32_t log_sq = 4, log_cq = 3;
   std::vector<Step> steps;
 };
 
 void showValue(const Stream& s, std::ostream& os) {
-  os << "cross_nic=" << s.cross_nic << " log_sq=" << s.log_sq << " log_cq=" << s.log_cq << "\n";
+  os << "cross_nic=" << s.cross_nic << " collapsed=" << s.collapsed << " check_index=" << s.check_index << " log_sq=" << s.log_sq << " log_cq=" << s.log_cq << "\n";
   for (const Step& t : s.steps)
     os << "  act=" << int(t.act) << " l=" << t.loff << " r=" << t.roff << " len=" << t.len << (t.signaled ? " sig" : "") << "\n";
 }
@@ -48,6 +51,8 @@ rc::Gen<Stream> gen_stream() {
   return rc::gen::exec([] {
     Stream s;
     s.cross_nic = *rc::gen::arbitrary<bool>();
+    s.collapsed = *rc::gen::arbitrary<bool>();
+    s.check_index = *rc::gen::inRange(0, 4) != 0;
     s.log_sq = *rc::gen::inRange<uint32_t>(2, 6);
     s.log_cq = *rc::gen::inRange<uint32_t>(1, 5);
     const int n = *rc::gen::inRange(1, 120);
@@ -62,7 +67,7 @@ rc::Gen<Stream> gen_stream() {
       else if (pick < 86) t.act = Act::kPoll;
       else if (pick < 96)
         t.act = *rc::gen::element(Act::kInline, Act::kRead, Act::kFetchAdd, Act::kNop, Act::kPhantomSrc, Act::kPhantomDst, Act::kLinkDown,
-                                  Act::kCqDelay);
+                                  Act::kCqDelay, Act::kOntoOwnWqe);
       else t.act = *rc::gen::element(Act::kBadLkey, Act::kBadRkey, Act::kOutOfRange, Act::kReadOnlyRkey, Act::kWrongQpn,
                                      Act::kZeroLength, Act::kPeerError, Act::kPeerNoWrite);
       t.loff = *rc::gen::inRange<uint32_t>(0, kRegion - 64);
@@ -79,9 +84,10 @@ rc::Gen<Stream> gen_stream() {
 std::string run(const Stream& s, bool batch) {
   NicConfig cfg;
   cfg.batch_writes = batch;
+  cfg.check_wqe_index = s.check_index;
   Rig rig(2, cfg);
   const int rn = s.cross_nic ? 1 : 0;
-  SendQueue a = rig.make_sq(0, s.log_sq, s.log_cq, false, 0, 0, 0);
+  SendQueue a = rig.make_sq(0, s.log_sq, s.log_cq, s.collapsed, 0, 0, s.collapsed ? 1 : 0);
   SendQueue b = rig.make_sq(rn, 6, 6);
   rig.connect(a, b);
   const uint64_t src = rig.alloc(kRegion), dst = rig.alloc(kRegion), ro = rig.alloc(kRegion);
@@ -93,6 +99,8 @@ std::string run(const Stream& s, bool batch) {
   const uint64_t ph = 0x6a00'0000'0000ull;
   mock_nic::driver::check(rig.mem.map_external(reinterpret_cast<void*>(ph), kRegion, mem::MemKind::kGpu, "phantom", true));
   const uint32_t ph_lkey = rig.reg(ph, kRegion, kAll), ph_rkey = rig.reg(ph, kRegion, kAll, rn);
+  // The send ring is registered too: a WRITE may land on its own control segment.
+  const uint32_t ring_key = rig.reg(a.sq_va, uint64_t(kWqebb) << s.log_sq, kAll, rn);
   const uint64_t result = rig.alloc(64);
   const uint32_t result_key = rig.reg(result, 64, kAll);
   auto room = [&] { return a.pi - rig.nic(0).qp(a.qpn)->head + 1 < (1u << s.log_sq); };
@@ -127,6 +135,9 @@ std::string run(const Stream& s, bool batch) {
       case Act::kPoll: while (a.poll() != nullptr) {} break;
       case Act::kPeerError: (void)b.nic->force_qp_error(b.qpn); break;
       case Act::kPeerNoWrite: (void)b.nic->set_qp_access(b.qpn, kRemoteRead | kRemoteAtomic); break;
+      case Act::kOntoOwnWqe:  // one source byte onto its own fm_ce_se byte (CQ_UPDATE is 0x08)
+        a.write(lkey, src + t.loff, 1, ring_key, a.sq_va + (a.pi & ((1u << s.log_sq) - 1)) * kWqebb + 11, f);
+        break;
       case Act::kCqDelay: (void)a.nic->set_completion_delay(a.cqn, t.len % 6); break;  // CQEs appear later
       case Act::kLinkDown: {  // a few engine actions from now, for a few more: inside a run of WRITEs
         Nic& n = t.len % 2 != 0 ? *a.nic : *b.nic;
@@ -137,7 +148,7 @@ std::string run(const Stream& s, bool batch) {
     }
   }
   a.ring_doorbell();
-  for (int i = 0; i < 10000 && rig.nic(0).progress() != 0;) ++i;
+  for (int i = 0; i < 10000 && rig.nic(0).progress() + rig.nic(1).progress() != 0;) ++i;
 
   std::ostringstream os;
   auto bytes = [&](const char* what, uint64_t va, uint64_t len) {
@@ -177,7 +188,7 @@ RC_GTEST_PROP(BatchWrites, LeaveTheStateIssueAloneLeaves, ()) {
 // The streams reach the batch loop's exits: a run of good WRITEs, then each kind of WQE it
 // must leave to issue() right behind it.
 TEST(BatchWrites, EveryExitOfTheLoopIsTaken) {
-  for (int act = int(Act::kBadLkey); act <= int(Act::kCqDelay); ++act) {
+  for (int act = int(Act::kBadLkey); act <= int(Act::kOntoOwnWqe); ++act) {
     Stream s;
     s.cross_nic = act % 2 == 0;
     for (int i = 0; i < 5; ++i) s.steps.push_back({Act::kWrite, uint32_t(8 * i), uint32_t(16 * i), 8, i == 2});
