@@ -500,6 +500,7 @@ struct Engine {
   // state and rights, steady links; no observer, no Dma, nothing in flight). The checks are issue()'s
   // own (check_wqe, the MR tables' resolve); a WQE that is anything else, or that any check
   // refuses, is left at head for issue(), which sees it as if this run had not been there.
+  // A CQE hook runs inside the run: it may not change rights, links, observers or the Dma.
   // Returns the WQEs executed.
   [[gnu::flatten]] static size_t issue_writes(Nic& nic, Qp& qp, Port& port, size_t budget) {
     if (!nic.cfg_.batch_writes || nic.observer_ != nullptr || nic.dma_ != nullptr || !qp.inflight.empty() || qp.pending_responses != 0 ||
