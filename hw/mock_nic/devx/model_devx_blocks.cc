@@ -1,5 +1,5 @@
 // The DEVX layer's blocks saved and put back, for a world rewound between runs (sim/ibgda's
-// WorldPool). Harness code: in fuzz builds neither traced nor checked by ASan
+// WorldPool). Harness code: in fuzz builds neither traced nor checked by the sanitizers
 // (hw/mock_nic/CMakeLists.txt), as the NIC's run state is not.
 #include <cstddef>
 #include <cstdint>
