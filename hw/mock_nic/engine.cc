@@ -521,16 +521,16 @@ struct Engine {
       if (ctrl.opcode() != uint8_t(WqeOpcode::kRdmaWrite) || ctrl.ds() != 3) break;
       const bool signaled = ctrl.cq_update();  // read before the WRITE, which may land on its own WQE (issue() does too)
       if (check_wqe(w, qp.qpn, uint16_t(idx), nic.cfg_.check_wqe_index, qp.attr.max_ds, &v).failed()) break;
-      const WqePiece& p = v.pieces[0];
-      if (v.npieces != 1 || p.inline_data != nullptr || p.len == 0) break;
+      const WqePiece& p = v.pieces[0];  // a 3-DS WRITE's one piece: data (never 0 bytes) or inline
+      if (p.inline_data != nullptr) break;
       KeyFault f{};
       bool lph = false, rph = false;
       const std::byte* src = nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, 0, &f, &lph);
       if (src == nullptr || lph) break;
       std::byte* dst = rn.mrs_.resolve(v.rkey, rq.attr.pd, v.raddr, p.len, kRemoteWrite, &f, &rph);
       if (dst == nullptr || rph) break;
-      copy(rn, dst, src, p.len);
-      rq.rcv_upto = idx + 1;
+      copy(rn, dst, src, p.len);  // Responder::store less its observer call: no observer in a run
+      port.applied();  // before head moves, as in issue()
       qp.head = idx + 1;
       ++qp.stats.wqes, ++qp.stats.wqebbs;
       qp.stats.bytes += p.len;
