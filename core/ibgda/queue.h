@@ -45,9 +45,7 @@ struct WqeStage {
 // The value a doorbell store carries for producer index `pi`: a control segment's first 8
 // bytes with the index and the QPN (the NIC finds the QP by it), built, not read back.
 DOORBELL_HD uint64_t doorbell_value(uint64_t pi, uint32_t qpn) {
-  mlx5::WqeCtrlSeg c;
-  mlx5::set_ctrl_seg(&c, uint16_t(pi), mlx5::WqeOpcode::kNop, 0, qpn, 0, 0);
-  return mlx5::doorbell_word(c);
+  return mlx5::ctrl_words(uint16_t(pi), mlx5::WqeOpcode::kNop, 0, qpn, 0, 0).w0;
 }
 
 // Write a staged WQE of `ds` octowords at `w`: segments first, then the control segment's
@@ -55,15 +53,14 @@ DOORBELL_HD uint64_t doorbell_value(uint64_t pi, uint32_t qpn) {
 template <class C>
 DOORBELL_HD void publish_wqe(C& ctx, const Options& o, uint8_t* w, WqeStage& s, uint64_t idx, mlx5::WqeOpcode op,
                              uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se, uint8_t ds) {
-  mlx5::set_ctrl_seg(s.at<mlx5::WqeCtrlSeg>(0), uint16_t(idx), op, opmod, qpn, fm_ce_se, ds);
-  const uint64_t first = *s.at<const uint64_t>(0);
+  const mlx5::CtrlWords c = mlx5::ctrl_words(uint16_t(idx), op, opmod, qpn, fm_ce_se, ds);
   auto* ctrl = reinterpret_cast<uint64_t*>(w);
-  if (dropped(o, kOrderCtrlLast)) ctx.store(exec::gpu_scope, exec::relaxed, ctrl, first);
+  if (dropped(o, kOrderCtrlLast)) ctx.store(exec::gpu_scope, exec::relaxed, ctrl, c.w0);
   // Segments in 16-byte stores (a ring slot is 64-byte aligned), then the control segment's
   // second word, then its first.
   ctx.write_bytes(w + 16, s.b + 16, uint32_t(ds - 1) * mlx5::kDsBytes);
-  ctx.store(exec::gpu_scope, exec::relaxed, ctrl + 1, *s.at<const uint64_t>(8));
-  if (!dropped(o, kOrderCtrlLast)) ctx.store(exec::gpu_scope, exec::relaxed, ctrl, first);
+  ctx.store(exec::gpu_scope, exec::relaxed, ctrl + 1, c.w1);
+  if (!dropped(o, kOrderCtrlLast)) ctx.store(exec::gpu_scope, exec::relaxed, ctrl, c.w0);
 }
 
 // Keep the first error a poller saw, but let a root cause replace a flush: after an error

@@ -192,13 +192,13 @@ struct Port {
 // The completion's 64 bytes, the word holding op_own last, after a fence: a poller that sees
 // the owner / wqe_counter sees the rest, and the data before it.
 __device__ inline void write_cqe(const QpDesc& q, QpState& s, const mock_nic::Completion& c) {
-  alignas(8) const mlx5::Cqe64 cqe = mock_nic::build_cqe(c, s.cq_pi, q.log_cq);
+  const mock_nic::CqeWords w = mock_nic::cqe_words(c, s.cq_pi, q.log_cq);
   mlx5::Cqe64* slot = q.collapsed ? q.cq : q.cq + (s.cq_pi & ((1ull << q.log_cq) - 1));
-  const auto* w = reinterpret_cast<const uint64_t*>(&cqe);
   auto* d = reinterpret_cast<volatile uint64_t*>(slot);
-  for (int k = 0; k < 7; ++k) d[k] = w[k];
+  for (int k = 0; k < 4; ++k) d[k] = 0;
+  d[4] = w.w4, d[5] = w.w5, d[6] = w.w6;
   __threadfence();
-  d[7] = w[7];
+  d[7] = w.w7;
   ++s.cq_pi;
 }
 

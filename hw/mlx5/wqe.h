@@ -90,14 +90,24 @@ static_assert(sizeof(WqeMaskedCs32Seg) == 16);
 DOORBELL_HD constexpr uint32_t wqebbs_for_ds(uint32_t ds) { return (ds * kDsBytes + kWqebb - 1) / kWqebb; }
 
 // Fill a control segment. `pi` is the WQEBB index of the WQE's first block (wraps at 2^16).
+// The control segment's 16 bytes as two little-endian 8-byte words, computed in registers:
+// the protocol stores them whole (built in memory field by field and read back, every read
+// stalled on store forwarding: a quarter of a CPU-model put's WQE writing).
+struct CtrlWords {
+  uint64_t w0, w1;  // bytes 0..7 (also what a BlueFlame doorbell carries), bytes 8..15
+};
+DOORBELL_HD constexpr CtrlWords ctrl_words(uint16_t pi, WqeOpcode op, uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se,
+                                           uint8_t ds, uint32_t imm = 0) {
+  return {uint64_t(bswap32((uint32_t(opmod) << 24) | (uint32_t(pi) << 8) | uint32_t(op))) |
+              uint64_t(bswap32((qpn << 8) | ds)) << 32,
+          uint64_t(fm_ce_se) << 24 | uint64_t(bswap32(imm)) << 32};  // signature and dci_stream_channel_id 0
+}
+
 DOORBELL_HD void set_ctrl_seg(WqeCtrlSeg* s, uint16_t pi, WqeOpcode op, uint8_t opmod, uint32_t qpn,
                               uint8_t fm_ce_se, uint8_t ds, uint32_t imm = 0) {
-  s->opmod_idx_opcode.set((uint32_t(opmod) << 24) | (uint32_t(pi) << 8) | uint32_t(op));
-  s->qpn_ds.set((qpn << 8) | ds);
-  s->signature = 0;
-  s->dci_stream_channel_id.set(0);
-  s->fm_ce_se = fm_ce_se;
-  s->imm.set(imm);
+  const CtrlWords w = ctrl_words(pi, op, opmod, qpn, fm_ce_se, ds, imm);
+  auto* b = reinterpret_cast<uint8_t*>(s);
+  for (int i = 0; i < 8; ++i) b[i] = uint8_t(w.w0 >> (8 * i)), b[8 + i] = uint8_t(w.w1 >> (8 * i));
 }
 
 DOORBELL_HD void set_raddr_seg(WqeRaddrSeg* s, uint64_t raddr, uint32_t rkey) {

@@ -285,17 +285,13 @@ struct Engine {
   // ---- completion plumbing ----
 
   static void post_cqe(Nic& nic, Qp& qp, uint64_t idx, uint8_t wqe_op, uint32_t byte_cnt, uint8_t synd, uint8_t vend) {
-    Completion c;
-    c.qpn = qp.qpn;
-    c.wqe_counter = uint16_t(idx);
-    c.byte_cnt = byte_cnt;
-    c.wqe_opcode = wqe_op;
-    if (synd != 0) {
-      c.opcode = mlx5::CqeOpcode::kReqErr;
-      c.syndrome = synd;
-      c.vendor_syndrome = vend;
-    }
-    Cq& cq = *nic.find_cq(qp.attr.send_cqn);
+    post_cqe(nic, *nic.find_cq(qp.attr.send_cqn), qp, idx, wqe_op, byte_cnt, synd, vend);
+  }
+  static void post_cqe(Nic& nic, Cq& cq, const Qp& qp, uint64_t idx, uint8_t wqe_op, uint32_t byte_cnt, uint8_t synd, uint8_t vend) {
+    // Every field given (a default-initialized Completion, then filled, was zeroed with a
+    // `rep stos` per CQE).
+    const Completion c{synd != 0 ? mlx5::CqeOpcode::kReqErr : mlx5::CqeOpcode::kReq, qp.qpn, uint16_t(idx), byte_cnt, 0, wqe_op,
+                       synd, synd != 0 ? vend : uint8_t(0)};
     const bool was = cq.overrun;
     if (!cq.post(c, nic.now_) && !was) overran(nic, cq);
   }
@@ -512,6 +508,7 @@ struct Engine {
     // moves the engine's clock: only steady ones keep it fixed.
     if (rn.observer_ != nullptr || rn.dma_ != nullptr || !(rq.remote_access & kRemoteWrite) || !nic.link_steady_ || !rn.link_steady_)
       return 0;
+    Cq& cq = *nic.find_cq(qp.attr.send_cqn);
     size_t n = 0;
     WqeView v;
     while (n < budget && qp.head != qp.prod) {
@@ -535,7 +532,7 @@ struct Engine {
       ++qp.stats.wqes, ++qp.stats.wqebbs;
       qp.stats.bytes += p.len;
       nic.bytes_moved_ += p.len;
-      if (signaled) post_cqe(nic, qp, idx, uint8_t(WqeOpcode::kRdmaWrite), p.len, 0, 0);  // at issue()'s engine time
+      if (signaled) post_cqe(nic, cq, qp, idx, uint8_t(WqeOpcode::kRdmaWrite), p.len, 0, 0);  // at issue()'s engine time
       ++nic.now_, ++n;
       if (signaled && (qp.state != QpState::kRts || !port.answer())) break;  // an overrun CQ fails its QPs
     }

@@ -113,6 +113,7 @@ Status ModelWorld::rewind(const WorldConfig& c) {
   doorbell_ns_.clear();
   doorbell_observer_ = nullptr;
   ticks_ = 0;
+  stepping_ = nullptr;
   recovery_ = {};
   cfg_.opt = c.opt;
   cfg_.start_index = c.start_index;
@@ -479,13 +480,18 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
       // Timers (retries, link outages) run on simulated time in the timed schedule, else on a
       // step clock every NIC shares: each engine action is action_ns.
       const bool timed = s.options().policy == gpu_sim::Policy::kTimed;
+      // Fast mode switches to no other agent between two steps of this one, so a step may run
+      // many engine actions (a whole doorbell's worth of WQEs through one progress() call,
+      // rather than an agent step per WQE); the clock still moves with each (step_clock()).
+      const bool fast = s.options().policy == gpu_sim::Policy::kRunToCompletion;
+      const size_t budget = fast ? kFastStepActions : 1;
       const double action_ns = nic->config().action_ns;
       if (timed) nic->set_clock([&s] { return s.now(); });
-      else nic->set_clock([this, action_ns] { return double(ticks_) * action_ns; });
+      else nic->set_clock([this, action_ns] { return double(step_clock()) * action_ns; });
       // Untimed, an engine with nothing to do sleeps until a QP of its gets work (a doorbell),
       // as hardware does, if the schedule lets it (SchedOptions::park_idle).
       const bool park = s.options().park_idle && !timed;
-      s.add_agent(name, [this, nic, rung_ns, costs, timed, action_ns, park, &s](gpu_sim::AgentCtx& a) {
+      s.add_agent(name, [this, nic, rung_ns, costs, timed, fast, budget, action_ns, park, &s](gpu_sim::AgentCtx& a) {
         nic->set_cqe_hook([&a](const void* cqe) { a.wrote(cqe); });  // GPU pollers wait for this time
         if (park) nic->set_wake_hook([&s, id = a.id()] { s.wake(id); });
         struct Unhook {
@@ -496,10 +502,13 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
           a.point();
           a.wait_until_ns(*rung_ns);
           const uint64_t bytes = nic->bytes_moved();
-          if (nic->progress(1) != 0) {
+          if (fast) stepping_ = nic, step_from_ = nic->now();
+          const size_t done = nic->progress(budget);
+          stepping_ = nullptr;
+          if (done != 0) {
             a.advance(costs.nic_wqe_ns +
                       double(nic->bytes_moved() - bytes) / std::min(costs.wire_bytes_per_ns, costs.pcie_bytes_per_ns));
-            ++ticks_;
+            ticks_ += fast ? done : 1;  // done >= the step's engine actions (landings count, but move no engine time)
             a.changed(nic->now());
           } else if (const double t = nic->next_timer_ns(); t != std::numeric_limits<double>::infinity()) {
             // Only a timer can move this NIC on: let time pass to it.

@@ -188,6 +188,12 @@ class ModelWorld {
   std::vector<std::unique_ptr<Pe>> pes_;
   std::vector<double> doorbell_ns_;  // timed schedule: latest doorbell time per NIC (pe * num_nics + dev)
   uint64_t ticks_ = 0;               // untimed schedules: the NICs' shared step clock
+  // Fast mode: the NIC inside a step of many actions, and its engine time when the step began.
+  // The step clock counts its actions so far (ticks_ takes them all when the step ends).
+  static constexpr size_t kFastStepActions = 256;
+  const mock_nic::Nic* stepping_ = nullptr;
+  uint64_t step_from_ = 0;
+  uint64_t step_clock() const { return ticks_ + (stepping_ != nullptr ? stepping_->now() - step_from_ : 0); }
   RecoveryStats recovery_;
   std::function<void(uint32_t, double)> doorbell_observer_;
   std::string check_qp(uint32_t pe, bool backup, uint32_t slot);
