@@ -53,7 +53,7 @@ DOORBELL_HD uint64_t doorbell_value(uint64_t pi, uint32_t qpn) {
 template <class C>
 DOORBELL_HD void publish_wqe(C& ctx, const Options& o, uint8_t* w, WqeStage& s, uint64_t idx, mlx5::WqeOpcode op,
                              uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se, uint8_t ds) {
-  const mlx5::CtrlWords c = mlx5::ctrl_words(uint16_t(idx), op, opmod, qpn, fm_ce_se, ds);
+  const mlx5::SegWords c = mlx5::ctrl_words(uint16_t(idx), op, opmod, qpn, fm_ce_se, ds);
   auto* ctrl = reinterpret_cast<uint64_t*>(w);
   if (dropped(o, kOrderCtrlLast)) ctx.store(exec::gpu_scope, exec::relaxed, ctrl, c.w0);
   // Segments in 16-byte stores (a ring slot is 64-byte aligned), then the control segment's

@@ -104,6 +104,7 @@ class SimCtx {
   // they are buffered and read like any other store and load.
   void write_bytes(void* dst, const void* src, size_t n) {
     if (WeakMemory* w = s_->weak()) w->store(s_->mem_thread(), dst, src, n);
+    else if (n % 8 == 0) copy_words(dst, src, n);
     else std::memcpy(dst, src, n);
   }
   void read_bytes(void* dst, const void* src, size_t n) {
@@ -132,6 +133,18 @@ class SimCtx {
       w->rmw(s_->mem_thread(), p, sizeof *p, writes(*p));
     }
     return *p;
+  }
+
+  // 8 bytes at a time, as a WQE stage's segments were stored (mlx5::SegWords): memcpy's
+  // 16-byte loads spanned two of those stores each and stalled on store forwarding. The
+  // empty asm keeps each word in a register, so the compiler neither widens nor merges them.
+  static void copy_words(void* dst, const void* src, size_t n) {
+    for (size_t i = 0; i < n; i += 8) {
+      uint64_t v;
+      std::memcpy(&v, static_cast<const std::byte*>(src) + i, 8);
+      asm("" : "+r"(v));
+      std::memcpy(static_cast<std::byte*>(dst) + i, &v, 8);
+    }
   }
 
   Scheduler* s_;

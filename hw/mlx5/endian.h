@@ -41,6 +41,16 @@ DOORBELL_HD void store_be(uint8_t* b, T v) {
 #endif
 }
 
+// A little-endian store of a word computed whole (segments built as words: wqe.h).
+template <class T>
+DOORBELL_HD void store_le(uint8_t* b, T v) {
+#if defined(__CUDA_ARCH__)
+  for (unsigned i = 0; i < sizeof(T); ++i) b[i] = uint8_t(v >> (8 * i));
+#else
+  __builtin_memcpy(b, &v, sizeof(T));
+#endif
+}
+
 struct Be16 {
   uint8_t b[2];
   DOORBELL_HD uint16_t get() const { return load_be<uint16_t>(b); }

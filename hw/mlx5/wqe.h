@@ -89,43 +89,41 @@ static_assert(sizeof(WqeMaskedCs32Seg) == 16);
 // Number of WQEBBs a WQE of `ds` octowords occupies.
 DOORBELL_HD constexpr uint32_t wqebbs_for_ds(uint32_t ds) { return (ds * kDsBytes + kWqebb - 1) / kWqebb; }
 
-// Fill a control segment. `pi` is the WQEBB index of the WQE's first block (wraps at 2^16).
-// The control segment's 16 bytes as two little-endian 8-byte words, computed in registers:
-// the protocol stores them whole (built in memory field by field and read back, every read
-// stalled on store forwarding: a quarter of a CPU-model put's WQE writing).
-struct CtrlWords {
-  uint64_t w0, w1;  // bytes 0..7 (also what a BlueFlame doorbell carries), bytes 8..15
+// Segments as their two little-endian 8-byte words, computed in registers and stored whole.
+// Built in memory field by field and then read back in words (a control word; the CPU
+// model's copy to the ring, 8 bytes at a time), every read stalled on store forwarding.
+struct SegWords {
+  uint64_t w0, w1;  // bytes 0..7, 8..15 of the segment
 };
-DOORBELL_HD constexpr CtrlWords ctrl_words(uint16_t pi, WqeOpcode op, uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se,
-                                           uint8_t ds, uint32_t imm = 0) {
+DOORBELL_HD void set_seg(void* s, SegWords w) {
+  auto* b = static_cast<uint8_t*>(s);
+  store_le<uint64_t>(b, w.w0);
+  store_le<uint64_t>(b + 8, w.w1);
+}
+
+// A control segment. `pi` is the WQEBB index of the WQE's first block (wraps at 2^16); w0
+// is also what a BlueFlame doorbell carries.
+DOORBELL_HD constexpr SegWords ctrl_words(uint16_t pi, WqeOpcode op, uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se,
+                                          uint8_t ds, uint32_t imm = 0) {
   return {uint64_t(bswap32((uint32_t(opmod) << 24) | (uint32_t(pi) << 8) | uint32_t(op))) |
               uint64_t(bswap32((qpn << 8) | ds)) << 32,
           uint64_t(fm_ce_se) << 24 | uint64_t(bswap32(imm)) << 32};  // signature and dci_stream_channel_id 0
 }
+DOORBELL_HD constexpr SegWords raddr_words(uint64_t raddr, uint32_t rkey) { return {bswap64(raddr), bswap32(rkey)}; }
+DOORBELL_HD constexpr SegWords data_words(uint32_t length, uint32_t lkey, uint64_t addr) {
+  return {uint64_t(bswap32(length)) | uint64_t(bswap32(lkey)) << 32, bswap64(addr)};
+}
+DOORBELL_HD constexpr SegWords atomic_words(uint64_t swap_add, uint64_t compare) { return {bswap64(swap_add), bswap64(compare)}; }
 
 DOORBELL_HD void set_ctrl_seg(WqeCtrlSeg* s, uint16_t pi, WqeOpcode op, uint8_t opmod, uint32_t qpn,
                               uint8_t fm_ce_se, uint8_t ds, uint32_t imm = 0) {
-  const CtrlWords w = ctrl_words(pi, op, opmod, qpn, fm_ce_se, ds, imm);
-  auto* b = reinterpret_cast<uint8_t*>(s);
-  for (int i = 0; i < 8; ++i) b[i] = uint8_t(w.w0 >> (8 * i)), b[8 + i] = uint8_t(w.w1 >> (8 * i));
+  set_seg(s, ctrl_words(pi, op, opmod, qpn, fm_ce_se, ds, imm));
 }
-
-DOORBELL_HD void set_raddr_seg(WqeRaddrSeg* s, uint64_t raddr, uint32_t rkey) {
-  s->raddr.set(raddr);
-  s->rkey.set(rkey);
-  for (auto& b : s->reserved) b = 0;
-}
-
+DOORBELL_HD void set_raddr_seg(WqeRaddrSeg* s, uint64_t raddr, uint32_t rkey) { set_seg(s, raddr_words(raddr, rkey)); }
 DOORBELL_HD void set_data_seg(WqeDataSeg* s, uint32_t length, uint32_t lkey, uint64_t addr) {
-  s->byte_count.set(length);
-  s->lkey.set(lkey);
-  s->addr.set(addr);
+  set_seg(s, data_words(length, lkey, addr));
 }
-
-DOORBELL_HD void set_atomic_seg(WqeAtomicSeg* s, uint64_t swap_add, uint64_t compare) {
-  s->swap_add.set(swap_add);
-  s->compare.set(compare);
-}
+DOORBELL_HD void set_atomic_seg(WqeAtomicSeg* s, uint64_t swap_add, uint64_t compare) { set_seg(s, atomic_words(swap_add, compare)); }
 
 // Inline header; returns the DS the inline part occupies (header + data, 16-byte padded).
 DOORBELL_HD uint32_t set_inline_seg(WqeInlineSeg* s, uint32_t length) {

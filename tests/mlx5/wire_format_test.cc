@@ -101,7 +101,7 @@ TEST_F(WireFormat, CtrlSegMatchesRdmaCoreBytes) {
     uint64_t raw;
     std::memcpy(&raw, &theirs, 8);  // what mlx5 providers store to the BlueFlame register
     EXPECT_EQ(doorbell_word(ours), raw);
-    const CtrlWords w = ctrl_words(pi, op, opmod, qpn, fm, ds, imm);
+    const SegWords w = ctrl_words(pi, op, opmod, qpn, fm, ds, imm);
     uint64_t second;
     std::memcpy(&second, reinterpret_cast<const uint8_t*>(&theirs) + 8, 8);
     EXPECT_EQ(w.w0, raw);
