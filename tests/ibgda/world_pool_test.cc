@@ -19,7 +19,8 @@ namespace {
 
 // What a run leaves: its verdict, the number of agents each scheduling choice had, and the
 // world's state afterwards (heap bytes up to `heap_bytes`; a rewound heap may have more mapped
-// from earlier runs, which must then be zero).
+// from earlier runs, which must then be zero, or less: a fresh heap grows with alignment slack
+// that one already grown by another program may not need, and bytes not mapped read as zero).
 struct Outcome {
   std::string why;
   std::vector<size_t> choices;
@@ -48,7 +49,7 @@ std::string world_state(ModelWorld& w, uint64_t heap_bytes) {
          << w.nic(pe, d).errors().size() << "\n";
     const uint8_t* h = w.at(pe, 0);
     uint64_t hash = 1469598103934665603ull;
-    for (uint64_t i = 0; i < heap_bytes; ++i) hash = (hash ^ h[i]) * 1099511628211ull;
+    for (uint64_t i = 0; i < heap_bytes; ++i) hash = (hash ^ (i < w.heap().mapped() ? h[i] : 0)) * 1099511628211ull;
     bool zero_beyond = true;
     for (uint64_t i = heap_bytes; i < w.heap().mapped(); ++i) zero_beyond = zero_beyond && h[i] == 0;
     os << "heap" << pe << " " << hash << (zero_beyond ? "" : " (bytes beyond the fresh world's heap)") << "\n";
