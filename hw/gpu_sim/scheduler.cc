@@ -374,11 +374,13 @@ void Scheduler::map_mmio(uint64_t base, uint64_t size, std::function<void(uint64
 void Scheduler::check_stores(const void* base, size_t bytes, std::function<std::string(const void*)> check) {
   insert_range(checked_, Checked{reinterpret_cast<uintptr_t>(base), bytes, std::move(check)});
   store_hooks_ = true;
+  plain_ = false;
 }
 
 void Scheduler::wake_on_store(const void* addr, size_t bytes, uint32_t id) {
   insert_range(wakers_, Waker{reinterpret_cast<uintptr_t>(addr), bytes, id});
   store_hooks_ = true;
+  plain_ = false;
 }
 
 // A store changed `addr`: check_stores' check of its range (until one has failed), then
@@ -415,8 +417,8 @@ void Scheduler::advance(double ns) {
 
 uint32_t Scheduler::mem_thread() const { return cur_lane_ != nullptr ? cur_lane_->mem_thread : WeakMemory::kNoThread; }
 
-void Scheduler::fence(exec::Scope s) {
-  if (!weak_ || cur_lane_->mem_thread == WeakMemory::kNoThread) return;
+void Scheduler::fence_weak(exec::Scope s) {
+  if (cur_lane_->mem_thread == WeakMemory::kNoThread) return;
   // Stores the fence carries land one at a time, with scheduling points between them.
   const uint64_t upto = weak_->last_store();
   do point();
@@ -563,10 +565,12 @@ void Scheduler::resume(Agent& a, Lane& l) {
   cur_lane_ = &l;
   cur_who_ = (uint64_t(a.index) << 40) | (uint64_t(l.index) << 32);
   cur_daemon_ = a.daemon;
+  plain_ = opt_.policy == Policy::kRunToCompletion && !weak_ && !store_hooks_ && !aborted_ && !(stopping_ && a.daemon);
   ++l.resumes;
   ++steps_;
   Fiber::switch_to(main_, l.fiber);
   cur_lane_ = nullptr;
+  plain_ = false;
 }
 
 void Scheduler::step(Agent& a) {

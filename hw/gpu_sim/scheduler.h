@@ -146,20 +146,28 @@ class Scheduler {
   // ---- used by SimCtx / AgentCtx from inside running fibers ----
   // A scheduling point before an access, and the record of one (both on every simulated
   // access: inline, with what needs the agent's details out of line).
+  // Both test `plain_` first (SimCtx's accesses take a path of their own then: plain()).
   void point() {
-    if (aborted_ || (stopping_ && cur_daemon_) || opt_.policy != Policy::kRunToCompletion) point_slow();
+    if (!plain_ && (aborted_ || (stopping_ && cur_daemon_) || opt_.policy != Policy::kRunToCompletion)) point_slow();
   }
   void record(Access kind, uint64_t value, bool changed, const void* addr = nullptr) {
     ++accesses_;
-    if (opt_.policy == Policy::kTimed && kind != Access::kDevice) record_timed(kind, changed, addr);
-    if (changed) {
-      ++version_;
-      if (store_hooks_) on_store(addr);  // one test here: record() is every access's path
+    if (plain_) {
+      version_ += changed;
+    } else {
+      if (opt_.policy == Policy::kTimed && kind != Access::kDevice) record_timed(kind, changed, addr);
+      if (changed) {
+        ++version_;
+        if (store_hooks_) on_store(addr);
+      }
     }
-    // Who, what kind and which value folded into one word first (off the chain from one
-    // access's hash to the next), then one FNV-style step: two chained steps per access were
-    // a tenth of a fast-mode put_nbi.
-    hash_ = (hash_ ^ (value * 0x9e3779b97f4a7c15ull + (cur_who_ | uint64_t(kind)))) * 0x100000001b3ull;
+    hash_step(kind, value);
+  }
+  // record() where plain(): nothing but the counts and the hash.
+  void record_plain(Access kind, uint64_t value, bool changed) {
+    ++accesses_;
+    version_ += changed;
+    hash_step(kind, value);
   }
   // kTimed (no-ops otherwise): charge the running lane; make it wait for the time `addr`
   // was last written (it observed that write); note that it wrote `addr` now.
@@ -174,14 +182,29 @@ class Scheduler {
   void sync_cta();
   void mmio_store(uint64_t* addr, uint64_t value);
   bool stopping() const { return stopping_ || aborted_; }
+  // True while the running lane's accesses need nothing but doing and recording (fast mode,
+  // sequentially consistent, no store hooks, not stopping it; set at each resumption): then
+  // SimCtx takes a path of its own, record_plain. Through point(), the weak-memory test and
+  // record(), an access was 30 instructions of checks around its one: a third of a
+  // fast-mode put_nbi.
+  bool plain() const { return plain_; }
   // The running agent's id (add_agent's), for wake().
   uint32_t current_agent() const;
   // The running lane's thread in the weak memory model.
   uint32_t mem_thread() const;
-  void fence(exec::Scope s);
+  void fence(exec::Scope s) {
+    if (weak_) fence_weak(s);  // the sequentially consistent mode has nothing to order
+  }
 
  private:
   void point_slow();
+  void fence_weak(exec::Scope s);
+  // Who, what kind and which value folded into one word first (off the chain from one
+  // access's hash to the next), then one FNV-style step: two chained steps per access were
+  // a tenth of a fast-mode put_nbi.
+  void hash_step(Access kind, uint64_t value) {
+    hash_ = (hash_ ^ (value * 0x9e3779b97f4a7c15ull + (cur_who_ | uint64_t(kind)))) * 0x100000001b3ull;
+  }
   void record_timed(Access kind, bool changed, const void* addr);
   void on_store(const void* addr);  // check_stores' checks, then wake_on_store's wakes
   struct LaneVars;
@@ -236,6 +259,7 @@ class Scheduler {
   uint64_t version_ = 0;        // bumps on every change to shared state
   uint64_t steps_ = 0, accesses_ = 0, hash_ = 0xcbf29ce484222325ull;
   bool hang_ = false, aborted_ = false, stopping_ = false;
+  bool plain_ = false;  // plain()
   std::string report_;
   std::vector<std::pair<std::string, const uint64_t*>> watches_;
   std::vector<const WatchTable*> watch_tables_;

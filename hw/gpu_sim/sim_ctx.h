@@ -42,31 +42,19 @@ class SimCtx {
   // Atomics act on the newest value (after the stores they must follow have landed).
   template <exec::Scope S>
   uint64_t atomic_add(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
-    const uint64_t old = begin_rmw(p, [v](uint64_t) { return v != 0; });
-    *p = old + v;
-    s_->record(Access::kAdd, old, v != 0, p);
-    return old;
+    return rmw(Access::kAdd, p, [v](uint64_t o) { return o + v; });
   }
   template <exec::Scope S>
   uint64_t atomic_cas(exec::ScopeTag<S>, uint64_t* p, uint64_t expected, uint64_t desired) {
-    const uint64_t old = begin_rmw(p, [&](uint64_t o) { return o == expected && desired != o; });
-    if (old == expected) *p = desired;
-    s_->record(Access::kCas, old, old == expected && desired != old, p);
-    return old;
+    return rmw(Access::kCas, p, [=](uint64_t o) { return o == expected ? desired : o; });
   }
   template <exec::Scope S>
   uint64_t atomic_max(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
-    const uint64_t old = begin_rmw(p, [v](uint64_t o) { return v > o; });
-    if (v > old) *p = v;
-    s_->record(Access::kMax, old, v > old, p);
-    return old;
+    return rmw(Access::kMax, p, [v](uint64_t o) { return v > o ? v : o; });
   }
   template <exec::Scope S>
   uint64_t atomic_exch(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
-    const uint64_t old = begin_rmw(p, [v](uint64_t o) { return v != o; });
-    *p = v;
-    s_->record(Access::kExch, old, v != old, p);
-    return old;
+    return rmw(Access::kExch, p, [v](uint64_t) { return v; });
   }
   // Ordered loads and stores of 1, 2, 4 or 8 bytes. In the weak mode a store enters the
   // thread's store buffer (release: after a fence of its scope) and a load may read a value
@@ -74,6 +62,11 @@ class SimCtx {
   template <exec::Scope S, exec::Order O, class T>
   T load(exec::ScopeTag<S>, exec::OrderTag<O>, const T* p) {
     static_assert(exec::kAccessSize<T>, "loads are of 1, 2, 4 or 8 bytes");
+    if (s_->plain()) [[likely]] {
+      const T v = *p;
+      s_->record_plain(Access::kLoad, uint64_t(v), false);
+      return v;
+    }
     s_->point();
     T v;
     if (WeakMemory* w = s_->weak()) {
@@ -88,6 +81,12 @@ class SimCtx {
   template <exec::Scope S, exec::Order O, class T>
   void store(exec::ScopeTag<S>, exec::OrderTag<O>, T* p, std::type_identity_t<T> v) {
     static_assert(exec::kAccessSize<T>, "stores are of 1, 2, 4 or 8 bytes");
+    if (s_->plain()) [[likely]] {
+      const bool changed = *p != v;
+      *p = v;
+      s_->record_plain(Access::kStore, uint64_t(v), changed);
+      return;
+    }
     s_->point();
     if (WeakMemory* w = s_->weak()) {
       if constexpr (O == exec::Order::kRelease || O == exec::Order::kAcqRel) w->fence(s_->mem_thread(), S);
@@ -123,16 +122,26 @@ class SimCtx {
   void wait_until_ns(double t) { s_->wait_until_ns(t); }
 
  private:
-  // A scheduling point, then (weak mode) the stores the atomic must follow land and the model
-  // learns whether it writes; returns the value it acts on.
-  template <class Writes>
-  uint64_t begin_rmw(uint64_t* p, Writes writes) {
+  // An atomic read-modify-write leaving next(old) (old itself where it writes nothing). In
+  // the weak mode the stores it must follow land first and the model learns whether it
+  // writes.
+  template <class Next>
+  uint64_t rmw(Access kind, uint64_t* p, Next next) {
+    if (s_->plain()) [[likely]] {
+      const uint64_t old = *p, v = next(old);
+      *p = v;
+      s_->record_plain(kind, old, v != old);
+      return old;
+    }
     s_->point();
     if (WeakMemory* w = s_->weak()) {
       w->rmw_begin(s_->mem_thread(), p, sizeof *p);
-      w->rmw(s_->mem_thread(), p, sizeof *p, writes(*p));
+      w->rmw(s_->mem_thread(), p, sizeof *p, next(*p) != *p);
     }
-    return *p;
+    const uint64_t old = *p, v = next(old);
+    if (v != old) *p = v;
+    s_->record(kind, old, v != old, p);
+    return old;
   }
 
   // 8 bytes at a time, as a WQE stage's segments were stored (mlx5::SegWords): memcpy's
