@@ -60,16 +60,6 @@ Nic::~Nic() {
     }
 }
 
-uint64_t Nic::uar_va(uint32_t page) const { return kUarBase + (uint64_t(cfg_.lid) << 32) + uint64_t(page) * mlx5::kUarPageSize; }
-
-Qp* Nic::find_qp(uint32_t qpn) {
-  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
-  return qps_[qpn - kFirstQpn].get();
-}
-Cq* Nic::find_cq(uint32_t cqn) {
-  if (cqn < kFirstCqn || cqn - kFirstCqn >= cqs_.size()) return nullptr;
-  return cqs_[cqn - kFirstCqn].get();
-}
 Nic* Nic::peer_nic(const Qp& qp) const {
   if (fabric_ != nullptr) return fabric_->by_lid(qp.peer.lid);
   return qp.peer.lid == cfg_.lid ? const_cast<Nic*>(this) : nullptr;

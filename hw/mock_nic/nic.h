@@ -243,4 +243,15 @@ inline constexpr uint32_t kFirstCqn = 0x400;
 inline constexpr uint32_t kFirstSrqn = 0x800;
 inline constexpr uint64_t kUarBase = 0x0000'6000'0000'0000ull;
 
+// Inline: every doorbell (and every signaled WQE) looks one up.
+inline uint64_t Nic::uar_va(uint32_t page) const { return kUarBase + (uint64_t(cfg_.lid) << 32) + uint64_t(page) * mlx5::kUarPageSize; }
+inline Qp* Nic::find_qp(uint32_t qpn) {
+  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
+  return qps_[qpn - kFirstQpn].get();
+}
+inline Cq* Nic::find_cq(uint32_t cqn) {
+  if (cqn < kFirstCqn || cqn - kFirstCqn >= cqs_.size()) return nullptr;
+  return cqs_[cqn - kFirstCqn].get();
+}
+
 }  // namespace doorbell::mock_nic

@@ -473,7 +473,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
       // Every UAR page of this NIC: stores there are doorbells (and, in simulated time, the
       // NIC cannot act on one before it was rung).
       s.map_mmio(nic->uar_va(0), uint64_t(1) << 32, [this, p, nic, rung_ns, &s](uint64_t addr, uint64_t v) {
-        *rung_ns = std::max(*rung_ns, s.now());
+        if (s.options().policy == gpu_sim::Policy::kTimed) *rung_ns = std::max(*rung_ns, s.now());  // what waits for it
         if (doorbell_observer_) doorbell_observer_(p, s.now());
         nic->mmio_write64(addr, v);
       });
