@@ -31,13 +31,20 @@ DOORBELL_HD uint64_t bytes_in_pieces(const DevState& st, uint64_t loff, uint64_t
 // as several (one reservation larger than the ring would wait for room forever).
 DOORBELL_HD uint32_t max_transfer_wqes(const DevQp& qp) { return qp.nwqes / 2 > 0 ? qp.nwqes / 2 : 1; }
 
+// The first piece of [loff, +bytes) -> [roff, +bytes) on pe, with `qp`'s NIC's keys.
+DOORBELL_HD heap::Piece qp_piece(const DevState& st, const DevQp& qp, uint64_t loff, uint64_t roff, uint64_t bytes, uint32_t pe) {
+  return heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe, key_dev(st, qp));
+}
+
 // Write the RDMA WRITE / READ WQEs for a transfer at [base, base + pieces), signalling the
-// last unless the caller's batch has a later WQE that will.
+// last unless the caller's batch has a later WQE that will. `first`, if given, is the
+// transfer's first piece (qp_piece), already looked up.
 template <class C>
 DOORBELL_HD void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t base, uint64_t loff,
-                                uint64_t roff, uint64_t bytes, uint32_t pe, bool signal_last = true) {
+                                uint64_t roff, uint64_t bytes, uint32_t pe, bool signal_last = true,
+                                const heap::Piece* first = nullptr) {
   for (uint64_t idx = base; bytes != 0; ++idx) {
-    const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe, key_dev(st, qp));
+    const heap::Piece p = idx == base && first != nullptr ? *first : qp_piece(st, qp, loff, roff, bytes, pe);
     WqeStage s;
     mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), p.raddr, p.rkey);
     mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32), uint32_t(p.bytes), p.lkey, p.laddr);
@@ -49,9 +56,9 @@ DOORBELL_HD void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp, mlx
 // Reserve, write and submit the n pieces of a transfer on `qp` at *base.
 template <class C>
 DOORBELL_HD OpResult post_pieces(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff,
-                                 uint64_t bytes, uint32_t pe, uint32_t n, uint64_t* base) {
+                                 uint64_t bytes, uint32_t pe, uint32_t n, uint64_t* base, const heap::Piece* first = nullptr) {
   if (OpResult r = reserve(ctx, st, qp, n, base); r != OpResult::kOk) return r;
-  write_rma_wqes(ctx, st, qp, op, *base, loff, roff, bytes, pe);
+  write_rma_wqes(ctx, st, qp, op, *base, loff, roff, bytes, pe, true, first);
   if (op == mlx5::WqeOpcode::kRdmaRead) ctx.atomic_max(exec::gpu_scope, &qp.mv->get_head, *base + n);
   return submit(ctx, st, qp, *base, n);
 }
@@ -66,14 +73,17 @@ DOORBELL_HD OpResult post_rma(C& ctx, const DevState& st, const DevQp& qp, mlx5:
                               uint64_t bytes, uint32_t pe, uint64_t* base, uint32_t* n) {
   const uint32_t cap = max_transfer_wqes(qp);
   uint64_t first = ~0ull;
+  // A transfer within one heap chunk at both ends (the usual case) is one piece, counted and
+  // written from one key lookup.
+  const heap::Piece head = qp_piece(st, qp, loff, roff, bytes, pe);
   // A part ends at a piece boundary, so the rest keeps the other pieces: no recount.
-  for (*n = count_pieces(st, loff, roff, bytes, pe); *n > cap; *n -= cap) {
+  for (*n = head.bytes == bytes ? 1 : count_pieces(st, loff, roff, bytes, pe); *n > cap; *n -= cap) {
     const uint64_t part = bytes_in_pieces(st, loff, roff, bytes, pe, cap);
     if (OpResult r = post_pieces(ctx, st, qp, op, loff, roff, part, pe, cap, base); r != OpResult::kOk) return r;
     if (first == ~0ull) first = *base;
     loff += part, roff += part, bytes -= part;
   }
-  const OpResult r = post_pieces(ctx, st, qp, op, loff, roff, bytes, pe, *n, base);
+  const OpResult r = post_pieces(ctx, st, qp, op, loff, roff, bytes, pe, *n, base, first == ~0ull ? &head : nullptr);
   if (first != ~0ull && r == OpResult::kOk) *n = uint32_t(*base + *n - first), *base = first;
   return r;
 }

@@ -496,7 +496,8 @@ struct Engine {
   // state and rights, steady links; no observer, no Dma, nothing in flight). The checks are issue()'s
   // own (check_wqe, the MR tables' resolve); a WQE that is anything else, or that any check
   // refuses, is left at head for issue(), which sees it as if this run had not been there.
-  // A CQE hook runs inside the run: it may not change rights, links, observers or the Dma.
+  // A CQE hook runs inside the run: it may not change rights, links, observers, the Dma or QP
+  // states (after a CQE the run re-checks only whether the CQ overran).
   // Returns the WQEs executed.
   [[gnu::flatten]] static size_t issue_writes(Nic& nic, Qp& qp, Port& port, size_t budget) {
     if (!nic.cfg_.batch_writes || nic.observer_ != nullptr || nic.dma_ != nullptr || !qp.inflight.empty() || qp.pending_responses != 0 ||
@@ -534,7 +535,7 @@ struct Engine {
       nic.bytes_moved_ += p.len;
       if (signaled) post_cqe(nic, cq, qp, idx, uint8_t(WqeOpcode::kRdmaWrite), p.len, 0, 0);  // at issue()'s engine time
       ++nic.now_, ++n;
-      if (signaled && (qp.state != QpState::kRts || !port.answer())) break;  // an overrun CQ fails its QPs
+      if (signaled && cq.overrun) break;  // an overrun CQ fails its QPs (maybe the responder too, on this NIC)
     }
     return n;
   }

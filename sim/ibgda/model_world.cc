@@ -492,7 +492,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
       // as hardware does, if the schedule lets it (SchedOptions::park_idle).
       const bool park = s.options().park_idle && !timed;
       s.add_agent(name, [this, nic, rung_ns, costs, timed, fast, budget, action_ns, park, &s](gpu_sim::AgentCtx& a) {
-        nic->set_cqe_hook([&a](const void* cqe) { a.wrote(cqe); });  // GPU pollers wait for this time
+        if (timed) nic->set_cqe_hook([&a](const void* cqe) { a.wrote(cqe); });  // GPU pollers wait for this time
         if (park) nic->set_wake_hook([&s, id = a.id()] { s.wake(id); });
         struct Unhook {
           mock_nic::Nic* n;
