@@ -496,8 +496,8 @@ struct Engine {
   // state and rights, steady links; no observer, no Dma, nothing in flight). The checks are issue()'s
   // own (check_wqe, the MR tables' resolve); a WQE that is anything else, or that any check
   // refuses, is left at head for issue(), which sees it as if this run had not been there.
-  // A CQE hook runs inside the run: it may not change rights, links, observers, the Dma or QP
-  // states (after a CQE the run re-checks only whether the CQ overran).
+  // A CQE hook runs inside the run: it may not change rights, links, observers, the Dma, QP
+  // states or MRs (after a CQE the run re-checks only whether the CQ overran).
   // Returns the WQEs executed.
   [[gnu::flatten]] static size_t issue_writes(Nic& nic, Qp& qp, Port& port, size_t budget) {
     if (!nic.cfg_.batch_writes || nic.observer_ != nullptr || nic.dma_ != nullptr || !qp.inflight.empty() || qp.pending_responses != 0 ||
@@ -510,6 +510,11 @@ struct Engine {
     if (rn.observer_ != nullptr || rn.dma_ != nullptr || !(rq.remote_access & kRemoteWrite) || !nic.link_steady_ || !rn.link_steady_)
       return 0;
     Cq& cq = *nic.find_cq(qp.attr.send_cqn);
+    // The regions the run's keys name, found once per key: MRs change only on the control
+    // path, which runs neither inside progress() nor (the contract above) in a hook. Each
+    // WQE's range is still checked.
+    uint32_t lkey = 0, rkey = 0;
+    const MemoryRegion *lmr = nullptr, *rmr = nullptr;
     size_t n = 0;
     WqeView v;
     while (n < budget && qp.head != qp.prod) {
@@ -522,11 +527,12 @@ struct Engine {
       const WqePiece& p = v.pieces[0];  // a 3-DS WRITE's one piece: data (never 0 bytes) or inline
       if (p.inline_data != nullptr) break;
       KeyFault f{};
-      bool lph = false, rph = false;
-      const std::byte* src = nic.mrs_.resolve(p.lkey, qp.attr.pd, p.addr, p.len, 0, &f, &lph);
-      if (src == nullptr || lph) break;
-      std::byte* dst = rn.mrs_.resolve(v.rkey, rq.attr.pd, v.raddr, p.len, kRemoteWrite, &f, &rph);
-      if (dst == nullptr || rph) break;
+      if (lmr == nullptr || p.lkey != lkey) lmr = nic.mrs_.find(lkey = p.lkey, qp.attr.pd, 0, &f);
+      if (rmr == nullptr || v.rkey != rkey) rmr = rn.mrs_.find(rkey = v.rkey, rq.attr.pd, kRemoteWrite, &f);
+      if (lmr == nullptr || rmr == nullptr || lmr->phantom || rmr->phantom) break;
+      const std::byte* src = resolve_in(*lmr, p.addr, p.len, &f);
+      std::byte* dst = resolve_in(*rmr, v.raddr, p.len, &f);
+      if (src == nullptr || dst == nullptr) break;
       copy(rn, dst, src, p.len);  // Responder::store less its observer call: no observer in a run
       port.applied();  // before head moves, as in issue()
       qp.head = idx + 1;

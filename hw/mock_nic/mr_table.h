@@ -32,6 +32,10 @@ class MrTable {
                      bool* phantom = nullptr) const {
     return resolve_key(mrs_.data(), mrs_.size(), key, pd, addr, len, need, fault, phantom);
   }
+  // The region `key` names, if it lies in `pd` and grants `need` (resolve() less the range).
+  const MemoryRegion* find(uint32_t key, uint32_t pd, uint32_t need, KeyFault* fault) const {
+    return find_key(mrs_.data(), mrs_.size(), key, pd, need, fault);
+  }
 
  private:
   mem::AddressSpace& mem_;
