@@ -193,6 +193,7 @@ class Nic {
   bool link_up_at_clock() const;
   void fail_qp(Qp& qp);  // to ERR from the data path (flushes follow)
   void kick(Qp& qp);
+  void odd_doorbell(uint32_t page, uint32_t offset, uint64_t value);  // uar_write64's other cases
   void trace(const std::string& line) {
     if (trace_) trace_(line);
   }
