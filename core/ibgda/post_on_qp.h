@@ -77,7 +77,7 @@ DOORBELL_HD OpResult post_rma(C& ctx, const DevState& st, const DevQp& qp, mlx5:
   // written from one key lookup.
   const heap::Piece head = qp_piece(st, qp, loff, roff, bytes, pe);
   // A part ends at a piece boundary, so the rest keeps the other pieces: no recount.
-  for (*n = head.bytes == bytes ? 1 : count_pieces(st, loff, roff, bytes, pe); *n > cap; *n -= cap) {
+  for (*n = head.bytes == bytes && bytes != 0 ? 1 : count_pieces(st, loff, roff, bytes, pe); *n > cap; *n -= cap) {
     const uint64_t part = bytes_in_pieces(st, loff, roff, bytes, pe, cap);
     if (OpResult r = post_pieces(ctx, st, qp, op, loff, roff, part, pe, cap, base); r != OpResult::kOk) return r;
     if (first == ~0ull) first = *base;

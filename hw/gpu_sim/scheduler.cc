@@ -565,7 +565,7 @@ void Scheduler::finish_lane(Agent& a, Lane& l) {
 void Scheduler::resume(Agent& a, Lane& l) {
   cur_agent_ = &a;
   cur_lane_ = &l;
-  cur_who_ = (uint64_t(a.index) << 40) | (uint64_t(l.index) << 32);
+  who_mix_ = ((uint64_t(a.index) << 40) | (uint64_t(l.index) << 32)) * kMix;
   cur_daemon_ = a.daemon;
   plain_ = opt_.policy == Policy::kRunToCompletion && !weak_ && !store_hooks_ && !aborted_ && !(stopping_ && a.daemon);
   ++l.resumes;

@@ -201,9 +201,13 @@ class Scheduler {
   void fence_weak(exec::Scope s);
   // Who, what kind and which value folded into one word first (off the chain from one
   // access's hash to the next), then one FNV-1a step over it: two chained steps per access
-  // were a tenth of a fast-mode put_nbi. (The value sits in the low 32 bits' range where it
-  // is small, who and kind above and in the low byte; the multiply spreads them.)
-  void hash_step(Access kind, uint64_t value) { hash_ = (hash_ ^ value ^ cur_who_ ^ uint64_t(kind) << 56) * 0x100000001b3ull; }
+  // were a tenth of a fast-mode put_nbi. Who and kind enter multiplied (who_mix_ is the
+  // running lane's, set at its resumption; kind's product is a constant), so that they touch
+  // every bit above their lowest, not only the bits where they sit.
+  void hash_step(Access kind, uint64_t value) {
+    hash_ = (hash_ ^ value ^ (who_mix_ + uint64_t(kind) * kMix)) * 0x100000001b3ull;
+  }
+  static constexpr uint64_t kMix = 0x9e3779b97f4a7c15ull;
   void record_timed(Access kind, bool changed, const void* addr);
   void on_store(const void* addr);  // check_stores' checks, then wake_on_store's wakes
   struct LaneVars;
@@ -250,7 +254,7 @@ class Scheduler {
   Fiber main_;
   Agent* cur_agent_ = nullptr;
   Lane* cur_lane_ = nullptr;
-  uint64_t cur_who_ = 0;       // the running lane in record()'s hash: agent << 40 | lane << 32
+  uint64_t who_mix_ = 0;       // the running lane in record()'s hash: (agent << 40 | lane << 32) * kMix
   bool cur_daemon_ = false;    // the running agent is a daemon (stops with the run)
   uint64_t rng_;
   size_t script_pos_ = 0, round_robin_ = 0;  // kScripted from opt_.script

@@ -167,6 +167,10 @@ class Nic {
   // Nothing but a new kick can give the engine work: no active QP, nothing timed (late
   // doorbells, delayed CQEs, QP errors to fire, a stall) and no link fault.
   bool sleeps_until_kicked() const;
+  // Nothing this engine does depends on its clock or on when it acts: no fault or outage
+  // scheduled, no delayed CQE, doorbell or response, no retry timer. Then a run of actions
+  // in one progress() call ends as the same actions over as many calls would.
+  bool untimed() const;
   uint64_t bad_doorbells() const { return bad_doorbells_; }
   // A weak memory model that must hear of the engine's writes to memory and of its reads of
   // WQEs and DBRs (null: none); `name` identifies this NIC in its notes.

@@ -430,6 +430,14 @@ void ModelWorld::inject(const std::vector<WorldFault>& faults) {
   }
 }
 
+bool ModelWorld::untimed() const {
+  for (const auto& pe : pes_)
+    if (pe)
+      for (const Dev& d : pe->devs)
+        if (!d.nic->untimed()) return false;
+  return true;
+}
+
 void ModelWorld::attach(gpu_sim::Scheduler& s) {
   doorbell_ns_.assign(size_t(cfg_.npes) * cfg_.num_nics, 0);
   if (cfg_.failover) add_recovery_agent(s);
@@ -480,18 +488,20 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
       // Timers (retries, link outages) run on simulated time in the timed schedule, else on a
       // step clock every NIC shares: each engine action is action_ns.
       const bool timed = s.options().policy == gpu_sim::Policy::kTimed;
-      // Fast mode switches to no other agent between two steps of this one, so a step may run
-      // many engine actions (a whole doorbell's worth of WQEs through one progress() call,
-      // rather than an agent step per WQE); the clock still moves with each (step_clock()).
+      // Fast mode switches to no other agent between two steps of this one, so while no NIC's
+      // work depends on time (Nic::untimed) a step may run many engine actions: a doorbell's
+      // worth of WQEs through one progress() call rather than an agent step per WQE. It ends
+      // as that many one-action steps would, but for the order of QPs with work (one QP's run,
+      // then the next) and the step clock, which then moves with each action that moves the
+      // engine's time (step_clock()) and takes the rest at the step's end.
       const bool fast = s.options().policy == gpu_sim::Policy::kRunToCompletion;
-      const size_t budget = fast ? kFastStepActions : 1;
       const double action_ns = nic->config().action_ns;
       if (timed) nic->set_clock([&s] { return s.now(); });
       else nic->set_clock([this, action_ns] { return double(step_clock()) * action_ns; });
       // Untimed, an engine with nothing to do sleeps until a QP of its gets work (a doorbell),
       // as hardware does, if the schedule lets it (SchedOptions::park_idle).
       const bool park = s.options().park_idle && !timed;
-      s.add_agent(name, [this, nic, rung_ns, costs, timed, fast, budget, action_ns, park, &s](gpu_sim::AgentCtx& a) {
+      s.add_agent(name, [this, nic, rung_ns, costs, timed, fast, action_ns, park, &s](gpu_sim::AgentCtx& a) {
         if (timed) nic->set_cqe_hook([&a](const void* cqe) { a.wrote(cqe); });  // GPU pollers wait for this time
         if (park) nic->set_wake_hook([&s, id = a.id()] { s.wake(id); });
         struct Unhook {
@@ -502,13 +512,14 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
           a.point();
           a.wait_until_ns(*rung_ns);
           const uint64_t bytes = nic->bytes_moved();
-          if (fast) stepping_ = nic, step_from_ = nic->now();
-          const size_t done = nic->progress(budget);
+          const bool many = fast && untimed();
+          if (many) stepping_ = nic, step_from_ = nic->now();
+          const size_t done = nic->progress(many ? kFastStepActions : 1);
           stepping_ = nullptr;
           if (done != 0) {
             a.advance(costs.nic_wqe_ns +
                       double(nic->bytes_moved() - bytes) / std::min(costs.wire_bytes_per_ns, costs.pcie_bytes_per_ns));
-            ticks_ += fast ? done : 1;  // done >= the step's engine actions (landings count, but move no engine time)
+            ticks_ += many ? done : 1;  // done >= the engine time the step moved (landings count, but move none)
             a.changed(nic->now());
           } else if (const double t = nic->next_timer_ns(); t != std::numeric_limits<double>::infinity()) {
             // Only a timer can move this NIC on: let time pass to it.

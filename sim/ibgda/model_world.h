@@ -189,8 +189,10 @@ class ModelWorld {
   std::vector<double> doorbell_ns_;  // timed schedule: latest doorbell time per NIC (pe * num_nics + dev)
   uint64_t ticks_ = 0;               // untimed schedules: the NICs' shared step clock
   // Fast mode: the NIC inside a step of many actions, and its engine time when the step began.
-  // The step clock counts its actions so far (ticks_ takes them all when the step ends).
+  // The step clock adds the engine time the step has moved so far; ticks_ takes the step's
+  // actions when it ends. Only while every NIC here is untimed (a peer's link is asked too).
   static constexpr size_t kFastStepActions = 256;
+  bool untimed() const;
   const mock_nic::Nic* stepping_ = nullptr;
   uint64_t step_from_ = 0;
   uint64_t step_clock() const { return ticks_ + (stepping_ != nullptr ? stepping_->now() - step_from_ : 0); }
