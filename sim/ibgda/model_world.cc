@@ -47,9 +47,9 @@ Result<std::unique_ptr<ModelWorld>> ModelWorld::create(const WorldConfig& cfg) {
 
 namespace {
 
-// Every field but the run's own (opt, start_index) is the world's shape. A field added to
-// WorldConfig must be sorted into one or the other here.
-static_assert(sizeof(WorldConfig) == 168, "a new WorldConfig field: compare it here, or let rewind() set it");
+// Every field but the run's own (opt, start_index, fast_step_actions) is the world's shape. A
+// field added to WorldConfig must be sorted into one or the other here.
+static_assert(sizeof(WorldConfig) == 176, "a new WorldConfig field: compare it here, or let rewind() set it");
 auto shape_of(const WorldConfig& w) {
   return std::tie(w.npes, w.num_rc_per_pe, w.num_nics, w.log_qp_depth, w.layout, w.nic_buf_on_gpumem, w.ibuf_slots, w.heap.npes,
                   w.heap.heap_bytes, w.heap.granularity, w.heap.max_handle_bytes, w.heap.phantom, w.response_delay_max, w.seed,
@@ -117,6 +117,7 @@ Status ModelWorld::rewind(const WorldConfig& c) {
   recovery_ = {};
   cfg_.opt = c.opt;
   cfg_.start_index = c.start_index;
+  cfg_.fast_step_actions = c.fast_step_actions;
   return begin();
 }
 
@@ -512,9 +513,9 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
           a.point();
           a.wait_until_ns(*rung_ns);
           const uint64_t bytes = nic->bytes_moved();
-          const bool many = fast && untimed();
+          const bool many = fast && cfg_.fast_step_actions > 1 && untimed();
           if (many) stepping_ = nic, step_from_ = nic->now();
-          const size_t done = nic->progress(many ? kFastStepActions : 1);
+          const size_t done = nic->progress(many ? cfg_.fast_step_actions : 1);
           stepping_ = nullptr;
           if (done != 0) {
             a.advance(costs.nic_wqe_ns +

@@ -65,6 +65,9 @@ struct WorldConfig {
   uint32_t watchdog_polls = 24;       // polls of a stuck QP (its NIC idle) before the host acts
   double watchdog_ns = 20e3;          // ... in simulated time (timed schedule)
   Processes procs;                    // one PE per process, when procs.boot is set
+  // Fast mode: engine actions a NIC agent's step may run while every NIC is untimed (1: one
+  // per step, as the other schedules; a test compares the two).
+  uint32_t fast_step_actions = 256;
 };
 
 // What the recovery agent did, in simulated ns (timed schedule) or the NICs' step clock.
@@ -188,10 +191,10 @@ class ModelWorld {
   std::vector<std::unique_ptr<Pe>> pes_;
   std::vector<double> doorbell_ns_;  // timed schedule: latest doorbell time per NIC (pe * num_nics + dev)
   uint64_t ticks_ = 0;               // untimed schedules: the NICs' shared step clock
-  // Fast mode: the NIC inside a step of many actions, and its engine time when the step began.
-  // The step clock adds the engine time the step has moved so far; ticks_ takes the step's
-  // actions when it ends. Only while every NIC here is untimed (a peer's link is asked too).
-  static constexpr size_t kFastStepActions = 256;
+  // Fast mode: the NIC inside a step of many actions (WorldConfig::fast_step_actions), and its
+  // engine time when the step began. The step clock adds the engine time the step has moved
+  // so far; ticks_ takes the step's actions when it ends. Only while every NIC here is
+  // untimed (a peer's link is asked too).
   bool untimed() const;
   const mock_nic::Nic* stepping_ = nullptr;
   uint64_t step_from_ = 0;

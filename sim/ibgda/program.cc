@@ -21,6 +21,7 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
   c.opt.plant = p.plant;
   c.ibuf_slots = p.ibuf_slots;
   c.response_delay_max = p.delay;
+  c.fast_step_actions = p.fast_step_actions;
   c.seed = p.seed;
   c.start_index = p.start_index;
   c.heap.heap_bytes = p.heap_bytes;

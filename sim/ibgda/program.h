@@ -47,6 +47,7 @@ struct Program {
   Plants plant;                         // planted bugs (state.h), tests of the checkers only
   bool plant_gpu_scope_fences = false;  // NIC buffers in host memory, fenced for GPU memory
   uint32_t delay = 0;                   // NIC model: late responses
+  uint32_t fast_step_actions = 256;     // fast mode: a NIC step's most actions (WorldConfig)
   uint64_t seed = 1;                    // world (response delays, source bytes)
   uint64_t start_index = 0;             // where every QP's counters begin (WorldConfig)
   // The queue invariants of every QP after every step (else of a QP at each change of its

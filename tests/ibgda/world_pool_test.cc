@@ -115,6 +115,34 @@ RC_GTEST_PROP(WorldPool, ARewoundWorldRunsAProgramAsAFreshOneDoes, ()) {
   RC_ASSERT(got == want);
 }
 
+// Fast mode lets a NIC step run up to 256 engine actions while no NIC's work depends on time
+// (ModelWorld::untimed); such a step must end as that many one-action steps do: the same
+// verdict, NIC state, step clock, management words and heap bytes.
+RC_GTEST_PROP(WorldPool, AFastStepOfManyActionsEndsAsManyStepsOfOne, ()) {
+  Program p;
+  p.npes = *rc::gen::inRange(2u, 4u);
+  p.log_depth = *rc::gen::inRange(2u, 7u);
+  p.ibuf_slots = *rc::gen::element(1u, 2u, 4u);
+  p.num_rc_per_pe = *rc::gen::inRange(1u, 3u);
+  p.num_nics = *rc::gen::inRange(1u, 3u);
+  p.pe_major = *rc::gen::arbitrary<bool>();
+  p.delay = *rc::gen::element(0u, 0u, 0u, 20u);  // a delay makes the NICs timed: one action a step
+  p.heap_bytes = 1ull << 20;
+  p = gen_program(p);
+  gpu_sim::SchedOptions so;
+  so.policy = gpu_sim::Policy::kRunToCompletion;
+  so.hang_spins = 256;
+  Outcome many, one;
+  for (Outcome* o : {&many, &one}) {
+    p.fast_step_actions = o == &many ? 256 : 1;
+    WorldPool pool;
+    o->why = run_program(p, so, nullptr, {}, &pool);
+    o->state = world_state(*pool.newest(), pool.newest()->heap().mapped());
+  }
+  RC_LOG() << "256 actions a step:\n" << many.state << "1 action a step:\n" << one.state << many.why << " | " << one.why;
+  RC_ASSERT(many == one);
+}
+
 }  // namespace
 }  // namespace doorbell::ibgda
 
