@@ -450,7 +450,7 @@ void Scheduler::record_timed(Access kind, bool changed, const void* addr) {
 }
 
 void Scheduler::mmio_store(uint64_t* addr, uint64_t value) {
-  if (!plain_) point();
+  point();
   const auto a = reinterpret_cast<uint64_t>(addr);
   bool routed = false;
   for (const Mmio& m : mmio_)
@@ -463,9 +463,7 @@ void Scheduler::mmio_store(uint64_t* addr, uint64_t value) {
     if (weak_) weak_->device_write(addr, sizeof value);  // uncached: straight to memory
     *addr = value;
   }
-  // A doorbell is an event even when the value repeats.
-  if (plain_) record_plain(Access::kMmio, value, true);
-  else record(Access::kMmio, value, true, addr);
+  record(Access::kMmio, value, true, addr);  // a doorbell is an event even when the value repeats
 }
 
 bool Scheduler::spin(const char* what, const uint64_t* addr, uint64_t seen) {

@@ -146,20 +146,15 @@ class Scheduler {
   // ---- used by SimCtx / AgentCtx from inside running fibers ----
   // A scheduling point before an access, and the record of one (both on every simulated
   // access: inline, with what needs the agent's details out of line).
-  // Both test `plain_` first (SimCtx's accesses take a path of their own then: plain()).
   void point() {
-    if (!plain_ && (aborted_ || (stopping_ && cur_daemon_) || opt_.policy != Policy::kRunToCompletion)) point_slow();
+    if (aborted_ || (stopping_ && cur_daemon_) || opt_.policy != Policy::kRunToCompletion) point_slow();
   }
   void record(Access kind, uint64_t value, bool changed, const void* addr = nullptr) {
     ++accesses_;
-    if (plain_) {
-      version_ += changed;
-    } else {
-      if (opt_.policy == Policy::kTimed && kind != Access::kDevice) record_timed(kind, changed, addr);
-      if (changed) {
-        ++version_;
-        if (store_hooks_) on_store(addr);
-      }
+    if (opt_.policy == Policy::kTimed && kind != Access::kDevice) record_timed(kind, changed, addr);
+    if (changed) {
+      ++version_;
+      if (store_hooks_) on_store(addr);  // one test here: record() is every access's path
     }
     hash_step(kind, value);
   }

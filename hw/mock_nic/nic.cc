@@ -181,21 +181,10 @@ void Nic::kick(Qp& qp) {
   if (wake_hook_) wake_hook_();
 }
 
-bool Nic::untimed() const {
-  if (!link_steady_ || faults_.stalled || faults_.stall_until_ns > faults_.stall_from_ns || faults_.doorbell_delay != 0 ||
-      !late_doorbells_.empty() || cfg_.response_delay_max != 0)
-    return false;
-  for (const Cq* c : delayed_cqs_)
-    if (c->delay != 0 || !c->pending.empty()) return false;
-  for (const Faults::QpError& e : faults_.qp_errors)
-    if (!e.fired) return false;
-  for (const Qp* q : active_)
-    if (q->retry_deadline_ns >= 0) return false;
-  return true;
-}
-
-bool Nic::sleeps_until_kicked() const {
-  if (!active_.empty() || !late_doorbells_.empty() || faults_.doorbell_delay != 0 || !link_steady_ || faults_.stalled ||
+// No fault or outage scheduled, no delayed doorbell or CQE waiting: what both questions
+// below begin with.
+bool Nic::nothing_scheduled() const {
+  if (!late_doorbells_.empty() || faults_.doorbell_delay != 0 || !link_steady_ || faults_.stalled ||
       faults_.stall_until_ns > faults_.stall_from_ns)
     return false;
   for (const Cq* c : delayed_cqs_)
@@ -204,6 +193,17 @@ bool Nic::sleeps_until_kicked() const {
     if (!e.fired) return false;
   return true;
 }
+
+bool Nic::untimed() const {
+  if (!nothing_scheduled() || cfg_.response_delay_max != 0) return false;
+  for (const Cq* c : delayed_cqs_)
+    if (c->delay != 0) return false;
+  for (const Qp* q : active_)
+    if (q->retry_deadline_ns >= 0) return false;
+  return true;
+}
+
+bool Nic::sleeps_until_kicked() const { return active_.empty() && nothing_scheduled(); }
 
 // A doorbell that the faults drop or delay, or that names no QP of its page: out of line, so
 // that the doorbell path's frame is not the one these traces' strings need (a sixth of it).

@@ -198,6 +198,7 @@ class Nic {
   void fail_qp(Qp& qp);  // to ERR from the data path (flushes follow)
   void kick(Qp& qp);
   void odd_doorbell(uint32_t page, uint32_t offset, uint64_t value);  // uar_write64's other cases
+  bool nothing_scheduled() const;  // untimed() and sleeps_until_kicked() less their own tests
   void trace(const std::string& line) {
     if (trace_) trace_(line);
   }

@@ -481,14 +481,14 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
       nic->set_observer(s.weak(), name);  // a system-scope observer of GPU memory
       // Every UAR page of this NIC: stores there are doorbells (and, in simulated time, the
       // NIC cannot act on one before it was rung).
-      s.map_mmio(nic->uar_va(0), uint64_t(1) << 32, [this, p, nic, rung_ns, &s](uint64_t addr, uint64_t v) {
-        if (s.options().policy == gpu_sim::Policy::kTimed) *rung_ns = std::max(*rung_ns, s.now());  // what waits for it
+      const bool timed = s.options().policy == gpu_sim::Policy::kTimed;
+      s.map_mmio(nic->uar_va(0), uint64_t(1) << 32, [this, p, nic, rung_ns, timed, &s](uint64_t addr, uint64_t v) {
+        if (timed) *rung_ns = std::max(*rung_ns, s.now());  // what the timed schedule waits for
         if (doorbell_observer_) doorbell_observer_(p, s.now());
         nic->mmio_write64(addr, v);
       });
       // Timers (retries, link outages) run on simulated time in the timed schedule, else on a
       // step clock every NIC shares: each engine action is action_ns.
-      const bool timed = s.options().policy == gpu_sim::Policy::kTimed;
       // Fast mode switches to no other agent between two steps of this one, so while no NIC's
       // work depends on time (Nic::untimed) a step may run many engine actions: a doorbell's
       // worth of WQEs through one progress() call rather than an agent step per WQE. It ends

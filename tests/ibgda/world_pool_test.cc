@@ -74,6 +74,20 @@ Outcome run(const Program& p, WorldPool& pool, uint64_t seed, uint64_t heap_byte
   return o;
 }
 
+// A world shape (PEs, NICs, QPs, depth, ibufs, layout) with response delays of up to `delay`.
+Program gen_shape(uint32_t delay) {
+  Program shape;
+  shape.npes = *rc::gen::inRange(2u, 4u);
+  shape.log_depth = *rc::gen::inRange(2u, 6u);
+  shape.ibuf_slots = *rc::gen::element(1u, 2u, 4u);
+  shape.num_rc_per_pe = *rc::gen::inRange(1u, 3u);
+  shape.num_nics = *rc::gen::inRange(1u, 3u);
+  shape.pe_major = *rc::gen::arbitrary<bool>();
+  shape.delay = delay;
+  shape.heap_bytes = 1ull << 20;
+  return shape;
+}
+
 // A program of the same world shape as `shape` (PEs, NICs, QPs, depth, ibufs, layout), with
 // its own threads, batch, proxy choice, start index and operations.
 Program gen_program(const Program& shape) {
@@ -89,15 +103,7 @@ Program gen_program(const Program& shape) {
 }
 
 RC_GTEST_PROP(WorldPool, ARewoundWorldRunsAProgramAsAFreshOneDoes, ()) {
-  Program shape;
-  shape.npes = *rc::gen::inRange(2u, 4u);
-  shape.log_depth = *rc::gen::inRange(2u, 6u);
-  shape.ibuf_slots = *rc::gen::element(1u, 2u, 4u);
-  shape.num_rc_per_pe = *rc::gen::inRange(1u, 3u);
-  shape.num_nics = *rc::gen::inRange(1u, 3u);
-  shape.pe_major = *rc::gen::arbitrary<bool>();
-  shape.delay = *rc::gen::element(0u, 20u);
-  shape.heap_bytes = 1ull << 20;
+  const Program shape = gen_shape(*rc::gen::element(0u, 20u));
   const Program before = gen_program(shape), p = gen_program(shape);
   const uint64_t seed = *rc::gen::arbitrary<uint64_t>();
 
@@ -119,16 +125,7 @@ RC_GTEST_PROP(WorldPool, ARewoundWorldRunsAProgramAsAFreshOneDoes, ()) {
 // (ModelWorld::untimed); such a step must end as that many one-action steps do: the same
 // verdict, NIC state, step clock, management words and heap bytes.
 RC_GTEST_PROP(WorldPool, AFastStepOfManyActionsEndsAsManyStepsOfOne, ()) {
-  Program p;
-  p.npes = *rc::gen::inRange(2u, 4u);
-  p.log_depth = *rc::gen::inRange(2u, 7u);
-  p.ibuf_slots = *rc::gen::element(1u, 2u, 4u);
-  p.num_rc_per_pe = *rc::gen::inRange(1u, 3u);
-  p.num_nics = *rc::gen::inRange(1u, 3u);
-  p.pe_major = *rc::gen::arbitrary<bool>();
-  p.delay = *rc::gen::element(0u, 0u, 0u, 20u);  // a delay makes the NICs timed: one action a step
-  p.heap_bytes = 1ull << 20;
-  p = gen_program(p);
+  Program p = gen_program(gen_shape(*rc::gen::element(0u, 0u, 0u, 20u)));  // a delay makes the NICs timed: one action a step
   gpu_sim::SchedOptions so;
   so.policy = gpu_sim::Policy::kRunToCompletion;
   so.hang_spins = 256;
