@@ -152,6 +152,27 @@ DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64
 template <class C>
 DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint64_t upto, uint64_t own_from);
 
+// The wait of reserve() once its first look at cons_idx found too little room.
+template <class C>
+DOORBELL_HD_WAIT OpResult reserve_wait(C& ctx, const DevState& st, const DevQp& qp, uint32_t n, uint64_t need) {
+  using namespace exec;
+  for (uint64_t polls = 0;; ++polls) {
+    if (polls != 0 && ctx.load(gpu_scope, relaxed, &qp.mv->cons_idx) >= need) {
+      poll_acquired(ctx, gpu_scope, polls);
+      return OpResult::kOk;
+    }
+    if (OpResult f = ring_failed(ctx, st, qp, polls); f != OpResult::kOk) return f;  // abandoned with the ring
+    const uint64_t prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
+    if (prod >= need) return poll_cq(ctx, st, qp, need);
+    const uint64_t ready = ctx.load(gpu_scope, relaxed, &qp.mv->ready_head);
+    if (ready > prod && st.opt.num_requests_in_batch + n > qp.nwqes) {
+      if (OpResult r = post_send(ctx, st, qp, ready, ~uint64_t{0}); r != OpResult::kOk) return r;
+    } else if (!ctx.spin("reserve: room (waiting for earlier WQEs to be written)", &qp.mv->ready_head, ready)) {
+      return OpResult::kTimeout;
+    }
+  }
+}
+
 // Reserve n WQEBBs; waits (polling the CQ) until the ring has room for them. The room it
 // waits for may depend on WQEs that are written but unposted — their submitters skipped
 // the doorbell because this reservation made resv_head != new — so the waiter posts them
@@ -168,22 +189,25 @@ DOORBELL_HD OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32
   *base = ctx.atomic_add(gpu_scope, &qp.mv->resv_head, n);
   if (*base + n <= qp.nwqes) return OpResult::kOk;
   const uint64_t need = *base + n - qp.nwqes;
-  for (uint64_t polls = 0;; ++polls) {
-    const uint64_t* cons = &qp.mv->cons_idx;
-    if ((polls == 0 ? ctx.load(gpu_scope, acquire, cons) : ctx.load(gpu_scope, relaxed, cons)) >= need) {
-      poll_acquired(ctx, gpu_scope, polls);
-      return OpResult::kOk;
+  if (ctx.load(gpu_scope, acquire, &qp.mv->cons_idx) >= need) return OpResult::kOk;
+  return reserve_wait(ctx, st, qp, n, need);
+}
+
+// The wait for post_send's lock once its first CAS failed: loads until the lock looks free,
+// leaving once a holder covers upto (kPosted: it rings for these WQEs). Waiters that CAS in
+// a loop slowed the holder on the same line (submit's publish polls with loads too).
+enum class LockWait : uint8_t { kHeld, kPosted, kTimeout };
+template <class C>
+DOORBELL_HD_WAIT LockWait post_lock_wait(C& ctx, const DevQp& qp, uint64_t upto) {
+  using namespace exec;
+  do {
+    for (;;) {
+      if (ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx) >= upto) return LockWait::kPosted;
+      if (ctx.load(gpu_scope, relaxed, &qp.mv->post_send_lock) == 0) break;
+      if (!ctx.spin("post_send: lock", &qp.mv->post_send_lock, 1)) return LockWait::kTimeout;
     }
-    if (OpResult f = ring_failed(ctx, st, qp, polls); f != OpResult::kOk) return f;  // abandoned with the ring
-    const uint64_t prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
-    if (prod >= need) return poll_cq(ctx, st, qp, need);
-    const uint64_t ready = ctx.load(gpu_scope, relaxed, &qp.mv->ready_head);
-    if (ready > prod && st.opt.num_requests_in_batch + n > qp.nwqes) {
-      if (OpResult r = post_send(ctx, st, qp, ready, ~uint64_t{0}); r != OpResult::kOk) return r;
-    } else if (!ctx.spin("reserve: room (waiting for earlier WQEs to be written)", &qp.mv->ready_head, ready)) {
-      return OpResult::kTimeout;
-    }
-  }
+  } while (ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1) != 0);
+  return LockWait::kHeld;
 }
 
 // Make WQEs [.., upto) visible to the NIC: producer index, DBR, then the BlueFlame doorbell
@@ -197,14 +221,9 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
   // ringing. Without that, on a QP shared by many warps every submitter whose span
   // crossed a batch boundary rang in turn, each with its fences (gpu/run-post-bench).
   const uint64_t ready = ctx.load(gpu_scope, relaxed, &qp.mv->ready_head);
-  while (ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1) != 0) {
-    // Loads until the lock looks free, leaving once a holder covers upto: waiters that CAS
-    // in a loop slowed the holder on the same line (submit's publish polls with loads too).
-    for (;;) {
-      if (ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx) >= upto) return OpResult::kOk;  // it rings for these WQEs
-      if (ctx.load(gpu_scope, relaxed, &qp.mv->post_send_lock) == 0) break;
-      if (!ctx.spin("post_send: lock", &qp.mv->post_send_lock, 1)) return OpResult::kTimeout;
-    }
+  if (ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1) != 0) {
+    const LockWait w = post_lock_wait(ctx, qp, upto);
+    if (w != LockWait::kHeld) return w == LockWait::kPosted ? OpResult::kOk : OpResult::kTimeout;
   }
   const uint64_t to = ready > upto ? ready : upto;
   const uint64_t old = ctx.atomic_max(gpu_scope, &qp.mv->prod_idx, to);

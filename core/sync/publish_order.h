@@ -19,12 +19,10 @@ namespace doorbell::sync {
 
 enum class Publish : uint8_t { kOk, kTimeout, kAbandoned };
 
-// The caller's entries in [base, next) are written and fenced (publish_entries).
-// `abandoned(polls)` says, while waiting, that an earlier span will never be published (its
-// ring failed); `polls` counts the failed polls so far.
+// publish_in_order's wait once its CAS found an earlier span pending.
 template <class C, class Abandoned>
-DOORBELL_HD Publish publish_in_order(C& ctx, uint64_t* ready, uint64_t base, uint64_t next, const char* what, Abandoned abandoned) {
-  if (ctx.atomic_cas(exec::gpu_scope, ready, base, next) == base) return Publish::kOk;
+DOORBELL_HD_WAIT Publish publish_after_wait(C& ctx, uint64_t* ready, uint64_t base, uint64_t next, const char* what,
+                                            Abandoned& abandoned) {
   for (uint64_t r, polls = 0; (r = ctx.load(exec::gpu_scope, exec::relaxed, ready)) != base; ++polls) {
     if (abandoned(polls)) return Publish::kAbandoned;
     if (!ctx.spin(what, ready, r)) return Publish::kTimeout;
@@ -34,6 +32,15 @@ DOORBELL_HD Publish publish_in_order(C& ctx, uint64_t* ready, uint64_t base, uin
   // hold in memory (the weak mode finds it).
   (void)ctx.atomic_exch(exec::gpu_scope, ready, next);
   return Publish::kOk;
+}
+
+// The caller's entries in [base, next) are written and fenced (publish_entries).
+// `abandoned(polls)` says, while waiting, that an earlier span will never be published (its
+// ring failed); `polls` counts the failed polls so far.
+template <class C, class Abandoned>
+DOORBELL_HD Publish publish_in_order(C& ctx, uint64_t* ready, uint64_t base, uint64_t next, const char* what, Abandoned abandoned) {
+  if (ctx.atomic_cas(exec::gpu_scope, ready, base, next) == base) return Publish::kOk;
+  return publish_after_wait(ctx, ready, base, next, what, abandoned);
 }
 
 }  // namespace doorbell::sync

@@ -367,8 +367,12 @@ void Scheduler::wake(uint32_t id) {
 }
 
 
+void Scheduler::map_mmio(uint64_t base, uint64_t size, MmioFn fn, void* obj) { mmio_.push_back({base, size, fn, obj, nullptr}); }
+
 void Scheduler::map_mmio(uint64_t base, uint64_t size, std::function<void(uint64_t, uint64_t)> fn) {
-  mmio_.push_back({base, size, std::move(fn)});
+  auto held = std::make_shared<std::function<void(uint64_t, uint64_t)>>(std::move(fn));
+  const MmioFn call = [](void* f, uint64_t a, uint64_t v) { (*static_cast<std::function<void(uint64_t, uint64_t)>*>(f))(a, v); };
+  mmio_.push_back({base, size, call, held.get(), held});
 }
 
 void Scheduler::check_stores(const void* base, size_t bytes, std::function<std::string(const void*)> check) {
@@ -451,15 +455,7 @@ void Scheduler::record_timed(Access kind, bool changed, const void* addr) {
 
 void Scheduler::mmio_store(uint64_t* addr, uint64_t value) {
   point();
-  const auto a = reinterpret_cast<uint64_t>(addr);
-  bool routed = false;
-  for (const Mmio& m : mmio_)
-    if (a - m.base < m.size) {
-      m.fn(a, value);
-      routed = true;
-      break;
-    }
-  if (!routed) {
+  if (!route_mmio(addr, value)) {
     if (weak_) weak_->device_write(addr, sizeof value);  // uncached: straight to memory
     *addr = value;
   }

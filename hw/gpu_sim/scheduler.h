@@ -125,8 +125,21 @@ class Scheduler {
   void watch(const WatchTable* table) { watch_tables_.push_back(table); }
   // Text appended to hang reports (e.g. which stream work waits for which).
   void add_reporter(std::function<std::string()> fn) { reporters_.push_back(std::move(fn)); }
-  // Route 64-bit MMIO stores in [base, base+size) to a device.
+  // Route 64-bit MMIO stores in [base, base+size) to a device: fn(obj, addr, value), or a
+  // std::function. (The pointer form is the doorbell's: in fast mode a put rings one each.)
+  using MmioFn = void (*)(void* obj, uint64_t addr, uint64_t value);
+  void map_mmio(uint64_t base, uint64_t size, MmioFn fn, void* obj);
   void map_mmio(uint64_t base, uint64_t size, std::function<void(uint64_t addr, uint64_t value)> fn);
+  // Hand an MMIO store to the device mapped at its address; false where none is.
+  bool route_mmio(uint64_t* addr, uint64_t value) {
+    const auto a = reinterpret_cast<uint64_t>(addr);
+    for (const Mmio& m : mmio_)
+      if (a - m.base < m.size) {
+        m.fn(m.obj, a, value);
+        return true;
+      }
+    return false;
+  }
   // After every access that changes a word in [base, base + bytes), check(addr) says what
   // broke ("" if nothing): invariants checked at each step that could break them, at the cost
   // of one range lookup per change. The first thing broken is kept (violation()).
@@ -271,7 +284,9 @@ class Scheduler {
   WriteTimes write_ns_;  // kTimed: when each word was last written
   struct Mmio {
     uint64_t base, size;
-    std::function<void(uint64_t, uint64_t)> fn;
+    MmioFn fn;
+    void* obj;
+    std::shared_ptr<std::function<void(uint64_t, uint64_t)>> held;  // obj, for the std::function form
   };
   std::vector<Mmio> mmio_;
   struct Checked {

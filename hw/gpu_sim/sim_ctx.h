@@ -114,7 +114,13 @@ class SimCtx {
   void fence(exec::ScopeTag<S>) {
     s_->fence(S);  // the sequentially consistent mode has nothing to order
   }
-  void mmio_store64(uint64_t* p, uint64_t v) { s_->mmio_store(p, v); }
+  void mmio_store64(uint64_t* p, uint64_t v) {
+    if (s_->plain() && s_->route_mmio(p, v)) [[likely]] {
+      s_->record_plain(Access::kMmio, v, true);  // a doorbell is an event even when the value repeats
+      return;
+    }
+    s_->mmio_store(p, v);
+  }
   bool spin(const char* what, const uint64_t* addr, uint64_t seen) { return s_->spin(what, addr, seen); }
   // Simulated time (timed schedule; no-ops otherwise), for device models that charge a lane
   // for the data it moves (the multicast switch): its clock, and waiting until a time.

@@ -233,16 +233,7 @@ void Nic::uar_write64(uint32_t page, uint32_t offset, uint64_t value) {
   ++qp->stats.doorbells;
   qp->last_doorbell = value;
   qp->kicked = true;
-  kick(*qp);
-}
-
-bool Nic::mmio_write64(uint64_t addr, uint64_t value) {
-  const uint64_t base = uar_va(0);
-  if (addr < base) return false;
-  const uint64_t page = (addr - base) / mlx5::kUarPageSize;
-  if (page == 0 || page >= next_uar_) return false;
-  uar_write64(uint32_t(page), uint32_t((addr - base) % mlx5::kUarPageSize), value);
-  return true;
+  if (!qp->active) kick(*qp);
 }
 
 Status Nic::set_qp_access(uint32_t qpn, uint32_t access) {

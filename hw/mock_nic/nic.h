@@ -249,8 +249,14 @@ inline constexpr uint32_t kFirstCqn = 0x400;
 inline constexpr uint32_t kFirstSrqn = 0x800;
 inline constexpr uint64_t kUarBase = 0x0000'6000'0000'0000ull;
 
-// Inline: every doorbell (and every signaled WQE) looks one up.
+// Inline: every doorbell (and every signaled WQE) goes through these.
 inline uint64_t Nic::uar_va(uint32_t page) const { return kUarBase + (uint64_t(cfg_.lid) << 32) + uint64_t(page) * mlx5::kUarPageSize; }
+inline bool Nic::mmio_write64(uint64_t addr, uint64_t value) {
+  const uint64_t off = addr - uar_va(0), page = off / mlx5::kUarPageSize;  // below the base: off wraps, page too large
+  if (page == 0 || page >= next_uar_) return false;
+  uar_write64(uint32_t(page), uint32_t(off % mlx5::kUarPageSize), value);
+  return true;
+}
 inline Qp* Nic::find_qp(uint32_t qpn) {
   if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
   return qps_[qpn - kFirstQpn].get();

@@ -110,7 +110,7 @@ Status ModelWorld::rewind(const WorldConfig& c) {
   }
   heap_->reset();
   last_checked_.clear();
-  doorbell_ns_.clear();
+  routes_.clear();
   doorbell_observer_ = nullptr;
   ticks_ = 0;
   stepping_ = nullptr;
@@ -439,8 +439,19 @@ bool ModelWorld::untimed() const {
   return true;
 }
 
+void ModelWorld::DoorbellRoute::note() {
+  if (timed) rung_ns = std::max(rung_ns, s->now());  // what the timed schedule waits for
+  if (world->doorbell_observer_) world->doorbell_observer_(pe, s->now());
+}
+
+void ModelWorld::DoorbellRoute::ring(void* route, uint64_t addr, uint64_t value) {
+  auto& r = *static_cast<DoorbellRoute*>(route);
+  if (r.timed || r.world->doorbell_observer_) [[unlikely]] r.note();
+  r.nic->mmio_write64(addr, value);
+}
+
 void ModelWorld::attach(gpu_sim::Scheduler& s) {
-  doorbell_ns_.assign(size_t(cfg_.npes) * cfg_.num_nics, 0);
+  routes_.assign(size_t(cfg_.npes) * cfg_.num_nics, {});  // never resized while attached: map_mmio holds pointers
   if (cfg_.failover) add_recovery_agent(s);
   // Every management word, by name, for hang reports: each QP's (and backup's) indices, lock
   // and proxy word, its CQE's last word and, with failover, its health. Named once: the
@@ -476,17 +487,15 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
   for (uint32_t p = 0; p < cfg_.npes; ++p)
     for (uint32_t dev = 0; dev < cfg_.num_nics && local(p); ++dev) {
       mock_nic::Nic* nic = pes_[p]->devs[dev].nic.get();
-      double* rung_ns = &doorbell_ns_[p * cfg_.num_nics + dev];
+      DoorbellRoute& route = routes_[p * cfg_.num_nics + dev];
+      double* rung_ns = &route.rung_ns;
       const std::string name = "nic" + std::to_string(p) + (cfg_.num_nics > 1 ? "." + std::to_string(dev) : "");
       nic->set_observer(s.weak(), name);  // a system-scope observer of GPU memory
       // Every UAR page of this NIC: stores there are doorbells (and, in simulated time, the
       // NIC cannot act on one before it was rung).
       const bool timed = s.options().policy == gpu_sim::Policy::kTimed;
-      s.map_mmio(nic->uar_va(0), uint64_t(1) << 32, [this, p, nic, rung_ns, timed, &s](uint64_t addr, uint64_t v) {
-        if (timed) *rung_ns = std::max(*rung_ns, s.now());  // what the timed schedule waits for
-        if (doorbell_observer_) doorbell_observer_(p, s.now());
-        nic->mmio_write64(addr, v);
-      });
+      route = {this, nic, &s, p, timed, 0};
+      s.map_mmio(nic->uar_va(0), uint64_t(1) << 32, &DoorbellRoute::ring, &route);
       // Timers (retries, link outages) run on simulated time in the timed schedule, else on a
       // step clock every NIC shares: each engine action is action_ns.
       // Fast mode switches to no other agent between two steps of this one, so while no NIC's

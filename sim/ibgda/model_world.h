@@ -189,7 +189,19 @@ class ModelWorld {
   mem::AddressSpace mem_;
   mock_nic::Fabric fabric_;
   std::vector<std::unique_ptr<Pe>> pes_;
-  std::vector<double> doorbell_ns_;  // timed schedule: latest doorbell time per NIC (pe * num_nics + dev)
+  // Where a NIC's UAR stores go (Scheduler::map_mmio's pointer form), one per NIC (pe *
+  // num_nics + dev); rung_ns is, in the timed schedule, its latest doorbell's time.
+  struct DoorbellRoute {
+    ModelWorld* world;
+    mock_nic::Nic* nic;
+    const gpu_sim::Scheduler* s;
+    uint32_t pe;
+    bool timed;
+    double rung_ns;
+    static void ring(void* route, uint64_t addr, uint64_t value);
+    [[gnu::noinline]] void note();  // the time and the observer, where asked for
+  };
+  std::vector<DoorbellRoute> routes_;
   uint64_t ticks_ = 0;               // untimed schedules: the NICs' shared step clock
   // Fast mode: the NIC inside a step of many actions (WorldConfig::fast_step_actions), and its
   // engine time when the step began. The step clock adds the engine time the step has moved
