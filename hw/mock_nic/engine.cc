@@ -515,6 +515,21 @@ struct Engine {
     // WQE's range is still checked.
     uint32_t lkey = 0, rkey = 0;
     const MemoryRegion *lmr = nullptr, *rmr = nullptr;
+    // A collapsed CQ that never checks the consumer index (IBGDA's send CQ) shows only its
+    // latest CQE, and nothing reads it inside the run (no hook, no observer): the run writes
+    // the last one when it ends, with pi and the counts as if it had written each. A WRITE
+    // that reads or lands on the CQE first has the CQEs so far written before it.
+    const bool hold_cqes = cq.collapsed && cq.overrun_ignore && cq.delay == 0 && cq.pending.empty() &&
+                           (cq.on_write == nullptr || !*cq.on_write);
+    const auto* cqe_lo = reinterpret_cast<const std::byte*>(cq.ring);
+    uint64_t held = 0, held_idx = 0;
+    uint32_t held_len = 0;
+    auto write_held = [&] {
+      if (held == 0) return;
+      cq.pi += held - 1, cq.cqes_written += held - 1;
+      post_cqe(nic, cq, qp, held_idx, uint8_t(WqeOpcode::kRdmaWrite), held_len, 0, 0);
+      held = 0;
+    };
     size_t n = 0;
     WqeView v;
     while (n < budget && qp.head != qp.prod) {
@@ -533,16 +548,21 @@ struct Engine {
       const std::byte* src = resolve_in(*lmr, p.addr, p.len, &f);
       std::byte* dst = resolve_in(*rmr, v.raddr, p.len, &f);
       if (src == nullptr || dst == nullptr) break;
+      if (held != 0 && ((src < cqe_lo + sizeof(mlx5::Cqe64) && cqe_lo < src + p.len) ||
+                        (dst < cqe_lo + sizeof(mlx5::Cqe64) && cqe_lo < dst + p.len)))
+        write_held();
       copy(rn, dst, src, p.len);  // Responder::store less its observer call: no observer in a run
       port.applied();  // before head moves, as in issue()
       qp.head = idx + 1;
       ++qp.stats.wqes, ++qp.stats.wqebbs;
       qp.stats.bytes += p.len;
       nic.bytes_moved_ += p.len;
-      if (signaled) post_cqe(nic, cq, qp, idx, uint8_t(WqeOpcode::kRdmaWrite), p.len, 0, 0);  // at issue()'s engine time
+      if (signaled && hold_cqes) ++held, held_idx = idx, held_len = p.len;
+      else if (signaled) post_cqe(nic, cq, qp, idx, uint8_t(WqeOpcode::kRdmaWrite), p.len, 0, 0);  // at issue()'s engine time
       ++nic.now_, ++n;
       if (signaled && cq.overrun) break;  // an overrun CQ fails its QPs (maybe the responder too, on this NIC)
     }
+    write_held();
     return n;
   }
 

@@ -1,6 +1,7 @@
 // Property: the engine's loop for runs of plain RDMA WRITEs (NicConfig::batch_writes) leaves
 // exactly the state issue() alone leaves. Random streams of good and malformed WRITEs mixed
-// with inline WRITEs, WRITEs from or to phantom memory, WRITEs onto their own WQE, READs,
+// with inline WRITEs, WRITEs from or to phantom memory, WRITEs onto their own WQE, WRITEs
+// from or onto the CQ's first CQE (the loop holds a collapsed CQ's CQEs to its end), READs,
 // atomics and NOPs, doorbells, engine steps of random budgets, CQ polls (or none: the CQ
 // overruns), delayed CQEs, links going down for a while, and the responder failing or losing
 // its write right, run on two identical rigs, batching on and off; memory, CQs, QPs and
@@ -24,7 +25,8 @@ constexpr uint32_t kRegion = 4096;
 
 enum class Act : uint8_t {
   kWrite, kBadLkey, kBadRkey, kOutOfRange, kReadOnlyRkey, kWrongQpn, kZeroLength,
-  kInline, kRead, kFetchAdd, kNop, kPhantomSrc, kPhantomDst, kDoorbell, kProgress, kPoll, kPeerError, kPeerNoWrite, kLinkDown, kCqDelay, kOntoOwnWqe
+  kInline, kRead, kFetchAdd, kNop, kPhantomSrc, kPhantomDst, kDoorbell, kProgress, kPoll, kPeerError, kPeerNoWrite, kLinkDown, kCqDelay, kOntoOwnWqe,
+  kOntoCqe, kFromCqe
 };
 
 struct Step {
@@ -36,13 +38,14 @@ struct Step {
 struct Stream {
   bool cross_nic = false;
   bool collapsed = false;    // IBGDA's CQ: every CQE in slot 0, overrun ignored
+  bool oi = false;           // a ring CQ that ignores overrun too
   bool check_index = true;   // NicConfig::check_wqe_index
   uint32_t log_sq = 4, log_cq = 3;
   std::vector<Step> steps;
 };
 
 void showValue(const Stream& s, std::ostream& os) {
-  os << "cross_nic=" << s.cross_nic << " collapsed=" << s.collapsed << " check_index=" << s.check_index << " log_sq=" << s.log_sq << " log_cq=" << s.log_cq << "\n";
+  os << "cross_nic=" << s.cross_nic << " collapsed=" << s.collapsed << " oi=" << s.oi << " check_index=" << s.check_index << " log_sq=" << s.log_sq << " log_cq=" << s.log_cq << "\n";
   for (const Step& t : s.steps)
     os << "  act=" << int(t.act) << " l=" << t.loff << " r=" << t.roff << " len=" << t.len << (t.signaled ? " sig" : "") << "\n";
 }
@@ -52,6 +55,7 @@ rc::Gen<Stream> gen_stream() {
     Stream s;
     s.cross_nic = *rc::gen::arbitrary<bool>();
     s.collapsed = *rc::gen::arbitrary<bool>();
+    s.oi = !s.collapsed && *rc::gen::inRange(0, 4) == 0;
     s.check_index = *rc::gen::inRange(0, 4) != 0;
     s.log_sq = *rc::gen::inRange<uint32_t>(2, 6);
     s.log_cq = *rc::gen::inRange<uint32_t>(1, 5);
@@ -67,7 +71,7 @@ rc::Gen<Stream> gen_stream() {
       else if (pick < 86) t.act = Act::kPoll;
       else if (pick < 96)
         t.act = *rc::gen::element(Act::kInline, Act::kRead, Act::kFetchAdd, Act::kNop, Act::kPhantomSrc, Act::kPhantomDst, Act::kLinkDown,
-                                  Act::kCqDelay, Act::kOntoOwnWqe);
+                                  Act::kCqDelay, Act::kOntoOwnWqe, Act::kOntoCqe, Act::kFromCqe);
       else t.act = *rc::gen::element(Act::kBadLkey, Act::kBadRkey, Act::kOutOfRange, Act::kReadOnlyRkey, Act::kWrongQpn,
                                      Act::kZeroLength, Act::kPeerError, Act::kPeerNoWrite);
       t.loff = *rc::gen::inRange<uint32_t>(0, kRegion - 64);
@@ -87,7 +91,7 @@ std::string run(const Stream& s, bool batch) {
   cfg.check_wqe_index = s.check_index;
   Rig rig(2, cfg);
   const int rn = s.cross_nic ? 1 : 0;
-  SendQueue a = rig.make_sq(0, s.log_sq, s.log_cq, s.collapsed, 0, 0, s.collapsed ? 1 : 0);
+  SendQueue a = rig.make_sq(0, s.log_sq, s.log_cq, s.collapsed, 0, 0, s.collapsed || s.oi ? 1 : 0);
   SendQueue b = rig.make_sq(rn, 6, 6);
   rig.connect(a, b);
   const uint64_t src = rig.alloc(kRegion), dst = rig.alloc(kRegion), ro = rig.alloc(kRegion);
@@ -101,13 +105,18 @@ std::string run(const Stream& s, bool batch) {
   const uint32_t ph_lkey = rig.reg(ph, kRegion, kAll), ph_rkey = rig.reg(ph, kRegion, kAll, rn);
   // The send ring is registered too: a WRITE may land on its own control segment.
   const uint32_t ring_key = rig.reg(a.sq_va, uint64_t(kWqebb) << s.log_sq, kAll, rn);
+  // And the CQ: a WRITE may read its first CQE or land on it (on bytes 0..31, which a CQE
+  // zeroes, so that polls still see the CQEs as they are; what it lands is read back, since
+  // a later CQE would zero it).
+  const uint64_t cq_bytes = uint64_t(64) << s.log_cq;
+  const uint32_t cq_lkey = rig.reg(a.cq_va, cq_bytes, kAll), cq_rkey = rig.reg(a.cq_va, cq_bytes, kAll, rn);
   const uint64_t result = rig.alloc(64);
   const uint32_t result_key = rig.reg(result, 64, kAll);
-  auto room = [&] { return a.pi - rig.nic(0).qp(a.qpn)->head + 1 < (1u << s.log_sq); };
+  auto room = [&](uint32_t k) { return a.pi - rig.nic(0).qp(a.qpn)->head + k < (1u << s.log_sq); };
   for (const Step& t : s.steps) {
     const uint8_t f = t.signaled ? kCtrlCqUpdate : 0;
-    const bool post = t.act <= Act::kNop;
-    if (post && !room()) {
+    const bool post = t.act <= Act::kNop || t.act >= Act::kOntoCqe;
+    if (post && !room(t.act == Act::kOntoCqe ? 2 : 1)) {
       rig.nic(0).progress(4);
       continue;
     }
@@ -138,6 +147,11 @@ std::string run(const Stream& s, bool batch) {
       case Act::kOntoOwnWqe:  // one source byte onto its own fm_ce_se byte (CQ_UPDATE is 0x08)
         a.write(lkey, src + t.loff, 1, ring_key, a.sq_va + (a.pi & ((1u << s.log_sq) - 1)) * kWqebb + 11, f);
         break;
+      case Act::kOntoCqe:  // bytes onto the CQE (unsignaled: its own CQE would zero them), read back into dst
+        a.write(lkey, src + t.loff, t.len % 8 + 1, cq_rkey, a.cq_va + t.roff % 24, 0);
+        a.write(cq_lkey, a.cq_va + t.roff % 24, t.len % 8 + 1, rkey, dst + t.roff, f);
+        break;
+      case Act::kFromCqe: a.write(cq_lkey, a.cq_va + 56, 8, rkey, dst + t.roff, f); break;  // wqe_counter, op_own
       case Act::kCqDelay: (void)a.nic->set_completion_delay(a.cqn, t.len % 6); break;  // CQEs appear later
       case Act::kLinkDown: {  // a few engine actions from now, for a few more: inside a run of WRITEs
         Nic& n = t.len % 2 != 0 ? *a.nic : *b.nic;
@@ -167,6 +181,8 @@ std::string run(const Stream& s, bool batch) {
        << " wqes " << p.stats.wqes << " wqebbs " << p.stats.wqebbs << " bytes " << p.stats.bytes << " errors " << p.stats.errors
        << " flushed " << p.stats.flushed << " inflight " << p.inflight.size() << "\n";
   }
+  const Cq& cq = *rig.nic(0).cq(a.cqn);
+  os << "cq pi " << cq.pi << " written " << cq.cqes_written << " errors " << cq.errors_written << " overrun " << cq.overrun << "\n";
   for (int n = 0; n < 2; ++n) {
     const Nic& nic = rig.nic(n);
     os << "nic " << n << " now " << nic.now() << " moved " << nic.bytes_moved() << "\n";
@@ -188,14 +204,18 @@ RC_GTEST_PROP(BatchWrites, LeaveTheStateIssueAloneLeaves, ()) {
 // The streams reach the batch loop's exits: a run of good WRITEs, then each kind of WQE it
 // must leave to issue() right behind it.
 TEST(BatchWrites, EveryExitOfTheLoopIsTaken) {
-  for (int act = int(Act::kBadLkey); act <= int(Act::kOntoOwnWqe); ++act) {
-    Stream s;
-    s.cross_nic = act % 2 == 0;
-    for (int i = 0; i < 5; ++i) s.steps.push_back({Act::kWrite, uint32_t(8 * i), uint32_t(16 * i), 8, i == 2});
-    s.steps.push_back({Act(act), 64, 128, 24, true});
-    for (int i = 0; i < 3; ++i) s.steps.push_back({Act::kWrite, uint32_t(200 + 8 * i), uint32_t(300 + 8 * i), 8, true});
-    EXPECT_EQ(run(s, true), run(s, false)) << "after act " << act;
-  }
+  for (const bool collapsed : {false, true})  // a ring CQ, and one whose CQEs the loop holds to its end
+    for (int act = int(Act::kBadLkey); act <= int(Act::kFromCqe); ++act) {
+      Stream s;
+      s.cross_nic = act % 2 == 0;
+      s.collapsed = collapsed;
+      for (int i = 0; i < 5; ++i) s.steps.push_back({Act::kWrite, uint32_t(8 * i), uint32_t(16 * i), 8, i == 2});
+      s.steps.push_back({Act(act), 64, 128, 24, true});
+      for (int i = 0; i < 3; ++i) s.steps.push_back({Act::kWrite, uint32_t(200 + 8 * i), uint32_t(300 + 8 * i), 8, true});
+      s.steps.push_back({Act::kDoorbell});
+      s.steps.push_back({Act::kProgress, 0, 0, 23});  // one step of 24 actions: one run of the batch loop
+      EXPECT_EQ(run(s, true), run(s, false)) << "after act " << act << (collapsed ? " (collapsed CQ)" : "");
+    }
 }
 
 }  // namespace
