@@ -32,7 +32,7 @@ DOORBELL_HD uint64_t bytes_in_pieces(const DevState& st, uint64_t loff, uint64_t
 DOORBELL_HD uint32_t max_transfer_wqes(const DevQp& qp) { return qp.nwqes / 2 > 0 ? qp.nwqes / 2 : 1; }
 
 // The first piece of [loff, +bytes) -> [roff, +bytes) on pe, with `qp`'s NIC's keys.
-DOORBELL_HD heap::Piece qp_piece(const DevState& st, const DevQp& qp, uint64_t loff, uint64_t roff, uint64_t bytes, uint32_t pe) {
+DOORBELL_HD_HOT heap::Piece qp_piece(const DevState& st, const DevQp& qp, uint64_t loff, uint64_t roff, uint64_t bytes, uint32_t pe) {
   return heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe, key_dev(st, qp));
 }
 
@@ -40,7 +40,7 @@ DOORBELL_HD heap::Piece qp_piece(const DevState& st, const DevQp& qp, uint64_t l
 // last unless the caller's batch has a later WQE that will. `first`, if given, is the
 // transfer's first piece (qp_piece), already looked up.
 template <class C>
-DOORBELL_HD void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t base, uint64_t loff,
+DOORBELL_HD_HOT void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t base, uint64_t loff,
                                 uint64_t roff, uint64_t bytes, uint32_t pe, bool signal_last = true,
                                 const heap::Piece* first = nullptr) {
   for (uint64_t idx = base; bytes != 0; ++idx) {
@@ -55,7 +55,7 @@ DOORBELL_HD void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp, mlx
 
 // Reserve, write and submit the n pieces of a transfer on `qp` at *base.
 template <class C>
-DOORBELL_HD OpResult post_pieces(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff,
+DOORBELL_HD_HOT OpResult post_pieces(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff,
                                  uint64_t bytes, uint32_t pe, uint32_t n, uint64_t* base, const heap::Piece* first = nullptr) {
   if (OpResult r = reserve(ctx, st, qp, n, base); r != OpResult::kOk) return r;
   write_rma_wqes(ctx, st, qp, op, *base, loff, roff, bytes, pe, true, first);
@@ -63,21 +63,14 @@ DOORBELL_HD OpResult post_pieces(C& ctx, const DevState& st, const DevQp& qp, ml
   return submit(ctx, st, qp, *base, n);
 }
 
-// Reserve, write and submit a transfer on `qp`; its WQEs lie in [*base, *base + *n). One of
-// more than max_transfer_wqes pieces goes out in parts, and the span then also holds other
-// threads' WQEs between them: polling to its end covers every part, and a failover replay
-// issues the whole transfer again (a part that fails may leave earlier ones posted: harmless
-// for puts and gets, which a replay may repeat anyway).
+// post_rma for a transfer of several pieces (or none), `head` its first.
 template <class C>
-DOORBELL_HD OpResult post_rma(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff,
-                              uint64_t bytes, uint32_t pe, uint64_t* base, uint32_t* n) {
+DOORBELL_HD_RARE OpResult post_rma_pieces(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff,
+                                          uint64_t bytes, uint32_t pe, uint64_t* base, uint32_t* n, const heap::Piece& head) {
   const uint32_t cap = max_transfer_wqes(qp);
   uint64_t first = ~0ull;
-  // A transfer within one heap chunk at both ends (the usual case) is one piece, counted and
-  // written from one key lookup.
-  const heap::Piece head = qp_piece(st, qp, loff, roff, bytes, pe);
   // A part ends at a piece boundary, so the rest keeps the other pieces: no recount.
-  for (*n = head.bytes == bytes && bytes != 0 ? 1 : count_pieces(st, loff, roff, bytes, pe); *n > cap; *n -= cap) {
+  for (*n = count_pieces(st, loff, roff, bytes, pe); *n > cap; *n -= cap) {
     const uint64_t part = bytes_in_pieces(st, loff, roff, bytes, pe, cap);
     if (OpResult r = post_pieces(ctx, st, qp, op, loff, roff, part, pe, cap, base); r != OpResult::kOk) return r;
     if (first == ~0ull) first = *base;
@@ -86,6 +79,22 @@ DOORBELL_HD OpResult post_rma(C& ctx, const DevState& st, const DevQp& qp, mlx5:
   const OpResult r = post_pieces(ctx, st, qp, op, loff, roff, bytes, pe, *n, base, first == ~0ull ? &head : nullptr);
   if (first != ~0ull && r == OpResult::kOk) *n = uint32_t(*base + *n - first), *base = first;
   return r;
+}
+
+// Reserve, write and submit a transfer on `qp`; its WQEs lie in [*base, *base + *n). One of
+// more than max_transfer_wqes pieces goes out in parts, and the span then also holds other
+// threads' WQEs between them: polling to its end covers every part, and a failover replay
+// issues the whole transfer again (a part that fails may leave earlier ones posted: harmless
+// for puts and gets, which a replay may repeat anyway).
+template <class C>
+DOORBELL_HD_HOT OpResult post_rma(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff,
+                              uint64_t bytes, uint32_t pe, uint64_t* base, uint32_t* n) {
+  // A transfer within one heap chunk at both ends (the usual case) is one piece, counted and
+  // written from one key lookup.
+  const heap::Piece head = qp_piece(st, qp, loff, roff, bytes, pe);
+  if (head.bytes != bytes || bytes == 0) return post_rma_pieces(ctx, st, qp, op, loff, roff, bytes, pe, base, n, head);
+  *n = 1;
+  return post_pieces(ctx, st, qp, op, loff, roff, bytes, pe, 1, base, &head);
 }
 
 // One atomic WQE (CS or FA) on pe's 8-byte word at `off`, result into local `result_addr`.

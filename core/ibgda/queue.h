@@ -51,7 +51,7 @@ DOORBELL_HD uint64_t doorbell_value(uint64_t pi, uint32_t qpn) {
 // Write a staged WQE of `ds` octowords at `w`: segments first, then the control segment's
 // first 8 bytes (opcode, index, QPN, DS) as one store, so a reader that sees them sees it whole.
 template <class C>
-DOORBELL_HD void publish_wqe(C& ctx, const Options& o, uint8_t* w, WqeStage& s, uint64_t idx, mlx5::WqeOpcode op,
+DOORBELL_HD_HOT void publish_wqe(C& ctx, const Options& o, uint8_t* w, WqeStage& s, uint64_t idx, mlx5::WqeOpcode op,
                              uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se, uint8_t ds) {
   const mlx5::SegWords c = mlx5::ctrl_words(uint16_t(idx), op, opmod, qpn, fm_ce_se, ds);
   auto* ctrl = reinterpret_cast<uint64_t*>(w);
@@ -154,7 +154,7 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
 
 // The wait of reserve() once its first look at cons_idx found too little room.
 template <class C>
-DOORBELL_HD_WAIT OpResult reserve_wait(C& ctx, const DevState& st, const DevQp& qp, uint32_t n, uint64_t need) {
+DOORBELL_HD_RARE OpResult reserve_wait(C& ctx, const DevState& st, const DevQp& qp, uint32_t n, uint64_t need) {
   using namespace exec;
   for (uint64_t polls = 0;; ++polls) {
     if (polls != 0 && ctx.load(gpu_scope, relaxed, &qp.mv->cons_idx) >= need) {
@@ -184,7 +184,7 @@ DOORBELL_HD_WAIT OpResult reserve_wait(C& ctx, const DevState& st, const DevQp& 
 // (Waiters posting whatever they found ready rang a doorbell per WQE on an overfull ring:
 // H100, gpu/run-post-bench, 8 shared QPs, thread 2.5 -> 4.3 M/s.)
 template <class C>
-DOORBELL_HD OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32_t n, uint64_t* base) {
+DOORBELL_HD_HOT OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32_t n, uint64_t* base) {
   using namespace exec;
   *base = ctx.atomic_add(gpu_scope, &qp.mv->resv_head, n);
   if (*base + n <= qp.nwqes) return OpResult::kOk;
@@ -198,7 +198,7 @@ DOORBELL_HD OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32
 // a loop slowed the holder on the same line (submit's publish polls with loads too).
 enum class LockWait : uint8_t { kHeld, kPosted, kTimeout };
 template <class C>
-DOORBELL_HD_WAIT LockWait post_lock_wait(C& ctx, const DevQp& qp, uint64_t upto) {
+DOORBELL_HD_RARE LockWait post_lock_wait(C& ctx, const DevQp& qp, uint64_t upto) {
   using namespace exec;
   do {
     for (;;) {
@@ -245,7 +245,7 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
 // Publish WQEs [base, base+n) in reservation order and ring by the submit rule
 // (core/sync/submit_rule.h).
 template <class C>
-DOORBELL_HD OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_t base, uint32_t n) {
+DOORBELL_HD_HOT OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_t base, uint32_t n) {
   using namespace exec;
   publish_wqes(ctx, st.opt);
   const uint64_t next = base + n;

@@ -21,7 +21,7 @@ enum class Publish : uint8_t { kOk, kTimeout, kAbandoned };
 
 // publish_in_order's wait once its CAS found an earlier span pending.
 template <class C, class Abandoned>
-DOORBELL_HD_WAIT Publish publish_after_wait(C& ctx, uint64_t* ready, uint64_t base, uint64_t next, const char* what,
+DOORBELL_HD_RARE Publish publish_after_wait(C& ctx, uint64_t* ready, uint64_t base, uint64_t next, const char* what,
                                             Abandoned& abandoned) {
   for (uint64_t r, polls = 0; (r = ctx.load(exec::gpu_scope, exec::relaxed, ready)) != base; ++polls) {
     if (abandoned(polls)) return Publish::kAbandoned;

@@ -522,6 +522,11 @@ struct Engine {
     const bool hold_cqes = cq.collapsed && cq.overrun_ignore && cq.delay == 0 && cq.pending.empty() &&
                            (cq.on_write == nullptr || !*cq.on_write);
     const auto* cqe_lo = reinterpret_cast<const std::byte*>(cq.ring);
+    // Whether the run's regions reach the CQE at all (-1: not yet asked for these regions).
+    int near_cqe = -1;
+    auto holds = [](const MemoryRegion& m, const std::byte* at) {
+      return m.host != nullptr && at + sizeof(mlx5::Cqe64) > m.host && at < m.host + m.length;
+    };
     uint64_t held = 0, held_idx = 0;
     uint32_t held_len = 0;
     auto write_held = [&] {
@@ -542,13 +547,14 @@ struct Engine {
       const WqePiece& p = v.pieces[0];  // a 3-DS WRITE's one piece: data (never 0 bytes) or inline
       if (p.inline_data != nullptr) break;
       KeyFault f{};
-      if (lmr == nullptr || p.lkey != lkey) lmr = nic.mrs_.find(lkey = p.lkey, qp.attr.pd, 0, &f);
-      if (rmr == nullptr || v.rkey != rkey) rmr = rn.mrs_.find(rkey = v.rkey, rq.attr.pd, kRemoteWrite, &f);
+      if (lmr == nullptr || p.lkey != lkey) lmr = nic.mrs_.find(lkey = p.lkey, qp.attr.pd, 0, &f), near_cqe = -1;
+      if (rmr == nullptr || v.rkey != rkey) rmr = rn.mrs_.find(rkey = v.rkey, rq.attr.pd, kRemoteWrite, &f), near_cqe = -1;
       if (lmr == nullptr || rmr == nullptr || lmr->phantom || rmr->phantom) break;
+      if (near_cqe < 0) near_cqe = hold_cqes && (holds(*lmr, cqe_lo) || holds(*rmr, cqe_lo));
       const std::byte* src = resolve_in(*lmr, p.addr, p.len, &f);
       std::byte* dst = resolve_in(*rmr, v.raddr, p.len, &f);
       if (src == nullptr || dst == nullptr) break;
-      if (held != 0 && ((src < cqe_lo + sizeof(mlx5::Cqe64) && cqe_lo < src + p.len) ||
+      if (held != 0 && near_cqe != 0 && ((src < cqe_lo + sizeof(mlx5::Cqe64) && cqe_lo < src + p.len) ||
                         (dst < cqe_lo + sizeof(mlx5::Cqe64) && cqe_lo < dst + p.len)))
         write_held();
       copy(rn, dst, src, p.len);  // Responder::store less its observer call: no observer in a run
