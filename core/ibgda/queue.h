@@ -152,12 +152,28 @@ DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64
 template <class C>
 DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint64_t upto, uint64_t own_from);
 
-// The wait of reserve() once its first look at cons_idx found too little room.
+// Reserve n WQEBBs; waits (polling the CQ) until the ring has room for them. The room it
+// waits for may depend on WQEs that are written but unposted — their submitters skipped
+// the doorbell because this reservation made resv_head != new — so the waiter posts them
+// itself where the batch rule may not (num_requests_in_batch > depth deadlocks without it:
+// IbgdaProtocol.NoHangForEveryBatchSizeAndQueueDepth). Elsewhere the rule posts them: the
+// chain of submitters stops only at a reservation still waiting for room, more than
+// depth - n past the last posted WQE; with batch + n <= depth that unposted span crosses a
+// batch boundary, and the submitter whose span crossed it rang.
+// (Waiters posting whatever they found ready rang a doorbell per WQE on an overfull ring:
+// H100, gpu/run-post-bench, 8 shared QPs, thread 2.5 -> 4.3 M/s.)
+// The wait stays in the function and its first poll in the loop: with the wait split out
+// (the first poll peeled off) the GPU's thread-scope puts, 32 lanes of a warp on one QP,
+// ran 1.42 -> 0.43 M/s (H100, gpu/run-post-bench row 1), as with post_send's lock below.
 template <class C>
-DOORBELL_HD_RARE OpResult reserve_wait(C& ctx, const DevState& st, const DevQp& qp, uint32_t n, uint64_t need) {
+DOORBELL_HD_HOT OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32_t n, uint64_t* base) {
   using namespace exec;
+  *base = ctx.atomic_add(gpu_scope, &qp.mv->resv_head, n);
+  if (*base + n <= qp.nwqes) return OpResult::kOk;
+  const uint64_t need = *base + n - qp.nwqes;
   for (uint64_t polls = 0;; ++polls) {
-    if (polls != 0 && ctx.load(gpu_scope, relaxed, &qp.mv->cons_idx) >= need) {
+    const uint64_t* cons = &qp.mv->cons_idx;
+    if ((polls == 0 ? ctx.load(gpu_scope, acquire, cons) : ctx.load(gpu_scope, relaxed, cons)) >= need) {
       poll_acquired(ctx, gpu_scope, polls);
       return OpResult::kOk;
     }
@@ -173,43 +189,6 @@ DOORBELL_HD_RARE OpResult reserve_wait(C& ctx, const DevState& st, const DevQp& 
   }
 }
 
-// Reserve n WQEBBs; waits (polling the CQ) until the ring has room for them. The room it
-// waits for may depend on WQEs that are written but unposted — their submitters skipped
-// the doorbell because this reservation made resv_head != new — so the waiter posts them
-// itself where the batch rule may not (num_requests_in_batch > depth deadlocks without it:
-// IbgdaProtocol.NoHangForEveryBatchSizeAndQueueDepth). Elsewhere the rule posts them: the
-// chain of submitters stops only at a reservation still waiting for room, more than
-// depth - n past the last posted WQE; with batch + n <= depth that unposted span crosses a
-// batch boundary, and the submitter whose span crossed it rang.
-// (Waiters posting whatever they found ready rang a doorbell per WQE on an overfull ring:
-// H100, gpu/run-post-bench, 8 shared QPs, thread 2.5 -> 4.3 M/s.)
-template <class C>
-DOORBELL_HD_HOT OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32_t n, uint64_t* base) {
-  using namespace exec;
-  *base = ctx.atomic_add(gpu_scope, &qp.mv->resv_head, n);
-  if (*base + n <= qp.nwqes) return OpResult::kOk;
-  const uint64_t need = *base + n - qp.nwqes;
-  if (ctx.load(gpu_scope, acquire, &qp.mv->cons_idx) >= need) return OpResult::kOk;
-  return reserve_wait(ctx, st, qp, n, need);
-}
-
-// The wait for post_send's lock once its first CAS failed: loads until the lock looks free,
-// leaving once a holder covers upto (kPosted: it rings for these WQEs). Waiters that CAS in
-// a loop slowed the holder on the same line (submit's publish polls with loads too).
-enum class LockWait : uint8_t { kHeld, kPosted, kTimeout };
-template <class C>
-DOORBELL_HD_RARE LockWait post_lock_wait(C& ctx, const DevQp& qp, uint64_t upto) {
-  using namespace exec;
-  do {
-    for (;;) {
-      if (ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx) >= upto) return LockWait::kPosted;
-      if (ctx.load(gpu_scope, relaxed, &qp.mv->post_send_lock) == 0) break;
-      if (!ctx.spin("post_send: lock", &qp.mv->post_send_lock, 1)) return LockWait::kTimeout;
-    }
-  } while (ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1) != 0);
-  return LockWait::kHeld;
-}
-
 // Make WQEs [.., upto) visible to the NIC: producer index, DBR, then the BlueFlame doorbell
 // (or, in the CPU-handler variant, the host-visible producer word a proxy thread watches).
 // WQEs from `own_from` on are the caller's, published by its own fence (publish_wqes).
@@ -221,9 +200,15 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
   // ringing. Without that, on a QP shared by many warps every submitter whose span
   // crossed a batch boundary rang in turn, each with its fences (gpu/run-post-bench).
   const uint64_t ready = ctx.load(gpu_scope, relaxed, &qp.mv->ready_head);
-  if (ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1) != 0) {
-    const LockWait w = post_lock_wait(ctx, qp, upto);
-    if (w != LockWait::kHeld) return w == LockWait::kPosted ? OpResult::kOk : OpResult::kTimeout;
+  while (ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1) != 0) {
+    // Loads until the lock looks free, leaving once a holder covers upto: waiters that CAS
+    // in a loop slowed the holder on the same line (submit's publish polls with loads too).
+    // (The loop stays here: split out, lanes of one warp on one QP ran 1.42 -> 0.34 M/s.)
+    for (;;) {
+      if (ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx) >= upto) return OpResult::kOk;  // it rings for these WQEs
+      if (ctx.load(gpu_scope, relaxed, &qp.mv->post_send_lock) == 0) break;
+      if (!ctx.spin("post_send: lock", &qp.mv->post_send_lock, 1)) return OpResult::kTimeout;
+    }
   }
   const uint64_t to = ready > upto ? ready : upto;
   const uint64_t old = ctx.atomic_max(gpu_scope, &qp.mv->prod_idx, to);
