@@ -12,10 +12,12 @@
 #define DOORBELL_HD inline
 #endif
 
-// The uncommon half of a protocol step (a wait for room, a lock or an earlier span; a
-// transfer of several pieces): out of line on the host, so the step's common path is small
-// and inlines without the rare path's registers and frame (callgrind, ibgda_bench one lane:
-// about 20 instructions of prologue and epilogue per step). The device keeps everything inline.
+// The uncommon half of a protocol step (the wait for an earlier span to publish, a transfer
+// of several pieces): out of line on the host, so the step's common path is small and
+// inlines without the rare path's registers and frame (callgrind, ibgda_bench one lane:
+// about 20 instructions of prologue and epilogue per step). The device keeps everything
+// inline. Not every wait can go: split out of reserve and post_send's lock, the waits cost
+// the GPU's thread-scope puts 2-4x (lanes of one warp spinning on one QP; queue.h).
 #if defined(__CUDACC__)
 #define DOORBELL_HD_RARE __host__ __device__ __forceinline__
 #else
