@@ -519,11 +519,11 @@ struct Engine {
     // latest CQE, and nothing reads it inside the run (no hook, no observer): the run writes
     // the last one when it ends, with pi and the counts as if it had written each. A WRITE
     // that reads or lands on the CQE first has the CQEs so far written before it.
-    const bool hold_cqes = cq.collapsed && cq.overrun_ignore && cq.delay == 0 && cq.pending.empty() &&
+    const bool hold_cqes = cq.collapsed && cq.overrun_ignore && !cq.overrun && cq.delay == 0 && cq.pending.empty() &&
                            (cq.on_write == nullptr || !*cq.on_write);
     const auto* cqe_lo = reinterpret_cast<const std::byte*>(cq.ring);
-    // Whether the run's regions reach the CQE at all (-1: not yet asked for these regions).
-    int near_cqe = -1;
+    // Whether the run's regions reach the CQE at all (asked when they are looked up).
+    bool near_cqe = false;
     auto holds = [](const MemoryRegion& m, const std::byte* at) {
       return m.host != nullptr && at + sizeof(mlx5::Cqe64) > m.host && at < m.host + m.length;
     };
@@ -535,10 +535,23 @@ struct Engine {
       post_cqe(nic, cq, qp, held_idx, uint8_t(WqeOpcode::kRdmaWrite), held_len, 0, 0);
       held = 0;
     };
+    // The run's counts and its QP's head in locals, stored when it ends or calls out: in
+    // memory, each was reloaded after every WQE's copy (which may alias anything).
+    uint64_t head = qp.head, done = 0, bytes = 0;
+    const uint64_t prod = qp.prod;
+    auto store_counts = [&] {
+      if (done == 0) return;
+      qp.head = head;
+      port.rq->rcv_upto = head;  // port.applied() of the last WQE: before head moved, it was head + 1
+      qp.stats.wqes += done, qp.stats.wqebbs += done, qp.stats.bytes += bytes;
+      nic.bytes_moved_ += bytes;
+      nic.now_ += done;
+      done = bytes = 0;
+    };
     size_t n = 0;
     WqeView v;
-    while (n < budget && qp.head != qp.prod) {
-      const uint64_t idx = qp.head;
+    while (n < budget && head != prod) {
+      const uint64_t idx = head;
       const std::byte* w = qp.sq + (idx & qp.sq_mask) * mlx5::kWqebb;  // a 3-DS WQE never wraps
       const auto& ctrl = *reinterpret_cast<const mlx5::WqeCtrlSeg*>(w);
       if (ctrl.opcode() != uint8_t(WqeOpcode::kRdmaWrite) || ctrl.ds() != 3) break;
@@ -547,27 +560,36 @@ struct Engine {
       const WqePiece& p = v.pieces[0];  // a 3-DS WRITE's one piece: data (never 0 bytes) or inline
       if (p.inline_data != nullptr) break;
       KeyFault f{};
-      if (lmr == nullptr || p.lkey != lkey) lmr = nic.mrs_.find(lkey = p.lkey, qp.attr.pd, 0, &f), near_cqe = -1;
-      if (rmr == nullptr || v.rkey != rkey) rmr = rn.mrs_.find(rkey = v.rkey, rq.attr.pd, kRemoteWrite, &f), near_cqe = -1;
-      if (lmr == nullptr || rmr == nullptr || lmr->phantom || rmr->phantom) break;
-      if (near_cqe < 0) near_cqe = hold_cqes && (holds(*lmr, cqe_lo) || holds(*rmr, cqe_lo));
+      if (lmr == nullptr || p.lkey != lkey || rmr == nullptr || v.rkey != rkey) {
+        lmr = nic.mrs_.find(lkey = p.lkey, qp.attr.pd, 0, &f);
+        rmr = rn.mrs_.find(rkey = v.rkey, rq.attr.pd, kRemoteWrite, &f);
+        if (lmr == nullptr || rmr == nullptr || lmr->phantom || rmr->phantom) {
+          lmr = rmr = nullptr;  // asked again at the next WQE, which leaves the run at issue()
+          break;
+        }
+        near_cqe = hold_cqes && (holds(*lmr, cqe_lo) || holds(*rmr, cqe_lo));
+      }
       const std::byte* src = resolve_in(*lmr, p.addr, p.len, &f);
       std::byte* dst = resolve_in(*rmr, v.raddr, p.len, &f);
       if (src == nullptr || dst == nullptr) break;
-      if (held != 0 && near_cqe != 0 && ((src < cqe_lo + sizeof(mlx5::Cqe64) && cqe_lo < src + p.len) ||
-                        (dst < cqe_lo + sizeof(mlx5::Cqe64) && cqe_lo < dst + p.len)))
+      if (held != 0 && near_cqe && ((src < cqe_lo + sizeof(mlx5::Cqe64) && cqe_lo < src + p.len) ||
+                                    (dst < cqe_lo + sizeof(mlx5::Cqe64) && cqe_lo < dst + p.len))) {
+        store_counts();
         write_held();
+      }
       copy(rn, dst, src, p.len);  // Responder::store less its observer call: no observer in a run
-      port.applied();  // before head moves, as in issue()
-      qp.head = idx + 1;
-      ++qp.stats.wqes, ++qp.stats.wqebbs;
-      qp.stats.bytes += p.len;
-      nic.bytes_moved_ += p.len;
-      if (signaled && hold_cqes) ++held, held_idx = idx, held_len = p.len;
-      else if (signaled) post_cqe(nic, cq, qp, idx, uint8_t(WqeOpcode::kRdmaWrite), p.len, 0, 0);  // at issue()'s engine time
-      ++nic.now_, ++n;
-      if (signaled && cq.overrun) break;  // an overrun CQ fails its QPs (maybe the responder too, on this NIC)
+      head = idx + 1, ++done, bytes += p.len, ++n;
+      if (signaled && hold_cqes) {
+        ++held, held_idx = idx, held_len = p.len;
+      } else if (signaled) {
+        store_counts();  // this WQE counted, but its CQE at the engine time before its action, as issue() writes it
+        --nic.now_;
+        post_cqe(nic, cq, qp, idx, uint8_t(WqeOpcode::kRdmaWrite), p.len, 0, 0);
+        ++nic.now_;
+        if (cq.overrun) break;  // an overrun CQ fails its QPs (maybe the responder too, on this NIC)
+      }
     }
+    store_counts();
     write_held();
     return n;
   }
