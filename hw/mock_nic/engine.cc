@@ -42,10 +42,24 @@ struct Engine {
   // Bytes a WQE moves: through the NIC's Dma where its memory is a real device's (dma.h).
   static void copy(const Nic& nic, std::byte* dst, const std::byte* src, size_t len) {
     if (nic.dma_ != nullptr) return nic.dma_->copy(dst, src, len);
-    if (len == 8) {  // the common small put: a fixed-size copy, no call (load before store: overlap is safe)
+    // Small puts: fixed-size words, no call. Every load comes before the first store, so
+    // overlapping ranges copy as memmove would.
+    if (len == 8) {  // the common small put: one word
       uint64_t v;
       std::memcpy(&v, src, 8);
       std::memcpy(dst, &v, 8);
+      return;
+    }
+    if (len > 8 && len <= 16) {  // two words, overlapping where len < 16
+      uint64_t a, b;
+      std::memcpy(&a, src, 8), std::memcpy(&b, src + len - 8, 8);
+      std::memcpy(dst, &a, 8), std::memcpy(dst + len - 8, &b, 8);
+      return;
+    }
+    if (len > 16 && len <= 32) {
+      uint64_t a, b, c, d;
+      std::memcpy(&a, src, 8), std::memcpy(&b, src + 8, 8), std::memcpy(&c, src + len - 16, 8), std::memcpy(&d, src + len - 8, 8);
+      std::memcpy(dst, &a, 8), std::memcpy(dst + 8, &b, 8), std::memcpy(dst + len - 16, &c, 8), std::memcpy(dst + len - 8, &d, 8);
       return;
     }
     std::memmove(dst, src, len);  // loopback ranges may overlap
