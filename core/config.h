@@ -17,7 +17,7 @@
 // inlines without the rare path's registers and frame (callgrind, ibgda_bench one lane:
 // about 20 instructions of prologue and epilogue per step). The device keeps everything
 // inline. Not every wait can go: split out of reserve and post_send's lock, the waits cost
-// the GPU's thread-scope puts 2-4x (lanes of one warp spinning on one QP; queue.h).
+// the GPU's thread-scope puts 3-5x (lanes of one warp spinning on one QP; queue.h).
 #if defined(__CUDACC__)
 #define DOORBELL_HD_RARE __host__ __device__ __forceinline__
 #else

@@ -577,10 +577,7 @@ struct Engine {
       if (lmr == nullptr || p.lkey != lkey || rmr == nullptr || v.rkey != rkey) {
         lmr = nic.mrs_.find(lkey = p.lkey, qp.attr.pd, 0, &f);
         rmr = rn.mrs_.find(rkey = v.rkey, rq.attr.pd, kRemoteWrite, &f);
-        if (lmr == nullptr || rmr == nullptr || lmr->phantom || rmr->phantom) {
-          lmr = rmr = nullptr;  // asked again at the next WQE, which leaves the run at issue()
-          break;
-        }
+        if (lmr == nullptr || rmr == nullptr || lmr->phantom || rmr->phantom) break;  // left to issue()
         near_cqe = hold_cqes && (holds(*lmr, cqe_lo) || holds(*rmr, cqe_lo));
       }
       const std::byte* src = resolve_in(*lmr, p.addr, p.len, &f);

@@ -451,7 +451,9 @@ void ModelWorld::DoorbellRoute::ring(void* route, uint64_t addr, uint64_t value)
 }
 
 void ModelWorld::attach(gpu_sim::Scheduler& s) {
-  routes_.assign(size_t(cfg_.npes) * cfg_.num_nics, {});  // never resized while attached: map_mmio holds pointers
+  // The scheduler holds pointers into routes_ (map_mmio): a world serves one scheduler at a
+  // time, and routes_ is not resized until the next attach (or rewind) replaces it.
+  routes_.assign(size_t(cfg_.npes) * cfg_.num_nics, {});
   if (cfg_.failover) add_recovery_agent(s);
   // Every management word, by name, for hang reports: each QP's (and backup's) indices, lock
   // and proxy word, its CQE's last word and, with failover, its health. Named once: the
