@@ -4,9 +4,12 @@
 #include <cstring>
 #include <sstream>
 
+#include "hw/mem/range.h"
+
 namespace doorbell::gpu_sim {
 
 namespace {
+using mem::overlaps;
 constexpr uintptr_t kWord = 8, kLine = 64;
 constexpr size_t kMaxBuffered = 8;    // per thread; the oldest drains when full
 constexpr size_t kTrackAll = 256;     // device writes up to this size start histories
@@ -17,7 +20,6 @@ uint64_t mix(uint64_t& s) {  // xorshift64*
   s ^= s >> 12, s ^= s << 25, s ^= s >> 27;
   return s * 0x2545F4914F6CDD1Dull;
 }
-bool overlaps(uintptr_t a, size_t alen, uintptr_t b, size_t blen) { return a < b + blen && b < a + alen; }
 std::string hex(uint64_t v) {
   std::ostringstream os;
   os << "0x" << std::hex << v;

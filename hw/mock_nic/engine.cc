@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 
+#include "hw/mem/range.h"
 #include "hw/mlx5/wqe.h"
 #include "hw/mock_nic/fabric.h"
 #include "hw/mock_nic/link.h"
@@ -533,14 +534,12 @@ struct Engine {
     // latest CQE, and nothing reads it inside the run (no hook, no observer): the run writes
     // the last one when it ends, with pi and the counts as if it had written each. A WRITE
     // that reads or lands on the CQE first has the CQEs so far written before it.
-    const bool hold_cqes = cq.collapsed && cq.overrun_ignore && !cq.overrun && cq.delay == 0 && cq.pending.empty() &&
+    // (Such a CQ never overruns: nothing can end the run for it.)
+    const bool hold_cqes = cq.collapsed && cq.overrun_ignore && cq.delay == 0 && cq.pending.empty() &&
                            (cq.on_write == nullptr || !*cq.on_write);
-    const auto* cqe_lo = reinterpret_cast<const std::byte*>(cq.ring);
+    auto on_cqe = [&cq](const std::byte* at, uint64_t len) { return mem::overlaps(at, len, cq.ring, sizeof(mlx5::Cqe64)); };
     // Whether the run's regions reach the CQE at all (asked when they are looked up).
     bool near_cqe = false;
-    auto holds = [](const MemoryRegion& m, const std::byte* at) {
-      return m.host != nullptr && at + sizeof(mlx5::Cqe64) > m.host && at < m.host + m.length;
-    };
     uint64_t held = 0, held_idx = 0;
     uint32_t held_len = 0;
     auto write_held = [&] {
@@ -578,13 +577,13 @@ struct Engine {
         lmr = nic.mrs_.find(lkey = p.lkey, qp.attr.pd, 0, &f);
         rmr = rn.mrs_.find(rkey = v.rkey, rq.attr.pd, kRemoteWrite, &f);
         if (lmr == nullptr || rmr == nullptr || lmr->phantom || rmr->phantom) break;  // left to issue()
-        near_cqe = hold_cqes && (holds(*lmr, cqe_lo) || holds(*rmr, cqe_lo));
+        near_cqe = hold_cqes && ((lmr->host != nullptr && on_cqe(lmr->host, lmr->length)) ||
+                                 (rmr->host != nullptr && on_cqe(rmr->host, rmr->length)));
       }
       const std::byte* src = resolve_in(*lmr, p.addr, p.len, &f);
       std::byte* dst = resolve_in(*rmr, v.raddr, p.len, &f);
       if (src == nullptr || dst == nullptr) break;
-      if (held != 0 && near_cqe && ((src < cqe_lo + sizeof(mlx5::Cqe64) && cqe_lo < src + p.len) ||
-                                    (dst < cqe_lo + sizeof(mlx5::Cqe64) && cqe_lo < dst + p.len))) {
+      if (held != 0 && near_cqe && (on_cqe(src, p.len) || on_cqe(dst, p.len))) {
         store_counts();
         write_held();
       }

@@ -233,7 +233,7 @@ void Nic::uar_write64(uint32_t page, uint32_t offset, uint64_t value) {
   ++qp->stats.doorbells;
   qp->last_doorbell = value;
   qp->kicked = true;
-  if (!qp->active) kick(*qp);
+  kick(*qp);
 }
 
 Status Nic::set_qp_access(uint32_t qpn, uint32_t access) {
