@@ -1,5 +1,5 @@
 // GPU benchmark of core/nvls's AllReduce over emulated multicast (run through the device tool,
-// never in CI; multicast objects are never created: hw/cuda/nvls_emu.cuh reaches every member
+// never in CI; multicast objects are never created: gpu/nvls_emu.cuh reaches every member
 // through peer access). Two GPUs of one host, one process: first every (type, op) multimem has,
 // checked against a host reference on an odd count; then f32 sum busbw beside NCCL's allreduce
 // (built with -DDOORBELL_WITH_NCCL; NVLS off) in the same run, as nccl-tests rows.
@@ -16,7 +16,7 @@
 #include "core/nvls/collective.h"
 #include "gpu/cuda_check.h"
 #include "hw/cuda/cuda_ctx.cuh"
-#include "hw/cuda/nvls_emu.cuh"
+#include "gpu/nvls_emu.cuh"
 
 using doorbell::cuda_exec::CudaCtx;
 using doorbell::cuda_exec::EmuMc;

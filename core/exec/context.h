@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "core/exec/scope.h"
 
 namespace doorbell::exec {

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "core/config.h"
+#include "base/config.h"
 
 namespace doorbell::heap {
 

@@ -8,7 +8,7 @@
 #include <map>
 #include <optional>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace doorbell::heap {
 

@@ -1,29 +1,26 @@
 #include "core/heap/symmetric_heap.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 namespace doorbell::heap {
 
-Result<std::unique_ptr<SymmetricHeap>> SymmetricHeap::create(const HeapConfig& c, ChunkHook on_chunk) {
+Result<std::unique_ptr<SymmetricHeap>> SymmetricHeap::create(const HeapConfig& c, base::VaSpace& va, ChunkHook on_chunk) {
   if (c.npes == 0) return Status(Errc::kBadParam, "heap: no PEs");
   if (c.granularity < 4096 || (c.granularity & (c.granularity - 1)) != 0)
     return Status(Errc::kBadParam, "heap: granularity must be a power of two >= 4096");
   if (c.heap_bytes % c.granularity != 0 || c.max_handle_bytes < c.granularity)
     return Status(Errc::kBadParam, "heap: heap size and handle limit must be multiples of the granularity");
-  std::unique_ptr<SymmetricHeap> h(new SymmetricHeap(c, std::move(on_chunk)));
+  std::unique_ptr<SymmetricHeap> h(new SymmetricHeap(c, va, std::move(on_chunk)));
   // Address space only: no memory is committed until a chunk is mapped.
-  void* p = mmap(nullptr, c.heap_bytes * c.npes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return Status(Errc::kNoResource, std::string("heap: reserving the range failed: ") + std::strerror(errno));
-  h->reserve_ = static_cast<uint8_t*>(p);
+  Result<uint8_t*> p = va.reserve(c.heap_bytes * c.npes);
+  if (!p) return Status(p.status().code(), "heap: reserving the range failed: " + p.status().message());
+  h->reserve_ = *p;
   return h;
 }
 
 SymmetricHeap::~SymmetricHeap() {
-  if (reserve_ != nullptr) munmap(reserve_, cfg_.heap_bytes * cfg_.npes);
+  if (reserve_ != nullptr) va_->release(reserve_, cfg_.heap_bytes * cfg_.npes);
 }
 
 Status SymmetricHeap::grow(uint64_t bytes) {
@@ -35,8 +32,8 @@ Status SymmetricHeap::grow(uint64_t bytes) {
   for (uint64_t done = 0; done < need;) {
     const uint64_t n = std::min(need - done, cfg_.max_handle_bytes);  // one physical handle
     for (uint32_t pe = 0; pe < cfg_.npes && !cfg_.phantom; ++pe)
-      if (mprotect(base(pe) + mapped_ + done, n, PROT_READ | PROT_WRITE) != 0)
-        return Status(Errc::kNoResource, std::string("heap: mapping a chunk failed: ") + std::strerror(errno));
+      if (Status st = va_->commit(base(pe) + mapped_ + done, n); !st)
+        return Status(st.code(), "heap: mapping a chunk failed: " + st.message());
     ++mappings_;
     done += n;
   }

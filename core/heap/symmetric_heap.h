@@ -2,7 +2,8 @@
 // npes * heap_bytes is reserved up front with no memory behind it (PE p's heap starts at
 // base + p * heap_bytes); an allocation that does not fit maps physical chunks at the end of
 // every PE's heap (granularity-sized, at most max_handle_bytes per mapping) and reports each
-// new chunk so the transports can register it. Offsets are the same on every PE.
+// new chunk so the transports can register it. Offsets are the same on every PE. The range
+// comes from a VaSpace (the OS's is hw/mem/os_va_space.h), so the heap includes no OS header.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,8 @@
 #include <vector>
 
 #include "core/heap/mspace.h"
-#include "core/status.h"
+#include "base/status.h"
+#include "base/va_space.h"
 
 namespace doorbell::heap {
 
@@ -20,7 +22,7 @@ struct HeapConfig {
   uint64_t heap_bytes = 1ull << 30;      // reserved per PE
   uint64_t granularity = 512ull << 20;   // physical chunk, a power of two
   uint64_t max_handle_bytes = 2ull << 30;
-  bool phantom = false;                  // never back chunks with memory (they stay PROT_NONE)
+  bool phantom = false;                  // never back chunks with memory (never committed)
 };
 
 // A newly mapped chunk: its index, its address on every PE, its size.
@@ -28,7 +30,8 @@ using ChunkHook = std::function<Status(uint32_t chunk, const std::vector<uint8_t
 
 class SymmetricHeap {
  public:
-  static Result<std::unique_ptr<SymmetricHeap>> create(const HeapConfig& cfg, ChunkHook on_chunk);
+  // `va` outlives the heap.
+  static Result<std::unique_ptr<SymmetricHeap>> create(const HeapConfig& cfg, base::VaSpace& va, ChunkHook on_chunk);
   ~SymmetricHeap();
   SymmetricHeap(const SymmetricHeap&) = delete;
   SymmetricHeap& operator=(const SymmetricHeap&) = delete;
@@ -49,10 +52,11 @@ class SymmetricHeap {
   const Mspace& mspace() const { return space_; }
 
  private:
-  SymmetricHeap(const HeapConfig& c, ChunkHook h) : cfg_(c), hook_(std::move(h)) {}
+  SymmetricHeap(const HeapConfig& c, base::VaSpace& va, ChunkHook h) : cfg_(c), va_(&va), hook_(std::move(h)) {}
   Status grow(uint64_t bytes);
 
   HeapConfig cfg_;
+  base::VaSpace* va_;
   ChunkHook hook_;
   uint8_t* reserve_ = nullptr;
   uint64_t mapped_ = 0;

@@ -33,8 +33,8 @@
 #include <cstdint>
 
 #include "core/exec/context.h"
-#include "core/nvls/pack.h"
-#include "core/nvls/reduce.h"
+#include "base/nvls/pack.h"
+#include "base/nvls/reduce.h"
 
 namespace doorbell::nvls {
 

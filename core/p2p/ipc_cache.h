@@ -10,13 +10,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace doorbell::p2p {
+#include "base/cuda_ipc.h"
 
-// What the owner sends with a transfer (cuIpcGetMemHandle's handle, reduced to its meaning).
-struct IpcHandle {
-  uint64_t base = 0, size = 0;  // the allocation the address lies in, in the owner's space
-  uint64_t buffer_id = 0;       // which allocation: differs after free + re-allocation
-};
+namespace doorbell::p2p {
 
 // Opens a handle (cuIpcOpenMemHandle: open(handle) -> local bytes, null for sizes-only
 // memory) and closes a mapping (cuIpcCloseMemHandle: close(local, handle)). Every mapping still

@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-#include "core/config.h"
+#include "base/config.h"
 
 namespace doorbell::sync {
 

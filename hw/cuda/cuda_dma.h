@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "hw/mock_nic/dma.h"
 
 namespace doorbell::cuda {

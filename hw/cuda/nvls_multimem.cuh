@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/nvls/pack.h"
+#include "base/nvls/pack.h"
 
 namespace doorbell::cuda_exec {
 
@@ -102,7 +102,7 @@ inline bool multicast_allowed() {
   if (v != nullptr && std::strcmp(v, "1") == 0) return true;
   std::fprintf(stderr,
                "nvls: refusing to create an NVLink multicast object (DOORBELL_ALLOW_MULTICAST is not 1); "
-               "use the emulation (hw/cuda/nvls_emu.cuh)\n");
+               "use the emulation (gpu/nvls_emu.cuh)\n");
   return false;
 }
 

@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/p2p/ipc_cache.h"
+#include "base/cuda_ipc.h"
 #include "models/cost_model.h"
 
 namespace doorbell::gpu_sim {

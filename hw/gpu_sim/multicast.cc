@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/nvls/reduce.h"
+#include "base/nvls/reduce.h"
 
 namespace doorbell::gpu_sim {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/nvls/pack.h"
+#include "base/nvls/pack.h"
 #include "hw/gpu_sim/sim_ctx.h"
 #include "models/cost_model.h"
 

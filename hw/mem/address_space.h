@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace doorbell::mem {
 

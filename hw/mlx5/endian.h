@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "core/config.h"
+#include "base/config.h"
 
 namespace doorbell::mlx5 {
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "hw/mlx5/endian.h"
 #include "hw/mlx5/opcodes.h"
 

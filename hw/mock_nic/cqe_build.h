@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "hw/mlx5/cqe.h"
 
 namespace doorbell::mock_nic {

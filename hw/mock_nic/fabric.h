@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace doorbell::mock_nic {
 

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "hw/mock_nic/types.h"
 
 namespace doorbell::mock_nic {

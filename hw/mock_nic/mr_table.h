@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "hw/mem/address_space.h"
 #include "hw/mock_nic/mr_resolve.h"
 #include "hw/mock_nic/types.h"

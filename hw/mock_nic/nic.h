@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "hw/mem/address_space.h"
 #include "hw/mem/observer.h"
 #include "hw/mock_nic/cq.h"

@@ -29,7 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "hw/mlx5/cqe.h"
 #include "hw/mlx5/wqe.h"
 #include "hw/mock_nic/types.h"

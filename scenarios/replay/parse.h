@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "scenarios/replay/scenario.h"
 
 namespace doorbell::scenario {

@@ -9,6 +9,7 @@
 
 #include "core/ibgda/queue.h"
 #include "hw/gpu_sim/sim_ctx.h"
+#include "hw/mem/os_va_space.h"
 #include "hw/mlx5_devx/driver.h"
 
 namespace doorbell::ibgda {
@@ -318,7 +319,7 @@ Status ModelWorld::build() {
   heap::HeapConfig hc = cfg_.heap;
   hc.npes = cfg_.procs.boot != nullptr ? 1 : n;  // one PE per process: this process's heap only
   Result<std::unique_ptr<heap::SymmetricHeap>> h = heap::SymmetricHeap::create(
-      hc, [this](uint32_t chunk, const std::vector<uint8_t*>& addrs, uint64_t bytes) { return register_chunk(chunk, addrs, bytes); });
+      hc, mem::os_va_space(), [this](uint32_t chunk, const std::vector<uint8_t*>& addrs, uint64_t bytes) { return register_chunk(chunk, addrs, bytes); });
   if (!h) return h.status();
   heap_ = std::move(*h);
   std::vector<uint64_t> bases(n);

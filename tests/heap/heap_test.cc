@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/heap/keys.h"
+#include "hw/mem/os_va_space.h"
 #include "tests/seeds.h"
 
 namespace doorbell::heap {
@@ -68,7 +69,7 @@ TEST(Mspace, RandomAllocFreeNeverOverlapsAndCoalescesFully) {
 TEST(SymmetricHeap, GrowsByChunksOnEveryPeAndReportsThem) {
   std::vector<std::pair<uint32_t, std::vector<uint8_t*>>> seen;
   HeapConfig c{3, 1 << 20, 64 << 10, 128 << 10};
-  auto h = SymmetricHeap::create(c, [&](uint32_t chunk, const std::vector<uint8_t*>& a, uint64_t bytes) {
+  auto h = SymmetricHeap::create(c, mem::os_va_space(), [&](uint32_t chunk, const std::vector<uint8_t*>& a, uint64_t bytes) {
     EXPECT_EQ(bytes, 64u << 10);
     seen.push_back({chunk, a});
     return Status();

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "host/bootstrap/bootstrap.h"
-#include "hw/mock_nic/link_join.h"
+#include "host/bootstrap/link_join.h"
 #include "sim/ibgda/program_draw.h"
 
 using namespace doorbell;

@@ -15,7 +15,7 @@
 
 #include "host/bootstrap/bootstrap.h"
 #include "hw/mock_nic/driver.h"
-#include "hw/mock_nic/link_join.h"
+#include "host/bootstrap/link_join.h"
 
 using namespace doorbell;
 using namespace doorbell::mock_nic;

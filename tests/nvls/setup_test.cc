@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "core/nvls/pack.h"
+#include "base/nvls/pack.h"
 #include "core/nvls/setup.h"
 
 namespace doorbell::nvls {

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "host/bootstrap/bootstrap.h"
 #include "hw/mock_nic/link.h"
 

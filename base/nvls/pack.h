@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "core/config.h"
+#include "base/config.h"
 
 namespace doorbell::nvls {
 

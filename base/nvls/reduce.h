@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/config.h"
-#include "core/nvls/pack.h"
+#include "base/config.h"
+#include "base/nvls/pack.h"
 
 namespace doorbell::nvls {
 

@@ -1,16 +1,19 @@
 // Every malformed-WQE class the NIC model detects, as a case that posts exactly one bad WQE
 // (and the syndrome and vendor code it must get): one table for the CPU model's test
-// (errors_test.cc) and the GPU-resident engine's check (gpu/engine_check.cu).
+// (tests/mock_nic/errors_test.cc) and the GPU-resident engine's check (gpu/engine_check.cu).
 #pragma once
 
 #include <functional>
 #include <vector>
 
-#include "tests/mock_nic/rig.h"
+#include "hw/mock_nic/driver.h"
 
 namespace doorbell::testing {
 
+using namespace doorbell::mlx5;
 using namespace mock_nic;
+using mock_nic::driver::Rig;
+using mock_nic::driver::SendQueue;
 constexpr uint32_t kAll = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic;
 
 struct Env {

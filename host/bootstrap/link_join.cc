@@ -1,4 +1,4 @@
-#include "hw/mock_nic/link_join.h"
+#include "host/bootstrap/link_join.h"
 
 #include <unistd.h>
 

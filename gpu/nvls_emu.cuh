@@ -15,8 +15,8 @@
 #include <cstdint>
 
 #include "core/nvls/collective.h"
-#include "core/nvls/pack.h"
-#include "core/nvls/reduce.h"
+#include "base/nvls/pack.h"
+#include "base/nvls/reduce.h"
 
 namespace doorbell::cuda_exec {
 
