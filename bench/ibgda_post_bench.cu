@@ -31,15 +31,15 @@ namespace {
 __global__ void fake_nic(Rings r, uint32_t nqps, const volatile uint32_t* stop) {
   const uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
   if (q >= nqps) return;
-  const volatile uint32_t* dbr = reinterpret_cast<const volatile uint32_t*>(r.dbr + q * 8) + 1;
+  const volatile uint64_t* dbr = reinterpret_cast<const volatile uint64_t*>(r.dbr + q * 8);
   volatile uint64_t* tail = reinterpret_cast<volatile uint64_t*>(r.cqe + q * 64 + 56);
-  uint32_t seen = 0;
+  uint16_t seen = 0;
   for (uint32_t idle = 0;; ++idle) {
-    const uint32_t pi = __byte_perm(*dbr, 0, 0x0123) & 0xffff;
+    const uint16_t pi = mlx5::dbr_send(*dbr);
     if (pi != seen) {
       seen = pi, idle = 0;
-      const uint32_t wc = (pi - 1) & 0xffff;  // bytes 60..61, big-endian; op_own 0 (requester)
-      *tail = (uint64_t(wc >> 8) << 32) | (uint64_t(wc & 0xff) << 40);
+      // The CQE of WQE pi - 1, of the first pass of a one-entry CQ: its last word only.
+      *tail = mlx5::cqe_words(mlx5::requester_completion(0, uint16_t(pi - 1), 0, 0, 0, 0), 0, 0).w7;
     } else if ((idle & 1023) == 1023 && *stop != 0) {
       return;
     }

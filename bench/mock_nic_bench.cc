@@ -37,8 +37,7 @@ void BM_RdmaWriteFastPath(benchmark::State& state) {
       state.ResumeTiming();
     }
     consumed += batch;
-    a.dbr()->snd.set(uint32_t(consumed & 0xffff));
-    rig.nic().uar_write64(a.uar, mlx5::kBfOffset, a.last_doorbell);
+    a.ring_doorbell(consumed);
     rig.nic().progress();
   }
   state.SetItemsProcessed(int64_t(consumed));

@@ -77,9 +77,9 @@ struct GpuNic {
   }
   __device__ bool drained(uint32_t id) const {
     const cuda_nic::QpDesc& q = eng.qps[id];
-    const uint32_t snd = mlx5::bswap32(uint32_t(*reinterpret_cast<const volatile uint64_t*>(q.dbr) >> 32));
+    const uint16_t snd = mlx5::dbr_send(*reinterpret_cast<const volatile uint64_t*>(q.dbr));
     const uint64_t head = *reinterpret_cast<volatile uint64_t*>(&st(id).head);
-    return in_error(id) && uint16_t(snd) == uint16_t(head);
+    return in_error(id) && mlx5::widen16(head, snd) == head;
   }
   __device__ uint64_t applied(const ibgda::PairEnd& req, const ibgda::PairEnd&) const {
     return *reinterpret_cast<volatile uint64_t*>(&st(req.id).executed_upto);

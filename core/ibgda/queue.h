@@ -27,10 +27,6 @@ DOORBELL_HD bool qp_failed(C& ctx, const DevQp& qp) {
   return qp.hp != nullptr && ctx.load(exec::gpu_scope, exec::acquire, &qp.hp->state) == uint64_t(Health::kFailed);
 }
 
-// The doorbell record's 8 bytes for producer index `pi` as one little-endian word: receive
-// word 0, send word = pi & 0xffff, both big-endian.
-DOORBELL_HD uint64_t dbr_word(uint64_t pi) { return uint64_t(mlx5::bswap32(uint32_t(pi & 0xffff))) << 32; }
-
 DOORBELL_HD uint8_t* wqe_at(const DevQp& qp, uint64_t idx) { return qp.wq + (idx & (qp.nwqes - 1)) * mlx5::kWqebb; }
 
 // A WQE built in thread-local memory; publish_wqe writes it to the ring through the context.
@@ -41,12 +37,6 @@ struct WqeStage {
     return reinterpret_cast<Seg*>(b + off);
   }
 };
-
-// The value a doorbell store carries for producer index `pi`: a control segment's first 8
-// bytes with the index and the QPN (the NIC finds the QP by it), built, not read back.
-DOORBELL_HD uint64_t doorbell_value(uint64_t pi, uint32_t qpn) {
-  return mlx5::ctrl_words(uint16_t(pi), mlx5::WqeOpcode::kNop, 0, qpn, 0, 0).w0;
-}
 
 // Write a staged WQE of `ds` octowords at `w`: segments first, then the control segment's
 // first 8 bytes (opcode, index, QPN, DS) as one store, so a reader that sees them sees it whole.
@@ -84,15 +74,12 @@ DOORBELL_HD const uint64_t* cqe_tail(const DevQp& qp) {
   return reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(qp.cqe) + 56);
 }
 
-DOORBELL_HD uint16_t cqe_wqe_counter(uint64_t tail) { return uint16_t(((tail >> 32) & 0xff) << 8 | ((tail >> 40) & 0xff)); }
-
 // Whether `w`, a CQE tail this thread read, is an error CQE; if so it is recorded (st.error).
 template <class C>
 DOORBELL_HD bool error_cqe(C& ctx, const DevState& st, const DevQp& qp, uint64_t w) {
-  const uint8_t opcode = uint8_t(w >> 60);
-  if (opcode != uint8_t(mlx5::CqeOpcode::kReqErr) && opcode != uint8_t(mlx5::CqeOpcode::kRespErr)) return false;
+  if (!mlx5::cqe_opcode_is_error(mlx5::cqe_tail_opcode(w))) return false;
   const uint64_t head = ctx.load(exec::system_scope, exec::relaxed, cqe_tail(qp) - 1);  // bytes 48..55: syndrome is byte 55
-  record_error(ctx, st, error_word(uint8_t(head >> 56), qp.qpn, cqe_wqe_counter(w)));
+  record_error(ctx, st, error_word(mlx5::cqe_word6_syndrome(head), qp.qpn, mlx5::cqe_tail_wqe_counter(w)));
   return true;
 }
 
@@ -126,7 +113,7 @@ DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64
   uint16_t wc = 0;
   for (uint64_t polls = 0;; ++polls) {
     const uint64_t w = polls == 0 ? read_cqe_tail(ctx, st.opt, tail) : ctx.load(system_scope, relaxed, tail);
-    wc = cqe_wqe_counter(w);
+    wc = mlx5::cqe_tail_wqe_counter(w);
     if (error_cqe(ctx, st, qp, w)) return OpResult::kCqError;
     // Done once wqe_counter + 1 reaches idx (the -2 makes wqe_counter + 1 == idx wrap out).
     if (uint16_t(uint16_t(idx) - wc - 2) >= qp.nwqes) {
@@ -140,9 +127,9 @@ DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64
     if (qp_failed(ctx, qp)) return OpResult::kQpFailed;  // e.g. its CQ overran: no CQE will come
     if (!ctx.spin("poll_cq: CQE wqe_counter", tail, wc)) return OpResult::kTimeout;
   }
+  // wqe_counter + 1 is at or above idx (the test above), within 2^16 of it.
   const uint16_t wc1 = uint16_t(wc + 1);
-  uint64_t cons = (idx & ~uint64_t(0xffff)) | wc1;
-  if (!st.opt.plant.no_carry && uint16_t(idx) > wc1) cons += 0x10000;  // wqe_counter wrapped past idx's block
+  const uint64_t cons = st.opt.plant.no_carry ? (idx & ~uint64_t(0xffff)) | wc1 : mlx5::widen16(idx, wc1);
   // Raised, never stored: a slower poller's older value must not move it back.
   if (st.opt.plant.cons_store) ctx.store(gpu_scope, relaxed, &qp.mv->cons_idx, cons);
   else ctx.atomic_max(gpu_scope, &qp.mv->cons_idx, cons);
@@ -189,6 +176,17 @@ DOORBELL_HD_HOT OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, ui
   }
 }
 
+// Ring a QP's NIC for every WQE below `to`: the doorbell record, then the BlueFlame store,
+// each behind the fence its ordering names (`others`: the DBR covers WQEs other threads
+// wrote). The one ringer: post_send on the GPU, and the host agents (the CPU proxy, the
+// recovery watchdog) through a context of the host's stores.
+template <class C>
+DOORBELL_HD void ring_qp(C& ctx, const Options& o, const DevQp& qp, uint64_t to, bool others) {
+  wqes_before_dbr(ctx, o, others);
+  ctx.store(exec::system_scope, exec::relaxed, qp.dbr, mlx5::dbr_word(to));
+  ring_nic_doorbell(ctx, o, qp.bf, mlx5::doorbell_value(to, qp.qpn));
+}
+
 // Make WQEs [.., upto) visible to the NIC: producer index, DBR, then the BlueFlame doorbell
 // (or, in the CPU-handler variant, the host-visible producer word a proxy thread watches).
 // WQEs from `own_from` on are the caller's, published by its own fence (publish_wqes).
@@ -216,9 +214,7 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
     if (st.opt.cpu_proxy) {
       publish_to_proxy(ctx, st.opt, &qp.mv->proxy_prod, to);
     } else {
-      wqes_before_dbr(ctx, st.opt, old < own_from || to > upto);
-      ctx.store(system_scope, relaxed, qp.dbr, dbr_word(to));
-      ring_nic_doorbell(ctx, st.opt, qp.bf, doorbell_value(to, qp.qpn));
+      ring_qp(ctx, st.opt, qp, to, old < own_from || to > upto);
     }
   }
   // Relaxed: whatever the holder wrote for the NIC is already ordered before this store by

@@ -1,5 +1,5 @@
 // The NIC model's engine resident on the GPU: the same WQE checks (hw/mock_nic/wqe_check.h),
-// execution (wqe_exec.h), key checks (mr_resolve.h) and CQE bytes (cqe_build.h) as the CPU
+// execution (wqe_exec.h), key checks (mr_resolve.h) and CQE bytes (hw/mlx5/cqe.h) as the CPU
 // model's engine, run by CTAs while the protocol runs in other CTAs of the same GPU. Rings,
 // DBRs, BlueFlame words, CQs and registered memory are all GPU memory.
 //
@@ -23,7 +23,6 @@
 
 #include "hw/mlx5/cqe.h"
 #include "hw/mlx5/wqe.h"
-#include "hw/mock_nic/cqe_build.h"
 #include "hw/mock_nic/mr_resolve.h"
 #include "hw/mock_nic/wqe_check.h"
 #include "hw/mock_nic/wqe_exec.h"
@@ -191,9 +190,9 @@ struct Port {
 
 // The completion's 64 bytes, the word holding op_own last, after a fence: a poller that sees
 // the owner / wqe_counter sees the rest, and the data before it.
-__device__ inline void write_cqe(const QpDesc& q, QpState& s, const mock_nic::Completion& c) {
-  const mock_nic::CqeWords w = mock_nic::cqe_words(c, s.cq_pi, q.log_cq);
-  mlx5::Cqe64* slot = q.collapsed ? q.cq : q.cq + (s.cq_pi & ((1ull << q.log_cq) - 1));
+__device__ inline void write_cqe(const QpDesc& q, QpState& s, const mlx5::Completion& c) {
+  const mlx5::CqeWords w = mlx5::cqe_words(c, s.cq_pi, q.log_cq);
+  mlx5::Cqe64* slot = mlx5::cqe_slot(q.cq, s.cq_pi, q.log_cq, q.collapsed);
   auto* d = reinterpret_cast<volatile uint64_t*>(slot);
   for (int k = 0; k < 4; ++k) d[k] = 0;
   d[4] = w.w4, d[5] = w.w5, d[6] = w.w6;
@@ -203,13 +202,7 @@ __device__ inline void write_cqe(const QpDesc& q, QpState& s, const mock_nic::Co
 }
 
 __device__ inline void complete(const Engine& e, uint32_t i, uint64_t idx, uint8_t op, uint32_t bytes, uint8_t synd, uint8_t vend) {
-  mock_nic::Completion c;
-  c.qpn = e.qps[i].qpn;
-  c.wqe_counter = uint16_t(idx);
-  c.byte_cnt = bytes;
-  c.wqe_opcode = op;
-  if (synd != 0) c.opcode = mlx5::CqeOpcode::kReqErr, c.syndrome = synd, c.vendor_syndrome = vend;
-  write_cqe(e.qps[i], e.st[i], c);
+  write_cqe(e.qps[i], e.st[i], mlx5::requester_completion(e.qps[i].qpn, idx, op, bytes, synd, vend));
 }
 
 // The planted fault: true while lost_doorbells still counts (engines share the counter).
@@ -259,8 +252,7 @@ __device__ inline void control_step(const Engine& e, uint32_t i, Shared& sh) {
     __threadfence();  // the DBR the doorbell announces was written before it: read it after
   }
   if (s.awake || dead) {  // a QP in ERR flushes what its DBR shows
-    const uint32_t dbr = mlx5::bswap32(uint32_t(*reinterpret_cast<volatile const uint64_t*>(q.dbr) >> 32));
-    const uint64_t prod = s.head + uint16_t(uint16_t(dbr) - uint16_t(s.head));
+    const uint64_t prod = mlx5::widen16(s.head, mlx5::dbr_send(*reinterpret_cast<volatile const uint64_t*>(q.dbr)));
     if (prod == s.head) {
       s.awake = 0;  // drained: the next doorbell wakes it
     } else {

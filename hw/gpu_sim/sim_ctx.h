@@ -215,6 +215,16 @@ class AgentCtx {
     if (WeakMemory* w = s_->weak()) w->device_write(p, sizeof v);
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
   }
+  // A host agent ringing a device as a GPU thread does (core/ibgda ring_qp takes this
+  // context): its stores reach memory in program order, so its fences (the host's wmb before
+  // an MMIO) order nothing more here, and its doorbell takes the scheduler's MMIO routes.
+  template <exec::Scope S, exec::Order O>
+  void store(exec::ScopeTag<S>, exec::OrderTag<O>, uint64_t* p, uint64_t v) { store64(p, v); }
+  template <exec::Scope S>
+  void fence(exec::ScopeTag<S>) {}
+  void mmio_store64(uint64_t* p, uint64_t v) {
+    if (!s_->route_mmio(p, v)) store64(p, v);
+  }
 
  private:
   Scheduler* s_;

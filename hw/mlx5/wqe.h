@@ -142,4 +142,10 @@ DOORBELL_HD uint64_t doorbell_word(const WqeCtrlSeg& s) {
   return v;
 }
 
+// The value a doorbell store carries for producer index `pi`, built rather than read back: a
+// NOP control segment's first 8 bytes with the index and the QPN (the NIC finds the QP by it).
+DOORBELL_HD uint64_t doorbell_value(uint64_t pi, uint32_t qpn) {
+  return ctrl_words(uint16_t(pi), WqeOpcode::kNop, 0, qpn, 0, 0).w0;
+}
+
 }  // namespace doorbell::mlx5

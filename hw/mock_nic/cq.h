@@ -14,7 +14,7 @@
 
 #include "hw/mem/observer.h"
 #include "hw/mlx5/cqe.h"
-#include "hw/mock_nic/cqe_build.h"
+#include "hw/mlx5/cqe.h"
 
 namespace doorbell::mock_nic {
 
@@ -37,13 +37,13 @@ struct Cq {
   uint64_t delay = 0;
   struct Pending {
     uint64_t due;
-    Completion c;
+    mlx5::Completion c;
   };
   std::deque<Pending> pending;
 
   // Produce a completion now (or queue it while a delay is set).
   // False when the CQ overran (now or before): the completion is lost.
-  bool post(const Completion& c, uint64_t now) {
+  bool post(const mlx5::Completion& c, uint64_t now) {
     if (delay == 0 && pending.empty()) return write(c);
     pending.push_back({now + delay, c});
     return !overrun;
@@ -52,7 +52,7 @@ struct Cq {
   uint32_t drain(uint64_t now);
   // Inline: the engine's signaled WRITEs write one each, and out of line the Completion went
   // through memory (zeroed, filled, read back) on every call.
-  bool write(const Completion& c) {
+  bool write(const mlx5::Completion& c) {
     if (overrun) return false;
     const uint32_t n = 1u << log_size;
     if (!overrun_ignore) {
@@ -62,8 +62,8 @@ struct Cq {
         return false;
       }
     }
-    const CqeWords q = cqe_words(c, pi, log_size);
-    mlx5::Cqe64* slot = collapsed ? ring : ring + (pi & (n - 1));
+    const mlx5::CqeWords q = mlx5::cqe_words(c, pi, log_size);
+    mlx5::Cqe64* slot = mlx5::cqe_slot(ring, pi, log_size, collapsed);
     if (observer != nullptr && *observer != nullptr) (*observer)->device_write(slot, sizeof *slot);
     // Word by word, the one holding op_own last with release order: a poller that sees it
     // sees the rest. (As atomics, so that the compiler keeps them eight plain stores: from an

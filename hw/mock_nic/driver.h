@@ -113,9 +113,11 @@ struct SendQueue {
     return finish(w);
   }
 
-  // Publish the producer index in the DBR, then ring the BlueFlame register.
-  void ring_doorbell() {
-    dbr()->snd.set(uint32_t(pi & 0xffff));
+  // Publish producer index `upto` (every WQE built, by default) in the DBR, then ring the
+  // BlueFlame register.
+  void ring_doorbell() { ring_doorbell(pi); }
+  void ring_doorbell(uint64_t upto) {
+    dbr()->snd.set(uint32_t(upto & 0xffff));
     nic->uar_write64(uar, kBfOffset, last_doorbell);
   }
 

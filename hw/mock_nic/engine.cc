@@ -124,7 +124,7 @@ struct Engine {
     }
     void deliver_imm(uint32_t imm, uint64_t bytes) {
       Srq* s = srq();
-      Completion c;
+      mlx5::Completion c;
       c.opcode = mlx5::CqeOpcode::kRespWrImm;
       c.qpn = rq->qpn;
       c.wqe_counter = uint16_t(s != nullptr ? s->consumed++ : rq->rq_head++);
@@ -303,10 +303,7 @@ struct Engine {
     post_cqe(nic, *nic.find_cq(qp.attr.send_cqn), qp, idx, wqe_op, byte_cnt, synd, vend);
   }
   static void post_cqe(Nic& nic, Cq& cq, const Qp& qp, uint64_t idx, uint8_t wqe_op, uint32_t byte_cnt, uint8_t synd, uint8_t vend) {
-    // Every field given (a default-initialized Completion, then filled, was zeroed with a
-    // `rep stos` per CQE).
-    const Completion c{synd != 0 ? mlx5::CqeOpcode::kReqErr : mlx5::CqeOpcode::kReq, qp.qpn, uint16_t(idx), byte_cnt, 0, wqe_op,
-                       synd, synd != 0 ? vend : uint8_t(0)};
+    const mlx5::Completion c = mlx5::requester_completion(qp.qpn, idx, wqe_op, byte_cnt, synd, vend);
     const bool was = cq.overrun;
     if (!cq.post(c, nic.now_) && !was) overran(nic, cq);
   }
@@ -368,7 +365,7 @@ struct Engine {
   // Read the send DBR (16 bits meaningful) into the 64-bit producer; true if work is posted.
   static bool refresh_prod(Nic& nic, Qp& qp) {
     read(nic, &qp.dbr->snd, sizeof qp.dbr->snd, "the DBR of QP", qp.qpn);
-    qp.prod = qp.head + uint16_t(uint16_t(qp.dbr->snd.get()) - uint16_t(qp.head));
+    qp.prod = mlx5::widen16(qp.head, uint16_t(qp.dbr->snd.get()));
     return qp.head != qp.prod;
   }
 

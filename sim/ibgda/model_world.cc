@@ -236,7 +236,7 @@ Status ModelWorld::start_at(Pe& pe, DevQp& d, uint64_t s) {
   Mvars& m = *d.mv;
   m.resv_head = m.ready_head = m.prod_idx = m.cons_idx = m.get_head = m.get_tail = s;
   m.ibuf_head = m.ibuf_tail = m.proxy_prod = s;
-  *d.dbr = dbr_word(s);
+  *d.dbr = mlx5::dbr_word(s);
   auto* cqe = const_cast<mlx5::Cqe64*>(d.cqe);
   cqe->wqe_counter.set(uint16_t(s - 1));
   return {};
@@ -548,11 +548,10 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
       });
       if (cfg_.opt.cpu_proxy) {  // one proxy per NIC, ringing for that NIC's QPs
         Pe* pe = pes_[p].get();
-        const devx::Uar uar = pe->devs[dev].uar;
         // Idle, it may park until a GPU thread stores one of its QPs' proxy words — where a
         // store is seen when made (no weak memory) and only GPU threads write them (no failover).
         const bool park_proxy = park && s.weak() == nullptr && !cfg_.failover;
-        const uint32_t proxy = s.add_agent("proxy" + name.substr(3), [this, p, pe, dev, uar, nic, rung_ns, costs, park_proxy](gpu_sim::AgentCtx& a) {
+        const uint32_t proxy = s.add_agent("proxy" + name.substr(3), [this, pe, dev, costs, park_proxy](gpu_sim::AgentCtx& a) {
           std::vector<uint64_t> rung(pe->qps.size(), cfg_.start_index);
           for (;;) {
             a.point();
@@ -564,11 +563,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
               if (prod <= rung[i]) continue;
               a.observe(&q.mv->proxy_prod);                          // published by the GPU at that time
               a.advance(costs.proxy_post_ns * double(prod - rung[i]));  // IBRC-style: each request posted
-              // The host rings for the GPU: DBR, then the BlueFlame store.
-              a.store64(q.dbr, dbr_word(prod));
-              *rung_ns = std::max(*rung_ns, a.now());
-              if (doorbell_observer_) doorbell_observer_(p, a.now());
-              nic->uar_write64(uar.page_id, mlx5::kBfOffset, doorbell_value(prod, q.qpn));
+              ring_qp(a, cfg_.opt, q, prod, true);  // the host rings for the GPU
               rung[i] = prod;
               did = true;
             }

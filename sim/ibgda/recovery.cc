@@ -145,8 +145,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
       e.polls = 0, e.since_ns = a.now();
       if (!e.rerung) {
         if (m.load(&q.hp->state) != uint64_t(Health::kFailed)) m.store(&q.hp->state, uint64_t(Health::kSuspected));
-        m.store(q.dbr, dbr_word(prod));  // a doorbell may have been lost: ring for the GPU
-        nic.uar_write64(n.dev(id).uar.page_id, mlx5::kBfOffset, doorbell_value(prod, q.qpn));
+        ring_qp(a, cfg_.opt, q, prod, true);  // a doorbell may have been lost: ring for the GPU
         e.rerung = true;
         ++recovery_.suspected, ++recovery_.rerung;
         return true;

@@ -337,7 +337,7 @@ TEST_F(IbgdaOneQp, DoorbellValueDoesNotDependOnTheRing) {
   ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
   EXPECT_EQ(w->nic(0).bad_doorbells(), 0u);
   EXPECT_EQ(w->nic(0).qp(qp.qpn)->stats.doorbells, 1u);
-  const uint64_t v = doorbell_value(1, qp.qpn);
+  const uint64_t v = mlx5::doorbell_value(1, qp.qpn);
   EXPECT_EQ(mlx5::bswap32(uint32_t(v >> 32)) >> 8, qp.qpn);
 }
 

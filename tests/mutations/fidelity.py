@@ -4,7 +4,7 @@
 import os, subprocess, sys, shutil
 # (file, old, new, test binary, gtest filter)
 M = [
- ("core/ibgda/queue.h", "ring_nic_doorbell(ctx, st.opt, qp.bf, doorbell_value(to, qp.qpn));", "ring_nic_doorbell(ctx, st.opt, qp.bf, *reinterpret_cast<const uint64_t*>(wqe_at(qp, to - 1)));", "ibgda_protocol_test", "*DoorbellValue*"),
+ ("core/ibgda/queue.h", "ring_nic_doorbell(ctx, o, qp.bf, mlx5::doorbell_value(to, qp.qpn));", "ring_nic_doorbell(ctx, o, qp.bf, *reinterpret_cast<const uint64_t*>(wqe_at(qp, to - 1)));", "ibgda_protocol_test", "*DoorbellValue*"),
  ("hw/mock_nic/cq.cc", "if (!overrun_ignore) {", "if (!collapsed) {", "mock_nic_fidelity_test", "CqOverrun.*"),
  ("hw/mlx5_devx/driver.cc", "  DB_SET(create_cq_in, p, cq_context.oi, s.overrun_ignore ? 1 : 0);\n", "", "mlx5_devx_prm_golden_test", "PrmGolden.CreateCq"),
  ("hw/mock_nic/engine.cc", "      if (!retries_left_out(nic, qp, rnr, rnr_ns)) return false;  // not answered yet: try again later", "", "mock_nic_fidelity_test", "RetryTimer.*:RnrTimer.*"),
@@ -13,7 +13,7 @@ M = [
  ("hw/mock_nic/wqe_exec.h", "result[i] = std::byte(old >> (24 - 8 * i));", "result[i] = std::byte(old >> (8 * i));", "mock_nic_engine_test", "Loopback.MaskedAtomics"),
  ("hw/mock_nic/wqe_exec.h", "if (masked && port.responder_atomic_mode() < 3)", "if (false)", "mock_nic_fidelity_test", "AtomicMode.*"),
  ("hw/mlx5_devx/driver.cc", "  DB_SET(modify_qp_in, p, qp_context.atomic_mode, s.atomic_mode);\n", "", "mlx5_devx_prm_golden_test", "PrmGolden.Rst2Init"),
- ("hw/mock_nic/cqe_build.h", "(req ? uint32_t(c.wqe_opcode) << 24 : 0) | ", "", "mock_nic_fidelity_test", "RequesterCqe.*"),
+ ("hw/mlx5/cqe.h", "(req ? uint32_t(c.wqe_opcode) << 24 : 0) | ", "", "mock_nic_fidelity_test", "RequesterCqe.*"),
  ("hw/mock_nic/nic.cc", "(to == QpState::kErr && from != QpState::kRst)", "to == QpState::kErr", "mock_nic_fidelity_test", "QpStateMachine.*"),
  ("host/verbs_shim/model.cc", "      did += ring_changed() ? 1 : 0;", "", "verbs_shim_abi_test", "*DataPath"),
 ]
