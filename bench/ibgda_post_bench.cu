@@ -16,6 +16,7 @@
 
 #include "bench/post_bench.h"
 #include "core/ibgda/api.h"
+#include "core/ibgda/dev_state_builder.h"
 #include "gpu/cuda_check.h"
 #include "hw/cuda/cuda_ctx.cuh"
 
@@ -129,33 +130,31 @@ inline constexpr const char* kPrimitives[] = {"fence.acq_rel.gpu", "__threadfenc
 // doorbell's device state over the shared rings: PE 0 posts to PE 1 on nqps QPs (QP-major).
 // Returns its device allocations, for the caller to free once the fake NIC has stopped.
 std::vector<void*> doorbell_state(const Rings& r, uint32_t nqps) {
-  const uint32_t npes = 2;
+  const uint32_t npes = 2, log_depth = uint32_t(__builtin_ctz(kDepth));
   ibgda::Mvars* mvars = dalloc<ibgda::Mvars>(npes * nqps);
-  std::vector<ibgda::DevQp> qps(npes * nqps);
-  for (uint32_t slot = 0; slot < qps.size(); ++slot) {
-    const uint32_t q = slot / npes;  // QP-major: slot = q * npes + pe
-    ibgda::DevQp& d = qps[slot];
-    d.qpn = 0x100 + q, d.pe = slot % npes, d.nwqes = kDepth;
-    d.wq = r.wq + size_t(q) * kDepth * 64;
-    d.dbr = r.dbr + q * 8;
-    d.bf = r.bf + q * 8;
-    d.cqe = reinterpret_cast<const mlx5::Cqe64*>(r.cqe + q * 64);
-    d.mv = mvars + slot;
-    d.ibuf = r.ibuf + size_t(q) * 4096, d.ibuf_lkey = 0x9000 + q, d.ibuf_nslots = 8;
-  }
-  ibgda::DevState s;
-  s.my_pe = 0, s.npes = npes, s.num_rc_per_pe = nqps;
-  s.qps = dcopy(qps);
-  s.layout = ibgda::QpLayout::kQpMajor;
+  ibgda::DevStateBuilder b({0, npes, nqps, 1, ibgda::QpLayout::kQpMajor, log_depth, 8, kHeapBytes, false});
+  for (uint32_t q = 0; q < nqps; ++q)
+    for (uint32_t pe = 0; pe < npes; ++pe) {  // both PEs' QP q over ring q
+      ibgda::QpRing g;
+      g.qpn = 0x100 + q;
+      g.wq = r.wq + size_t(q) * kDepth * 64;
+      g.dbr = r.dbr + q * 8;
+      g.bf = r.bf + q * 8;
+      g.cqe = reinterpret_cast<const mlx5::Cqe64*>(r.cqe + q * 64);
+      g.mv = mvars + b.slot(q, pe);
+      g.ibuf = r.ibuf + size_t(q) * 4096, g.ibuf_lkey = 0x9000 + q;
+      b.set_qp(false, q, pe, g);
+    }
+  std::vector<uint64_t> bases = {uint64_t(r.heap[0]), uint64_t(r.heap[1])};
+  ibgda::ChunkReg regs[2];
+  for (uint32_t p = 0; p < npes; ++p) regs[p].addr = bases[p], regs[p].keys[0] = 0x1000u + p * 16;
+  b.set_chunk(0, regs, kHeapBytes);
+  ibgda::DevState s = b.placed([](const auto& v) { return dcopy(v); });
   s.group_switches = dalloc<uint64_t>(1);
   s.opt.num_requests_in_batch = kBatch;
   s.opt.nic_buf_on_gpumem = true;  // as NVSHMEM's state says: rings and DBRs are GPU memory
-  std::vector<uint64_t> bases = {uint64_t(r.heap[0]), uint64_t(r.heap[1])};
   s.heap_bases = dcopy(bases);
   s.error = dalloc<uint64_t>(1);
-  s.keys.npes = npes, s.keys.log2_granularity = 21, s.keys.nchunks = 1;
-  s.keys.lkeys_const[0] = {0x1000u, bases[0] + kHeapBytes};
-  for (uint32_t p = 0; p < npes; ++p) s.keys.rkeys_const[p] = {0x1000u + p * 16, bases[p] + kHeapBytes};
   CHECK(cudaMemcpyToSymbol(c_state, &s, sizeof(s)));
   return {mvars, s.qps, s.group_switches, s.heap_bases, s.error};
 }

@@ -18,12 +18,15 @@ using namespace doorbell::ibgda;
 
 namespace {
 
+// The CQE of WQE completed - 1 (an error CQE with `syndrome`, if `error`), as a NIC writes it.
 void write_cqe(mlx5::Cqe64* cqe, uint64_t completed, bool error, uint8_t syndrome) {
-  std::memset(cqe, 0, sizeof(*cqe));
-  cqe->wqe_counter.set(uint16_t(completed - 1));
-  auto* e = reinterpret_cast<mlx5::ErrCqe64*>(cqe);
-  if (error) e->syndrome = syndrome;
-  cqe->op_own = uint8_t((error ? uint8_t(mlx5::CqeOpcode::kReqErr) : uint8_t(mlx5::CqeOpcode::kReq)) << 4);
+  mlx5::Completion c;
+  c.opcode = error ? mlx5::CqeOpcode::kReqErr : mlx5::CqeOpcode::kReq;
+  c.wqe_counter = uint16_t(completed - 1);
+  c.syndrome = error ? syndrome : 0;
+  const mlx5::CqeWords w = mlx5::cqe_words(c, 0, 0);
+  const uint64_t words[8] = {0, 0, 0, 0, w.w4, w.w5, w.w6, w.w7};
+  std::memcpy(cqe, words, sizeof words);
 }
 
 }  // namespace

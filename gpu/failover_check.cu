@@ -30,7 +30,7 @@ namespace {
 
 constexpr uint32_t kNpes = 2, kQps = 2 * kNpes;  // per PE: mains to PE 0, 1, then backups
 constexpr uint64_t kHeap = 4ull << 20, kChunk = 1ull << 20;
-constexpr uint32_t kLogDepth = 6, kDepth = 1u << kLogDepth, kIbufSlots = 8;
+constexpr uint32_t kLogDepth = 6, kIbufSlots = 8;
 constexpr uint32_t kCtas = 2, kThreads = 64, kPuts = 6;
 constexpr uint64_t kCtr = 0, kSrc = 4096, kDst = 64 << 10, kGetDst = 1 << 20;
 
@@ -167,61 +167,30 @@ Outcome run(bool failover, uint64_t fail_after) {
   for (uint32_t p = 0; p < kNpes; ++p) {
     heap[p] = dalloc<uint8_t>(kHeap);
     bases.push_back(reinterpret_cast<uint64_t>(heap[p]));
-    for (uint32_t c = 0; c < kHeap / kChunk; ++c) regions.push_back({bases[p] + c * kChunk, kChunk, key_of(0x10 + p * 16 + c)});
     std::vector<uint8_t> src(8192);
     for (size_t i = 0; i < src.size(); ++i) src[i] = uint8_t(i * 7 + p * 3 + 1);
     CHECK(cudaMemcpy(heap[p] + kSrc, src.data(), src.size(), cudaMemcpyHostToDevice));
   }
   uint64_t* dbases = dcopy(bases);
   std::vector<ibgda::DevState> states(kNpes);
-  std::vector<ibgda::DevQp*> dqps(kNpes);
-  std::vector<std::vector<ibgda::DevQp>> hqps(kNpes, std::vector<ibgda::DevQp>(kQps));
-  std::vector<ibgda::QpHealth*> health(kNpes);
   std::vector<cuda_nic::QpDesc> eqps;
   std::vector<cuda_nic::QpState> est(kNpes * kQps);
+  std::vector<PeQueues> pes;
+  // The device QP q of PE p (mains, then backups, as the engine's QPs are numbered).
+  auto dqp = [&pes](uint32_t p, uint32_t q) { return q < kNpes ? pes[p].state.qps + q : pes[p].state.backups + (q - kNpes); };
   for (uint32_t p = 0; p < kNpes; ++p) {
-    uint8_t* wq = dalloc<uint8_t>(size_t(kQps) * kDepth * 64);
-    uint64_t* dbr = dalloc<uint64_t>(kQps * 8);
-    uint8_t* cq = dalloc<uint8_t>(kQps * 64, 0xff);
-    auto* mvars = dalloc<ibgda::Mvars>(kQps);
-    uint8_t* ibuf = dalloc<uint8_t>(size_t(kQps) * (kIbufSlots + 1) * ibgda::kIbufSlotBytes);
-    health[p] = dalloc<ibgda::QpHealth>(kQps);
-    for (uint32_t q = 0; q < kQps; ++q) {
-      ibgda::DevQp& d = hqps[p][q];
-      d.qpn = 0x100 + p * 16 + q;
-      d.pe = q % kNpes;
-      d.nwqes = kDepth;
-      d.wq = wq + size_t(q) * kDepth * 64;
-      d.dbr = dbr + q * 8;
-      d.bf = dalloc<uint64_t>(1);
-      d.cqe = reinterpret_cast<const mlx5::Cqe64*>(cq + q * 64);
-      d.mv = mvars + q;
-      d.ibuf = ibuf + size_t(q) * (kIbufSlots + 1) * ibgda::kIbufSlotBytes;
-      d.ibuf_lkey = key_of(0x90 + p * 64 + q);
-      d.ibuf_nslots = kIbufSlots;
-      d.hp = failover ? health[p] + q : nullptr;
-      regions.push_back({reinterpret_cast<uint64_t>(d.ibuf), (kIbufSlots + 1) * ibgda::kIbufSlotBytes, d.ibuf_lkey});
-    }
-    dqps[p] = dcopy(hqps[p]);
-    ibgda::DevState& s = states[p];
-    s.my_pe = p, s.npes = kNpes, s.num_rc_per_pe = 1;
-    s.qps = dqps[p];
-    s.group_switches = dalloc<uint64_t>(1);
+    const PeQueues& pq = pes.emplace_back(pe_queues(p, kNpes, true, failover, bases, kHeap, kChunk, kLogDepth, kIbufSlots, regions));
+    ibgda::DevState& s = states[p] = pq.state;
+    if (!failover) s.backups = nullptr;  // the engine's QPs all exist; the protocol sees no backups
     s.opt.num_requests_in_batch = 4;
     s.heap_bases = dbases;
     s.error = dalloc<uint64_t>(1);
-    s.keys.npes = kNpes, s.keys.log2_granularity = 20, s.keys.nchunks = kHeap / kChunk;
-    for (uint32_t c = 0; c < kHeap / kChunk; ++c) {
-      s.keys.lkeys_const[c] = {key_of(0x10 + p * 16 + c), bases[p] + (c + 1) * kChunk};
-      for (uint32_t q = 0; q < kNpes; ++q) s.keys.rkeys_const[c * kNpes + q] = {key_of(0x10 + q * 16 + c), bases[q] + (c + 1) * kChunk};
-    }
     if (failover) {
-      s.backups = dqps[p] + kNpes;
       s.logs = dalloc<ibgda::ReplayLog>(kCtas * kThreads);
       s.log_threads = kCtas * kThreads;
     }
     // QP q of PE p talks to QP (q - q % kNpes + p) of PE q % kNpes.
-    for (uint32_t q = 0; q < kQps; ++q) eqps.push_back(engine_qp(hqps[p][q], int32_t((q % kNpes) * kQps + q - q % kNpes + p)));
+    for (uint32_t q = 0; q < kQps; ++q) eqps.push_back(engine_qp(pq.qps[q], int32_t((q % kNpes) * kQps + q - q % kNpes + p)));
   }
   est[1].fail_after = fail_after;  // PE 0's main QP to PE 1
   const cuda_nic::Engine engine = make_engine(eqps, regions, kNpes, est);
@@ -233,8 +202,8 @@ Outcome run(bool failover, uint64_t fail_after) {
       const uint32_t id = p * kQps + q, pid = peer * kQps + pq;
       if (pid < id) continue;
       ibgda::PairRecovery pr;
-      pr.a = {dqps[p] + q, id};
-      pr.b = {dqps[peer] + pq, pid};
+      pr.a = {dqp(p, q), id};
+      pr.b = {dqp(peer, pq), pid};
       pr.self = pid == id;
       pairs.push_back(pr);
     }
@@ -264,7 +233,7 @@ Outcome run(bool failover, uint64_t fail_after) {
   o.backup_wqes = backup.head;  // PE 0's backup QP to PE 1 (since its last reset, if any)
   if (failover) {
     ibgda::QpHealth hp;
-    CHECK(cudaMemcpy(&hp, health[0] + 1, sizeof hp, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(&hp, pes[0].health + 1, sizeof hp, cudaMemcpyDeviceToHost));
     o.epoch = hp.epoch;
   }
   // The reference: every put and get landed, each counter got every add exactly once, and

@@ -29,7 +29,7 @@ namespace {
 
 constexpr uint32_t kNpes = 2;
 constexpr uint64_t kHeap = 4ull << 20, kChunk = 1ull << 20;
-constexpr uint32_t kLogDepth = 8, kDepth = 1u << kLogDepth, kIbufSlots = 8;
+constexpr uint32_t kLogDepth = 8, kIbufSlots = 8;
 
 
 struct GpuWorld {
@@ -44,61 +44,23 @@ struct GpuWorld {
 GpuWorld build(uint32_t batch) {
   GpuWorld g{};
   std::vector<Region> regions;
+  std::vector<uint64_t> bases;
   for (uint32_t p = 0; p < kNpes; ++p) {
     g.heap[p] = dalloc<uint8_t>(kHeap);
-    for (uint32_t c = 0; c < kHeap / kChunk; ++c)
-      regions.push_back({reinterpret_cast<uint64_t>(g.heap[p]) + c * kChunk, kChunk, key_of(0x10 + p * 16 + c)});
+    bases.push_back(reinterpret_cast<uint64_t>(g.heap[p]));
   }
   std::vector<ibgda::DevState> states(kNpes);
   std::vector<cuda_nic::QpDesc> eqps;  // PE p's QP to q at p * kNpes + q, connected to q's QP to p
   g.error_words = dalloc<uint64_t>(kNpes);
-  std::vector<uint64_t> bases;
-  for (uint32_t p = 0; p < kNpes; ++p) bases.push_back(reinterpret_cast<uint64_t>(g.heap[p]));
   uint64_t* dbases = dcopy(bases);
   for (uint32_t p = 0; p < kNpes; ++p) {
-    const uint32_t nqp = kNpes;  // one RC QP per peer (QP-major with one QP per PE == PE order)
-    uint8_t* wq = dalloc<uint8_t>(size_t(nqp) * kDepth * 64);
-    uint64_t* dbr = dalloc<uint64_t>(nqp * 8);
-    uint8_t* cq = dalloc<uint8_t>(nqp * 64, 0xff);  // collapsed CQs, invalid until written
-    g.mvars[p] = dalloc<ibgda::Mvars>(nqp);
-    uint8_t* ibuf = dalloc<uint8_t>(size_t(nqp) * (kIbufSlots + 1) * ibgda::kIbufSlotBytes);
-    uint64_t* bf = dalloc<uint64_t>(nqp * 8);  // a BlueFlame word per QP: the engine hears each QP's doorbells
-    std::vector<ibgda::DevQp> qps(nqp);
-    for (uint32_t q = 0; q < nqp; ++q) {
-      ibgda::DevQp& d = qps[q];
-      d.qpn = 0x100 + p * 16 + q;
-      d.pe = q;
-      d.nwqes = kDepth;
-      d.wq = wq + size_t(q) * kDepth * 64;
-      d.dbr = dbr + q * 8;
-      d.bf = bf + q * 8;
-      d.cqe = reinterpret_cast<const mlx5::Cqe64*>(cq + q * 64);
-      d.mv = g.mvars[p] + q;
-      d.ibuf = ibuf + size_t(q) * (kIbufSlots + 1) * ibgda::kIbufSlotBytes;
-      d.ibuf_lkey = key_of(0x90 + p * 64 + q);
-      d.ibuf_nslots = kIbufSlots;
-      regions.push_back({reinterpret_cast<uint64_t>(d.ibuf), (kIbufSlots + 1) * ibgda::kIbufSlotBytes, d.ibuf_lkey});
-    }
-    for (uint32_t q = 0; q < nqp; ++q) eqps.push_back(engine_qp(qps[q], int32_t(q * kNpes + p)));
-    ibgda::DevQp* dqps = dcopy(qps);
-    ibgda::DevState& s = states[p];
-    s.my_pe = p;
-    s.npes = kNpes;
-    s.num_rc_per_pe = 1;
-    s.qps = dqps;
-    s.layout = ibgda::QpLayout::kQpMajor;
-    s.group_switches = dalloc<uint64_t>(1);
+    PeQueues pq = pe_queues(p, kNpes, false, false, bases, kHeap, kChunk, kLogDepth, kIbufSlots, regions);
+    for (uint32_t q = 0; q < kNpes; ++q) eqps.push_back(engine_qp(pq.qps[q], int32_t(q * kNpes + p)));
+    g.mvars[p] = pq.mvars;
+    ibgda::DevState& s = states[p] = pq.state;
     s.opt.num_requests_in_batch = batch;
-    s.opt.nic_buf_on_gpumem = true;  // rings and DBRs are GPU memory
     s.heap_bases = dbases;
     s.error = g.error_words + p;
-    s.keys.npes = kNpes;
-    s.keys.log2_granularity = 20;
-    s.keys.nchunks = kHeap / kChunk;
-    for (uint32_t c = 0; c < kHeap / kChunk; ++c) {
-      s.keys.lkeys_const[c] = {key_of(0x10 + p * 16 + c), bases[p] + (c + 1) * kChunk};
-      for (uint32_t q = 0; q < kNpes; ++q) s.keys.rkeys_const[c * kNpes + q] = {key_of(0x10 + q * 16 + c), bases[q] + (c + 1) * kChunk};
-    }
   }
   g.engine = make_engine(eqps, regions, kNpes);
   g.executed = g.engine.executed, g.errors = g.engine.errors;

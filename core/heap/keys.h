@@ -44,6 +44,11 @@ DOORBELL_HD const KeyEntry& rkey_entry(const KeyTables& t, uint32_t chunk, uint3
   return i < KeyTables::kConstKeys ? t.rkeys_const[i] : t.rkeys_global[i - KeyTables::kConstKeys];
 }
 
+// The same entry, to change in place (a fault that makes a key stale).
+DOORBELL_HD KeyEntry& rkey_entry(KeyTables& t, uint32_t chunk, uint32_t pe, uint32_t dev) {
+  return const_cast<KeyEntry&>(rkey_entry(static_cast<const KeyTables&>(t), chunk, pe, dev));
+}
+
 // One piece of a transfer: both ranges inside one chunk each.
 struct Piece {
   uint64_t laddr, raddr;

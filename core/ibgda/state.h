@@ -78,6 +78,8 @@ struct QpHealth {
   uint64_t dead = 0;       // the peer is gone: no recovery will come
 };
 
+inline constexpr uint32_t kMaxNics = 8;  // NICs per PE
+
 struct DevQp {
   uint32_t qpn = 0;
   uint32_t pe = 0;                     // the PE this QP reaches

@@ -77,7 +77,7 @@ void ModelWorld::save() {
   for (uint32_t p = 0; p < cfg_.npes; ++p) {
     if (!local(p)) continue;
     Pe& pe = *pes_[p];
-    saved_[p] = {pe.mvars, pe.backup_mvars, pe.qps, pe.backups};
+    saved_[p] = {pe.mvars, pe.backup_mvars, pe.qps(), pe.qps(true)};
     for (Dev& d : pe.devs) d.nic->save_run_state(), d.devx->save_blocks();
   }
 }
@@ -85,7 +85,7 @@ void ModelWorld::save() {
 Status ModelWorld::begin() {
   for (auto& pe : pes_)
     if (pe != nullptr)
-      for (std::vector<DevQp>* set : {&pe->qps, &pe->backups})
+      for (std::vector<DevQp>* set : {&pe->qps(), &pe->qps(true)})
         for (DevQp& d : *set)
           if (Status st = start_at(*pe, d, cfg_.start_index); !st) return st;
   return {};
@@ -104,10 +104,10 @@ Status ModelWorld::rewind(const WorldConfig& c) {
     // In place: every DevQp points into these vectors.
     const Saved& sv = saved_[p];
     std::copy(sv.mvars.begin(), sv.mvars.end(), pe.mvars.begin());
-    std::copy(sv.qps.begin(), sv.qps.end(), pe.qps.begin());
+    std::copy(sv.qps.begin(), sv.qps.end(), pe.qps().begin());
     pe.group_switch = 0, pe.error = 0;
-    pe.state.opt = c.opt;
-    pe.state.opt.nic_buf_on_gpumem = cfg_.nic_buf_on_gpumem;
+    pe.state().opt = c.opt;
+    pe.state().opt.nic_buf_on_gpumem = cfg_.nic_buf_on_gpumem;
   }
   heap_->reset();
   last_checked_.clear();
@@ -190,10 +190,8 @@ Status ModelWorld::connect_all(bool backup) {
 Status ModelWorld::fill_qps(Pe& pe, bool backup) {
   const uint32_t n = cfg_.npes, ndev = cfg_.num_nics, ngroup = cfg_.num_rc_per_pe * ndev, nqp = n * ngroup;
   std::vector<Mvars>& mvars = backup ? pe.backup_mvars : pe.mvars;
-  std::vector<DevQp>& qps = backup ? pe.backups : pe.qps;
   std::vector<QpHealth>& health = backup ? pe.backup_health : pe.health;
   mvars.resize(nqp);
-  qps.resize(nqp);
   if (cfg_.failover) health.resize(nqp);
   // Member g of a peer's group lives on NIC g % ndev (qp_select.h), as QP g / ndev of that
   // NIC's set for the peer.
@@ -209,21 +207,11 @@ Status ModelWorld::fill_qps(Pe& pe, bool backup) {
       pe.ibufs.push_back(static_cast<uint8_t*>(*ib));
       pe.ibuf_mrs.push_back(*mr);
       pe.ibuf_devs.push_back(g % ndev);
-      const uint32_t slot = cfg_.layout == QpLayout::kQpMajor ? g * n + peer : peer * ngroup + g;
-      DevQp& d = qps[slot];
-      d.qpn = qs.qp(qi).id;
-      d.pe = peer;
-      d.dev = g % ndev;
-      d.nwqes = 1u << cfg_.log_qp_depth;
-      d.wq = qs.wq(qi);
-      d.dbr = reinterpret_cast<uint64_t*>(qs.qp_dbr(qi));
-      d.bf = reinterpret_cast<uint64_t*>(dv.uar.reg_addr);
-      d.cqe = qs.cq_buf(qi);
-      d.mv = &mvars[slot];
-      d.ibuf = pe.ibufs.back();
-      d.ibuf_lkey = mr->lkey;
-      d.ibuf_nslots = cfg_.ibuf_slots;
-      d.hp = cfg_.failover ? &health[slot] : nullptr;
+      const uint32_t slot = pe.b.slot(g, peer);
+      pe.b.set_qp(backup, g, peer,
+                  {qs.qp(qi).id, g % ndev, qs.wq(qi), reinterpret_cast<uint64_t*>(qs.qp_dbr(qi)),
+                   reinterpret_cast<uint64_t*>(dv.uar.reg_addr), qs.cq_buf(qi), &mvars[slot], pe.ibufs.back(), mr->lkey,
+                   cfg_.failover ? &health[slot] : nullptr});
     }
   return {};
 }
@@ -251,7 +239,8 @@ Status ModelWorld::build() {
         if (Status st = fabric_.attach_remote(lid(p, d), cfg_.procs.links, p); !st) return st;
       continue;
     }
-    auto pe = std::make_unique<Pe>();
+    auto pe = std::make_unique<Pe>(StateShape{p, n, nrc, ndev, cfg_.layout, cfg_.log_qp_depth, cfg_.ibuf_slots, cfg_.heap.granularity,
+                                              cfg_.failover});
     pe->devs.resize(ndev);
     for (uint32_t d = 0; d < ndev; ++d) {
       Dev& dv = pe->devs[d];
@@ -293,25 +282,13 @@ Status ModelWorld::build() {
     for (bool backup : {false, true})
       if (!backup || cfg_.failover)
         if (Status st = fill_qps(pe, backup); !st) return st;
-    DevState& s = pe.state;
-    s.my_pe = p;
-    s.npes = n;
-    s.num_rc_per_pe = nrc;
-    s.num_devices = ndev;
-    s.qps = pe.qps.data();
-    s.layout = cfg_.layout;
+    DevState& s = pe.state();
     s.group_switches = &pe.group_switch;
     s.opt = cfg_.opt;
     s.opt.nic_buf_on_gpumem = cfg_.nic_buf_on_gpumem;
     s.error = &pe.error;
-    s.keys.npes = n;
-    s.keys.ndevs = ndev;
-    uint32_t g = 0;
-    while ((uint64_t(1) << g) < cfg_.heap.granularity) ++g;
-    s.keys.log2_granularity = g;
     if (cfg_.failover) {
       pe.logs.resize(cfg_.failover_threads);
-      s.backups = pe.backups.data();
       s.logs = pe.logs.data();
       s.log_threads = cfg_.failover_threads;
     }
@@ -331,29 +308,14 @@ Status ModelWorld::build() {
     bases = *all;
   }
   for (auto& pe : pes_)
-    if (pe != nullptr) pe->heap_bases = bases, pe->state.heap_bases = pe->heap_bases.data();
+    if (pe != nullptr) pe->heap_bases = bases, pe->state().heap_bases = pe->heap_bases.data();
   return {};
-}
-
-void ModelWorld::set_key(heap::KeyEntry* constant, std::vector<heap::KeyEntry>& global, heap::KeyEntry** global_ptr,
-                         uint32_t i, heap::KeyEntry e) {
-  if (i < heap::KeyTables::kConstKeys) {
-    constant[i] = e;
-    return;
-  }
-  if (global.size() <= i - heap::KeyTables::kConstKeys) global.resize(i - heap::KeyTables::kConstKeys + 1);
-  global[i - heap::KeyTables::kConstKeys] = e;
-  *global_ptr = global.data();
 }
 
 // `addrs`: the chunk on each PE of this process's heap (every PE, or this process's one).
 Status ModelWorld::register_chunk(uint32_t chunk, const std::vector<uint8_t*>& heap_addrs, uint64_t bytes) {
   const uint32_t n = cfg_.npes, ndev = cfg_.num_nics;
-  struct Reg {  // one PE's registration of the chunk: its address there, a key per NIC
-    uint64_t addr = 0;
-    uint32_t keys[kMaxNics] = {};
-  };
-  std::vector<Reg> regs(n);
+  std::vector<ChunkReg> regs(n);
   for (uint32_t p = 0; p < n; ++p) {
     if (!local(p)) continue;
     uint8_t* addr = heap_addrs[cfg_.procs.boot != nullptr ? 0 : p];
@@ -368,22 +330,12 @@ Status ModelWorld::register_chunk(uint32_t chunk, const std::vector<uint8_t*>& h
     }
   }
   if (cfg_.procs.boot != nullptr) {  // the other processes' registrations of the chunk
-    Result<std::vector<Reg>> all = gather(regs[cfg_.procs.boot->rank()]);
+    Result<std::vector<ChunkReg>> all = gather(regs[cfg_.procs.boot->rank()]);
     if (!all) return all.status();
     regs = *all;
   }
-  for (uint32_t p = 0; p < n; ++p) {
-    if (!local(p)) continue;
-    Pe& pe = *pes_[p];
-    heap::KeyTables& t = pe.state.keys;
-    for (uint32_t d = 0; d < ndev; ++d) {
-      set_key(t.lkeys_const, pe.lkeys_global, &t.lkeys_global, heap::lkey_index(t, chunk, d),
-              {regs[p].keys[d], regs[p].addr + bytes});
-      for (uint32_t q = 0; q < n; ++q)
-        set_key(t.rkeys_const, pe.rkeys_global, &t.rkeys_global, heap::rkey_index(t, chunk, q, d), {regs[q].keys[d], regs[q].addr + bytes});
-    }
-    t.nchunks = chunk + 1;
-  }
+  for (uint32_t p = 0; p < n; ++p)
+    if (local(p)) pes_[p]->b.set_chunk(chunk, regs.data(), bytes);
   return {};
 }
 
@@ -393,7 +345,7 @@ void ModelWorld::inject(const std::vector<WorldFault>& faults) {
   // hits the QP of group member 0 to the target, on its NIC.
   for (const WorldFault& f : faults) {
     if (!local(f.pe)) continue;  // another process's PE: its own world injects it
-    DevState& st = pes_[f.pe]->state;
+    DevState& st = pes_[f.pe]->state();
     if (f.kind == WorldFault::kQpError) {
       const DevQp& q = st.qps[qp_slot(st, 0, f.target)];
       nic_of(f.pe, q).faults().qp_errors.push_back({f.at_ns, q.qpn});
@@ -401,14 +353,11 @@ void ModelWorld::inject(const std::vector<WorldFault>& faults) {
     }
     if (f.kind == WorldFault::kStaleRkey) {  // the variant byte: the key of a registration that no longer exists
       for (uint32_t c = 0; c < st.keys.nchunks; ++c)
-        for (uint32_t d = 0; d < st.keys.ndevs; ++d) {
-          const uint32_t i = heap::rkey_index(st.keys, c, f.target, d);
-          (i < heap::KeyTables::kConstKeys ? st.keys.rkeys_const[i] : st.keys.rkeys_global[i - heap::KeyTables::kConstKeys]).key ^= 0x80;
-        }
+        for (uint32_t d = 0; d < st.keys.ndevs; ++d) heap::rkey_entry(st.keys, c, f.target, d).key ^= 0x80;
       continue;
     }
     if (f.kind == WorldFault::kLateCqes) {
-      for (const std::vector<DevQp>* set : {&pes_[f.pe]->qps, &pes_[f.pe]->backups})
+      for (const std::vector<DevQp>* set : {&pes_[f.pe]->qps(), &pes_[f.pe]->qps(true)})
         for (const DevQp& q : *set) {
           mock_nic::Nic& nic = nic_of(f.pe, q);
           (void)nic.set_completion_delay(nic.qp(q.qpn)->attr.send_cqn, f.count);
@@ -462,10 +411,10 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
   if (watched_.empty())
     for (uint32_t p = 0; p < cfg_.npes; ++p) {
       if (!local(p)) continue;
-      for (const std::vector<DevQp>* set : {&pes_[p]->qps, &pes_[p]->backups})
+      for (const std::vector<DevQp>* set : {&pes_[p]->qps(), &pes_[p]->qps(true)})
         for (size_t i = 0; i < set->size(); ++i) {
           const DevQp& q = (*set)[i];
-          const std::string pfx = "pe" + std::to_string(p) + (set == &pes_[p]->qps ? ".qp" : ".backup") + std::to_string(i) + ".";
+          const std::string pfx = "pe" + std::to_string(p) + (set == &pes_[p]->qps() ? ".qp" : ".backup") + std::to_string(i) + ".";
           for (const MvarWord& w : kMvarWords) watched_.push_back({pfx + w.name, &(q.mv->*w.word)});
           watched_.push_back({pfx + "cqe", reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(q.cqe) + 56)});
           if (q.hp != nullptr) watched_.push_back({pfx + "health", &q.hp->state});
@@ -552,12 +501,12 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
         // store is seen when made (no weak memory) and only GPU threads write them (no failover).
         const bool park_proxy = park && s.weak() == nullptr && !cfg_.failover;
         const uint32_t proxy = s.add_agent("proxy" + name.substr(3), [this, pe, dev, costs, park_proxy](gpu_sim::AgentCtx& a) {
-          std::vector<uint64_t> rung(pe->qps.size(), cfg_.start_index);
+          std::vector<uint64_t> rung(pe->qps().size(), cfg_.start_index);
           for (;;) {
             a.point();
             bool did = false;
-            for (size_t i = 0; i < pe->qps.size(); ++i) {
-              const DevQp& q = pe->qps[i];
+            for (size_t i = 0; i < pe->qps().size(); ++i) {
+              const DevQp& q = pe->qps()[i];
               if (q.dev != dev) continue;
               const uint64_t prod = __atomic_load_n(&q.mv->proxy_prod, __ATOMIC_ACQUIRE);  // memory: the host's view
               if (prod <= rung[i]) continue;
@@ -572,7 +521,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
           }
         });
         if (park_proxy)
-          for (const DevQp& q : pe->qps)
+          for (const DevQp& q : pe->qps())
             if (q.dev == dev) s.wake_on_store(&q.mv->proxy_prod, sizeof q.mv->proxy_prod, proxy);
       }
     }
@@ -607,10 +556,10 @@ std::string first_violation(const Mvars& m, const uint64_t* was, uint64_t fetche
 }  // namespace
 
 std::string ModelWorld::check_qp(uint32_t p, bool backup, uint32_t slot) {
-  const DevQp& q = (backup ? pes_[p]->backups : pes_[p]->qps)[slot];
+  const DevQp& q = pes_[p]->qps(backup)[slot];
   const Mvars& m = *q.mv;
   const uint64_t fetched = nic_of(p, q).qp(q.qpn)->head;
-  const uint32_t nqp = qps_per_set(pes_[p]->state);
+  const uint32_t nqp = qps_per_set(pes_[p]->state());
   if (last_checked_.empty()) last_checked_.resize(size_t(cfg_.npes) * 2 * nqp);  // zeros: below any start
   Checked& was = last_checked_[(size_t(p) * 2 + backup) * nqp + slot];
   // A failed QP's words are reset by its recovery, which then opens a new epoch: indices
@@ -629,7 +578,7 @@ std::string ModelWorld::check_invariants() {
   for (uint32_t p = 0; p < cfg_.npes; ++p)
     for (bool backup : {false, true})
       if (local(p))
-      for (uint32_t slot = 0; slot < (backup ? pes_[p]->backups : pes_[p]->qps).size(); ++slot)
+      for (uint32_t slot = 0; slot < pes_[p]->qps(backup).size(); ++slot)
         if (std::string bad = check_qp(p, backup, slot); !bad.empty()) return bad;
   return {};
 }
@@ -652,7 +601,7 @@ Result<transport::ReachMap> ModelWorld::reach_map() const {
     explicit IbgdaTransport(const ModelWorld* world) : w(world) { name = "ibgda"; }
     uint32_t can_reach(uint32_t pe, uint32_t peer) const override {
       if (!w->local(pe)) return 0;  // another process's PE: its QPs' states are known there
-      for (const DevQp& q : w->pes_[pe]->qps)
+      for (const DevQp& q : w->pes_[pe]->qps())
         if (q.pe == peer && w->nic_of(pe, q).qp(q.qpn)->state != mock_nic::QpState::kRts) return 0;
       return transport::kRead | transport::kWrite | transport::kAtomics;
     }

@@ -19,6 +19,7 @@
 #include "core/heap/symmetric_heap.h"
 #include "core/ibgda/failover.h"
 #include "sim/ibgda/faults.h"
+#include "core/ibgda/dev_state_builder.h"
 #include "core/ibgda/state.h"
 #include "core/transport/reach_map.h"
 #include "hw/gpu_sim/scheduler.h"
@@ -38,8 +39,6 @@ struct Processes {
   bootstrap::Bootstrap* boot = nullptr;
   mock_nic::ShmLinks* links = nullptr;
 };
-
-inline constexpr uint32_t kMaxNics = 8;  // NICs per PE
 
 struct WorldConfig {
   uint32_t npes = 2;
@@ -98,7 +97,7 @@ class ModelWorld {
   // Whether PE `pe` lives in this process (all do, unless one PE per process): only a local
   // PE has a state, NICs and memory here.
   bool local(uint32_t pe) const { return pes_[pe] != nullptr; }
-  DevState& state(uint32_t pe) { return pes_[pe]->state; }
+  DevState& state(uint32_t pe) { return pes_[pe]->state(); }
   heap::SymmetricHeap& heap() { return *heap_; }
   mock_nic::Nic& nic(uint32_t pe, uint32_t dev = 0) { return *pes_[pe]->devs[dev].nic; }
   mock_nic::Fabric& fabric() { return fabric_; }
@@ -147,18 +146,19 @@ class ModelWorld {
     std::unique_ptr<devx::QueueSet> queues, backup_queues;  // npes * num_rc_per_pe, QP-major
   };
   struct Pe {
+    explicit Pe(const StateShape& s) : b(s) {}
+    DevState& state() { return b.state(); }
+    std::vector<DevQp>& qps(bool backup = false) { return b.qps(backup); }  // layout order
+    DevStateBuilder b;
     std::vector<Dev> devs;
     std::vector<Mvars> mvars, backup_mvars;
-    std::vector<DevQp> qps, backups;    // layout order
     std::vector<QpHealth> health, backup_health;
     std::vector<ReplayLog> logs;
     std::vector<uint8_t*> ibufs;
     std::vector<devx::Mr> ibuf_mrs;
     std::vector<uint32_t> ibuf_devs;    // the NIC each ibuf is registered on
-    std::vector<heap::KeyEntry> lkeys_global, rkeys_global;
     std::vector<uint64_t> heap_bases;
     uint64_t group_switch = 0, error = 0;
-    DevState state;
   };
   explicit ModelWorld(const WorldConfig& c) : cfg_(c) {}
   Status build();
@@ -182,8 +182,6 @@ class ModelWorld {
   static Status start_at(Pe& pe, DevQp& d, uint64_t s);
   void add_recovery_agent(gpu_sim::Scheduler& s);  // recovery.cc
   Status register_chunk(uint32_t chunk, const std::vector<uint8_t*>& addrs, uint64_t bytes);
-  static void set_key(heap::KeyEntry* constant, std::vector<heap::KeyEntry>& global, heap::KeyEntry** global_ptr,
-                      uint32_t i, heap::KeyEntry e);
 
   WorldConfig cfg_;
   mem::AddressSpace mem_;

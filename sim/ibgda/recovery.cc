@@ -29,11 +29,11 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     bool rerung = false;
   };
   auto ends = std::make_shared<std::vector<End>>();
-  const uint32_t nqp = qps_per_set(pes_[0]->state);
+  const uint32_t nqp = qps_per_set(pes_[0]->state());
   auto id_of = [&](uint32_t pe, bool backup, uint32_t dev, uint32_t qpn) {  // a QPN is unique on its NIC
     for (uint32_t i = 0; i < ends->size(); ++i) {
       const End& e = (*ends)[i];
-      if (e.pe == pe && e.backup == backup && e.dev == dev && (backup ? pes_[pe]->backups : pes_[pe]->qps)[e.slot].qpn == qpn)
+      if (e.pe == pe && e.backup == backup && e.dev == dev && pes_[pe]->qps(backup)[e.slot].qpn == qpn)
         return i;
     }
     return 0u;
@@ -42,7 +42,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     for (bool backup : {false, true})
       for (uint32_t slot = 0; slot < nqp; ++slot) {
         End e;
-        const DevQp& q = (backup ? pes_[p]->backups : pes_[p]->qps)[slot];
+        const DevQp& q = pes_[p]->qps(backup)[slot];
         e.pe = p, e.slot = slot, e.backup = backup, e.dev = q.dev;
         const devx::QueueSet& qs = queue_set(pes_[p]->devs[q.dev], backup);
         for (uint32_t i = 0; i < qs.size(); ++i)
@@ -51,7 +51,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
       }
   auto dq = [this, ends](uint32_t id) -> DevQp& {
     const End& e = (*ends)[id];
-    return (e.backup ? pes_[e.pe]->backups : pes_[e.pe]->qps)[e.slot];
+    return pes_[e.pe]->qps(e.backup)[e.slot];
   };
   auto pairs = std::make_shared<std::vector<PairRecovery>>();
   auto failed_at = std::make_shared<std::vector<double>>();
@@ -78,7 +78,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     devx::Driver drv(uint32_t id) const { return devx::Driver(*dev(id).devx); }
     const mock_nic::Qp& qp(uint32_t id) const {
       const End& e = end(id);
-      return *nic(id).qp((e.backup ? w->pes_[e.pe]->backups : w->pes_[e.pe]->qps)[e.slot].qpn);
+      return *nic(id).qp(w->pes_[e.pe]->qps(e.backup)[e.slot].qpn);
     }
     bool in_error(uint32_t id) const { return qp(id).state == mock_nic::QpState::kErr; }
     bool dead(uint32_t id) const { return nic(id).dead(); }
