@@ -6,18 +6,17 @@
 #define DOORBELL_HD __host__ __device__ __forceinline__
 #else
 // Host: plain inline. Forcing every protocol function inline (as __forceinline__ does on the
-// device) made the heaviest host files compile 3-4x slower, with no gain in ibgda_bench
-// (put_nbi 4.3-4.7 M/s forced, 4.5-6.2 M/s not); mock_nic_bench lost about 10 % (the NIC
-// engine's use of the hw/mlx5 wire accessors: those alone should be forced again).
+// device) made the heaviest host files compile several times slower for no gain in
+// ibgda_bench, and slowed the NIC engine's use of the hw/mlx5 wire accessors.
 #define DOORBELL_HD inline
 #endif
 
 // The uncommon half of a protocol step (the wait for an earlier span to publish, a transfer
 // of several pieces): out of line on the host, so the step's common path is small and
-// inlines without the rare path's registers and frame (callgrind, ibgda_bench one lane:
-// about 20 instructions of prologue and epilogue per step). The device keeps everything
-// inline. Not every wait can go: split out of reserve and post_send's lock, the waits cost
-// the GPU's thread-scope puts 3-5x (lanes of one warp spinning on one QP; queue.h).
+// inlines without the rare path's registers and frame (callgrind shows the prologue and
+// epilogue per step). The device keeps everything inline. Not every wait can go: split out
+// of reserve and post_send's lock, the waits slow the GPU's thread-scope puts several times
+// (lanes of one warp spinning on one QP; queue.h).
 #if defined(__CUDACC__)
 #define DOORBELL_HD_RARE __host__ __device__ __forceinline__
 #else
@@ -26,7 +25,7 @@
 
 // The common path of a put (post_rma down to publish_wqe and submit), forced inline on the
 // host too: left to GCC's budget, which of them it inlined changed with unrelated edits,
-// and ibgda_bench with it by 5-15 %. Their rare halves are DOORBELL_HD_RARE.
+// and ibgda_bench with it. Their rare halves are DOORBELL_HD_RARE.
 #if defined(__CUDACC__)
 #define DOORBELL_HD_HOT __host__ __device__ __forceinline__
 #else

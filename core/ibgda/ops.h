@@ -23,7 +23,7 @@ DOORBELL_HD OpResult rma_nbi(C& ctx, const DevState& st, mlx5::WqeOpcode op, uin
 #ifdef __CUDA_ARCH__
   const DevQp qp = select_qp(ctx, st, pe, sel);  // a copy: its fields stay in registers
 #else
-  const DevQp& qp = select_qp(ctx, st, pe, sel);  // on the CPU model the copy was 20 instructions a put
+  const DevQp& qp = select_qp(ctx, st, pe, sel);  // by reference: on the CPU model the copy costs a put
 #endif
   uint64_t base;
   uint32_t n;

@@ -94,9 +94,9 @@ DOORBELL_HD_HOT OpResult post_rma(C& ctx, const DevState& st, const DevQp& qp, m
   const heap::Piece head = qp_piece(st, qp, loff, roff, bytes, pe);
 #ifndef __CUDA_ARCH__
   // The host posts a one-piece transfer by itself, the general case out of line in host
-  // builds (DOORBELL_HD_RARE; a put 799 -> 691 instructions, ibgda_bench one lane 18.5 -> 21 M/s). The device keeps
-  // one path: shaped so, its thread-scope puts ran 1.41 -> 1.08 M/s on one QP and 175 ->
-  // 135 M/s on 128 own QPs (H100, gpu/run-post-bench rows 1 and 3; row 5 rose 7.2 -> 13 M/s).
+  // builds (DOORBELL_HD_RARE: fewer instructions a put). The device keeps one path: shaped
+  // so, its thread-scope puts ran slower on one QP and on 128 own QPs (gpu/run-post-bench
+  // rows 1 and 3).
   if (head.bytes == bytes && bytes != 0) return *n = 1, post_pieces(ctx, st, qp, op, loff, roff, bytes, pe, 1, base, &head);
 #endif
   return post_rma_pieces(ctx, st, qp, op, loff, roff, bytes, pe, base, n, head);

@@ -25,7 +25,7 @@ struct QpSelector {
 DOORBELL_HD uint32_t qp_slot(const DevState& st, uint32_t id, uint32_t pe) {
   const uint32_t nrc = rcs_per_peer(st);
   // A mask where the group is a power of two (one QP per peer, the usual case): a division
-  // per put cost a CPU-model put 3 %, and a GPU's integer division is slower still.
+  // per put shows in a CPU-model put, and a GPU's integer division is slower still.
   const uint32_t member = (nrc & (nrc - 1)) == 0 ? id & (nrc - 1) : id % nrc;
   return st.layout == QpLayout::kQpMajor ? member * st.npes + pe : pe * nrc + member;
 }

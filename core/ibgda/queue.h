@@ -87,8 +87,8 @@ DOORBELL_HD bool error_cqe(C& ctx, const DevState& st, const DevQp& qp, uint64_t
 // or its CQ shows an error (looked at every 64th poll). Without failover nothing else says
 // so, and the wait may never end: a thread whose poll met the error gave up its reservation
 // unwritten, and the WQEs behind it are never published or posted. A wait keeps one exit for
-// both: a second one out of reserve's wait cost lanes posting in turn their overlap (H100,
-// gpu/run-post-bench, one QP, thread-scope puts: 1.2 -> 0.42 M/s).
+// both: a second one out of reserve's wait cost lanes posting in turn their overlap
+// (gpu/run-post-bench, one QP, thread-scope puts).
 template <class C>
 DOORBELL_HD OpResult ring_failed(C& ctx, const DevState& st, const DevQp& qp, uint64_t polls) {
   return qp_failed(ctx, qp) ? OpResult::kQpFailed
@@ -148,10 +148,10 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
 // depth - n past the last posted WQE; with batch + n <= depth that unposted span crosses a
 // batch boundary, and the submitter whose span crossed it rang.
 // (Waiters posting whatever they found ready rang a doorbell per WQE on an overfull ring:
-// H100, gpu/run-post-bench, 8 shared QPs, thread 2.5 -> 4.3 M/s.)
+// gpu/run-post-bench, 8 shared QPs, thread scope.)
 // The wait stays in the function and its first poll in the loop: with the wait split out
 // (the first poll peeled off) the GPU's thread-scope puts, 32 lanes of a warp on one QP,
-// ran 1.42 -> 0.43 M/s (H100, gpu/run-post-bench row 1), as with post_send's lock below.
+// ran several times slower (gpu/run-post-bench row 1), as with post_send's lock below.
 template <class C>
 DOORBELL_HD_HOT OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32_t n, uint64_t* base) {
   using namespace exec;
@@ -201,7 +201,7 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
   while (ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1) != 0) {
     // Loads until the lock looks free, leaving once a holder covers upto: waiters that CAS
     // in a loop slowed the holder on the same line (submit's publish polls with loads too).
-    // (The loop stays here: split out, lanes of one warp on one QP ran 1.42 -> 0.34 M/s.)
+    // (The loop stays here: split out, lanes of one warp on one QP ran several times slower.)
     for (;;) {
       if (ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx) >= upto) return OpResult::kOk;  // it rings for these WQEs
       if (ctx.load(gpu_scope, relaxed, &qp.mv->post_send_lock) == 0) break;

@@ -14,9 +14,8 @@ namespace doorbell::ibgda {
 
 // Management words of one QP/CQ pair (device memory; each updated with scoped atomics).
 // The reservation head, the publish head and the rest each own a 128-byte line: submitters
-// polling ready_head no longer slow the reservation atomics and the ringer's lock and
-// prod_idx atomics on the same line (H100, gpu/run-post-bench: 8 shared QPs, thread
-// 12.2 -> 13.5 M/s, warp 0.58 -> 0.73 G/s).
+// polling ready_head do not slow the reservation atomics and the ringer's lock and
+// prod_idx atomics on the same line (gpu/run-post-bench: 8 shared QPs).
 inline constexpr size_t kMvarLine = 128;
 struct Mvars {
   alignas(kMvarLine) uint64_t resv_head = 0;   // last reserved + 1

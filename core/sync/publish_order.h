@@ -7,8 +7,7 @@
 // One CAS first (it wins when no earlier span is pending); a producer behind others then
 // polls with loads, then exchanges, instead of retrying the CAS as NVSHMEM does: a CAS per poll
 // from every waiting producer queued at the word's L2 slice ahead of the one that could move
-// it (H100, gpu/run-post-bench, 8 QPs shared by 512 warps, thread-scope puts: with the
-// reservation fix in core/ibgda/queue.h 4.3 -> 12.2 M/s).
+// it (gpu/run-post-bench, 8 QPs shared by 512 warps, thread-scope puts).
 #pragma once
 
 #include <cstdint>

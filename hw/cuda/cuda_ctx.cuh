@@ -140,17 +140,17 @@ class BasicCudaCtx {
   }
 
   // One failed poll. A wait is bounded by the global timer, sampled every 1024th poll, so
-  // that a poll costs an increment and a test (the bookkeeping of every poll cost the thread
-  // post path half its rate on an H100: gpu/run-post-bench). A sample that finds another
+  // that a poll costs an increment and a test (the bookkeeping of every poll slows the
+  // thread post path: gpu/run-post-bench). A sample that finds another
   // polled word or value (progress, or the next wait), or that comes long after the last one
   // (a new wait), restarts the deadline. A timeout is logged in device memory, not printed.
   // Lanes posting in turn (`if (lane == k) put`) overlap their puts or not by how the
   // compiler shapes the wait loops: a printf call here, and later a second exit out of
-  // reserve's wait, each cost most of it (one QP: 0.29-0.42 instead of 1.2 M puts/s).
+  // reserve's wait, each cost most of it (gpu/run-post-bench, one QP).
   __device__ __forceinline__ bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
     // A short sleep per failed poll gives the warp's issue slots to its other diverged lanes
-    // (the one a waiter waits for may be among them): 8 QPs shared by 512 warps, thread-scope
-    // puts 5.6-6.8 -> 6.9-7.4 M/s; 200 ns cost the warp-scope row 2.35x -> 1.8x, 1000 ns 3x.
+    // (the one a waiter waits for may be among them): it helps thread-scope puts on 8 QPs
+    // shared by 512 warps; longer sleeps slow the warp-scope rows.
     __nanosleep(50);
     if constexpr (!kBoundedWaits) {
       return (void)what, (void)addr, (void)seen, true;

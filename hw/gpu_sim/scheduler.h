@@ -193,8 +193,7 @@ class Scheduler {
   // True while the running lane's accesses need nothing but doing and recording (fast mode,
   // sequentially consistent, no store hooks, not stopping it; set at each resumption): then
   // SimCtx takes a path of its own, record_plain. Through point(), the weak-memory test and
-  // record(), an access was 30 instructions of checks around its one: a third of a
-  // fast-mode put_nbi.
+  // record(), an access carries many times its own instructions in checks.
   bool plain() const { return plain_; }
   // The running agent's id (add_agent's), for wake().
   uint32_t current_agent() const;

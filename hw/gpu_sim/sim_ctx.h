@@ -125,7 +125,7 @@ class SimCtx {
 
   // Each access is its plain path inline (plain(): a load or store and its record) and the
   // rest out of line: inlined whole, the accesses of a put made GCC stop inlining the
-  // protocol around them, now here, now there (ibgda_bench moved by 15 % with unrelated edits).
+  // protocol around them, now here, now there (ibgda_bench moved with unrelated edits).
   template <exec::Scope S, exec::Order O, class T>
   [[gnu::noinline]] T load_slow(const T* p) {
     s_->point();

@@ -104,8 +104,4 @@ class Driver {
   DevxContext& ctx_;
 };
 
-// The one place a device reply becomes an error: status -> error class, and a message with
-// opcode, op_mod, status and syndrome (plus the backend's reading of the syndrome, if any).
-Status command_error(const void* in, const void* out, const Status& transport, const DevxContext* ctx = nullptr);
-
 }  // namespace doorbell::devx

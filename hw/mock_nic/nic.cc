@@ -206,7 +206,7 @@ bool Nic::untimed() const {
 bool Nic::sleeps_until_kicked() const { return active_.empty() && nothing_scheduled(); }
 
 // A doorbell that the faults drop or delay, or that names no QP of its page: out of line, so
-// that the doorbell path's frame is not the one these traces' strings need (a sixth of it).
+// that the doorbell path's frame is not the one these traces' strings need.
 [[gnu::noinline, gnu::cold]] void Nic::odd_doorbell(uint32_t page, uint32_t offset, uint64_t value) {
   if (faults_.drop_doorbells > 0) {
     --faults_.drop_doorbells;

@@ -342,8 +342,8 @@ TEST_F(IbgdaOneQp, DoorbellValueDoesNotDependOnTheRing) {
 }
 
 // A ringer posts everything submitted by then, not only its own WQEs: a ringer queued behind
-// the lock finds its WQEs posted and leaves without ringing (the shared-QP rows of
-// gpu/run-post-bench went 0.12x -> 0.46x and 0.42x -> 3.6x NVSHMEM with this).
+// the lock finds its WQEs posted and leaves without ringing (what the shared-QP rows of
+// gpu/run-post-bench rest on).
 TEST_F(IbgdaOneQp, ARingerPostsEverythingSubmittedAndAQueuedRingerLeaves) {
   Scheduler s(sched(1));
   s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "hw/mlx5_devx/command_status.h"
 #include "hw/mlx5_devx/driver.h"
 #include "tests/mlx5_devx/model_rig.h"
 

@@ -5,7 +5,7 @@
 
 #include "hw/mlx5/prm/hca_caps.h"
 #include "hw/mlx5/prm/layouts.h"
-#include "hw/mlx5_devx/driver.h"
+#include "hw/mlx5_devx/command_status.h"
 #include "hw/mock_nic/fabric.h"
 
 namespace doorbell::mock_nic {
