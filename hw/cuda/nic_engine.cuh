@@ -25,6 +25,7 @@
 #include "hw/mlx5/wqe.h"
 #include "hw/mock_nic/mr_resolve.h"
 #include "hw/mock_nic/wqe_check.h"
+#include "hw/mock_nic/qp_step.h"
 #include "hw/mock_nic/wqe_exec.h"
 
 namespace doorbell::cuda_nic {
@@ -216,6 +217,47 @@ __device__ inline bool lose_doorbell(const Engine& e) {
   return false;
 }
 
+// This engine's side of qp_step's Ring (hw/mock_nic/qp_step.h): the WQE into registers /
+// local memory, its first WQEBB in four 16-byte loads, the rest (wrapping at the ring's end)
+// once its DS is known; the harness's injected error (fail_after); execution through Port.
+struct SqRing {
+  const Engine& e;
+  uint32_t i;
+  QpState& s;
+  Shared& sh;
+  bool peer_up;
+  uint64_t ring, idx = 0, off = 0;
+  alignas(16) std::byte w[mlx5::kMaxDs * mlx5::kDsBytes];
+
+  __device__ const std::byte* first(uint64_t x) {
+    idx = x, off = (x * mlx5::kWqebb) & (ring - 1);
+    auto* w16 = reinterpret_cast<uint4*>(w);
+    for (int k = 0; k < 4; ++k) w16[k] = __ldcg(reinterpret_cast<const uint4*>(e.qps[i].sq + off) + k);
+    return w;
+  }
+  __device__ const std::byte* whole(uint64_t, uint32_t ds) {
+    auto* w16 = reinterpret_cast<uint4*>(w);
+    if (ds <= mlx5::kMaxDs)  // a bad DS fails on its first WQEBB
+      for (uint32_t k = 4; k < ds; ++k) w16[k] = __ldcg(reinterpret_cast<const uint4*>(e.qps[i].sq + ((off + 16 * k) & (ring - 1))));
+    return w;
+  }
+  __device__ uint32_t qpn() const { return e.qps[i].qpn; }
+  __device__ static uint32_t max_ds() { return mlx5::kMaxDs; }
+  __device__ static bool check_index() { return true; }
+  __device__ static bool fenced(const mlx5::WqeCtrlSeg&) { return false; }  // nothing is in flight across steps
+  __device__ bool injected_error(uint64_t x) {
+    if (x < s.fail_after) return false;
+    s.fail_after = ~0ull;
+    atomicExch(&s.dead, 1u);
+    return true;
+  }
+  __device__ static mock_nic::WqeFault refused(mlx5::WqeOpcode) { return {}; }
+  __device__ mock_nic::ExecOutcome execute(const mock_nic::WqeView& v, uint32_t imm) {
+    Port port(e, i, idx, sh, peer_up);
+    return mock_nic::execute_wqe(port, v, imm);
+  }
+};
+
 // The control's step on QP i (thread 0): finish the WQE whose copies the CTA just made, act on
 // a host command and a doorbell, then execute or flush posted WQEs until one leaves copies to
 // the CTA (sh.ncopies, sh.more), the QP's turn ends or nothing is posted.
@@ -257,40 +299,25 @@ __device__ inline void control_step(const Engine& e, uint32_t i, Shared& sh) {
       s.awake = 0;  // drained: the next doorbell wakes it
     } else {
       __threadfence();  // the DBR was written after the WQEs: read them after it
-      const uint64_t ring = uint64_t(mlx5::kWqebb) << q.log_sq;
       // Read once per turn: an error met by another engine (a responder's) or a command
       // takes effect at the next turn, as an asynchronous event does.
       bool in_err = dead;
       const bool peer_up = q.peer >= 0 && *reinterpret_cast<volatile const uint32_t*>(&e.st[q.peer].dead) == 0;
+      SqRing ring{e, i, s, sh, peer_up, uint64_t(mlx5::kWqebb) << q.log_sq};
       for (uint32_t turn = 0; s.head != prod; ++turn) {
         if (turn == kWqesPerTurn) break;  // the QP stays awake: its next turn comes in the next pass
-        const uint64_t idx = s.head, off = (idx * mlx5::kWqebb) & (ring - 1);
-        // The WQE into registers / local memory: its first WQEBB in four 16-byte loads, the
-        // rest (wrapping at the ring's end) once its DS is known.
-        alignas(16) std::byte w[mlx5::kMaxDs * mlx5::kDsBytes];
-        auto* w16 = reinterpret_cast<uint4*>(w);
-        for (int k = 0; k < 4; ++k) w16[k] = __ldcg(reinterpret_cast<const uint4*>(q.sq + off) + k);
-        const auto& ctrl = *reinterpret_cast<const mlx5::WqeCtrlSeg*>(w);
-        const uint32_t ds = ctrl.ds();
-        const bool ds_ok = ds != 0 && ds <= mlx5::kMaxDs;
-        const uint32_t nbb = ds_ok ? mlx5::wqebbs_for_ds(ds) : 1;  // a bad DS fails (or flushes) alone
-        if (prod - idx < nbb) break;  // the doorbell ends inside this WQE: wait for the rest
-        const uint8_t op = ctrl.opcode();
-        if (in_err || idx >= s.fail_after) {
-          if (idx >= s.fail_after) s.fail_after = ~0ull, in_err = true, atomicExch(&s.dead, 1u);  // the injected error
+        const uint64_t idx = s.head;
+        const mock_nic::Step st = mock_nic::qp_step(ring, idx, prod, in_err);
+        const uint32_t nbb = st.nbb;
+        const uint8_t op = st.opcode;
+        if (st.kind == mock_nic::StepKind::kPartial) break;  // the doorbell ends inside this WQE: wait for the rest
+        if (st.kind == mock_nic::StepKind::kFlushed) {  // in ERR, or the injected error here
+          in_err = true;
           complete(e, i, idx, op, 0, uint8_t(mlx5::CqeSyndrome::kWrFlushErr), mock_nic::vendor::kFlushed);
           s.head = idx + nbb;
           continue;
         }
-        if (ds_ok)
-          for (uint32_t k = 4; k < ds; ++k) w16[k] = __ldcg(reinterpret_cast<const uint4*>(q.sq + ((off + 16 * k) & (ring - 1))));
-        mock_nic::WqeView v;
-        Port port(e, i, idx, sh, peer_up);
-        mock_nic::ExecOutcome o;
-        if (const mock_nic::WqeFault f = mock_nic::check_wqe(w, q.qpn, uint16_t(idx), true, mlx5::kMaxDs, &v); f.failed())
-          o.fault = f;
-        else
-          o = mock_nic::execute_wqe(port, v, ctrl.imm.get());
+        mock_nic::ExecOutcome o = st.o;
         if (o.not_answered())  // no retry timers here: the error the CPU model gives once they run out
           o.fault.vendor = o.fault.syndrome == mlx5::CqeSyndrome::kRnrRetryExcErr ? mock_nic::vendor::kRnrTimeout
                                                                                    : mock_nic::vendor::kRetryTimeout;
@@ -303,11 +330,11 @@ __device__ inline void control_step(const Engine& e, uint32_t i, Shared& sh) {
           continue;  // what follows is flushed
         }
         if (sh.ncopies != 0) {  // the CTA copies; the completion follows in the next step
-          sh.pending = {idx, nbb, o.byte_cnt, op, ctrl.cq_update(), true};
+          sh.pending = {idx, nbb, o.byte_cnt, op, st.signaled, true};
           sh.more = true;
           break;
         }
-        if (ctrl.cq_update()) complete(e, i, idx, op, o.byte_cnt, 0, 0);
+        if (st.signaled) complete(e, i, idx, op, o.byte_cnt, 0, 0);
         s.head = idx + nbb;
         ++n;
       }

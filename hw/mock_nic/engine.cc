@@ -20,6 +20,7 @@
 #include "hw/mock_nic/fabric.h"
 #include "hw/mock_nic/link.h"
 #include "hw/mock_nic/nic.h"
+#include "hw/mock_nic/qp_step.h"
 #include "hw/mock_nic/wqe_check.h"
 #include "hw/mock_nic/wqe_exec.h"
 #include "hw/mock_nic/wire.h"
@@ -369,15 +370,47 @@ struct Engine {
     return qp.head != qp.prod;
   }
 
-  // WQEBBs of the WQE at head whose DS is `ds` (1 for a bad DS: it errors or flushes alone).
-  static uint32_t head_wqebbs(const Qp& qp, uint32_t ds) {
-    return ds != 0 && ds <= qp.attr.max_ds ? mlx5::wqebbs_for_ds(ds) : 1;
-  }
   static bool head_whole(const Qp& qp) {
     mlx5::WqeCtrlSeg ctrl;
     std::memcpy(&ctrl, qp.sq + (qp.head & qp.sq_mask) * mlx5::kWqebb, sizeof ctrl);
-    return qp.prod - qp.head >= head_wqebbs(qp, ctrl.ds());
+    return qp.prod - qp.head >= wqe_wqebbs(ctrl.ds(), qp.attr.max_ds);
   }
+
+  // This engine's side of qp_step's Ring (qp_step.h): the QP's ring in the modelled memory,
+  // read as the NIC reads it (told to the observer), executed through `port`.
+  struct SqRing {
+    Nic& nic;
+    Qp& qp;
+    Port* port;  // none when only flushing
+    const std::byte* first(uint64_t idx) const { return qp.sq + (idx & qp.sq_mask) * mlx5::kWqebb; }
+    const std::byte* whole(uint64_t idx, uint32_t ds) const {
+      const uint64_t off = (idx & qp.sq_mask) * mlx5::kWqebb, ring = (qp.sq_mask + 1) * mlx5::kWqebb;
+      const uint64_t len = uint64_t(std::max<uint32_t>(ds, 1)) * mlx5::kDsBytes;
+      const std::byte* w = qp.sq + off;
+      read(nic, w, std::min(len, ring - off), "WQE", idx);
+      if (ds == 0 || ds > qp.attr.max_ds || off + len <= ring) return w;  // a bad DS fails on its first WQEBB
+      // The WQE wraps: its tail is at the ring's start; gathered contiguously, in a buffer
+      // read only within this call (one per thread, not a kilobyte in every QP, which a
+      // world's rewind copied back).
+      alignas(16) static thread_local std::byte gathered[mlx5::kMaxDs * mlx5::kDsBytes];
+      read(nic, qp.sq, len - (ring - off), "WQE", idx);
+      std::memcpy(gathered, w, ring - off);
+      std::memcpy(gathered + (ring - off), qp.sq, len - (ring - off));
+      return gathered;
+    }
+    uint32_t qpn() const { return qp.qpn; }
+    uint32_t max_ds() const { return qp.attr.max_ds; }
+    bool check_index() const { return nic.cfg_.check_wqe_index; }
+    bool fenced(const mlx5::WqeCtrlSeg& c) const { return c.fence_mode() != 0 && qp.pending_responses != 0; }
+    static bool injected_error(uint64_t) { return false; }  // faults come through Faults, at the QP
+    WqeFault refused(WqeOpcode op) const {  // said plainly rather than misread as RC
+      return qp.attr.dc && op != WqeOpcode::kNop ? WqeFault{CqeSyndrome::kLocalQpOpErr, vendor::kDcNotModelled} : WqeFault{};
+    }
+    ExecOutcome execute(const WqeView& v, uint32_t imm) const {
+      port->resp = v.op == WqeOpcode::kRdmaRead || v.atomic_size != 0 ? &stage(qp) : nullptr;
+      return execute_wqe(*port, v, imm);
+    }
+  };
 
   // Flush one unit of work of a QP in ERR: an issued WQE, else the next posted one.
   static bool flush_one(Nic& nic, Qp& qp) {
@@ -391,13 +424,11 @@ struct Engine {
     }
     qp.error_pending = false;
     if (qp.head == qp.prod) return false;
-    mlx5::WqeCtrlSeg ctrl;
-    std::memcpy(&ctrl, qp.sq + (qp.head & qp.sq_mask) * mlx5::kWqebb, sizeof ctrl);
-    const uint32_t ds = ctrl.ds();
-    const uint32_t nbb = head_wqebbs(qp, ds);
-    if (qp.prod - qp.head < nbb) return false;  // only part of it posted: wait for the rest
-    post_cqe(nic, qp, qp.head, ctrl.opcode(), 0, uint8_t(CqeSyndrome::kWrFlushErr), vendor::kFlushed);
-    qp.head += nbb;
+    SqRing ring{nic, qp, nullptr};
+    const Step s = qp_step(ring, qp.head, qp.prod, true);
+    if (s.kind != StepKind::kFlushed) return false;  // only part of it posted: wait for the rest
+    post_cqe(nic, qp, qp.head, s.opcode, 0, uint8_t(CqeSyndrome::kWrFlushErr), vendor::kFlushed);
+    qp.head += s.nbb;
     ++qp.stats.flushed;
     return true;
   }
@@ -406,40 +437,12 @@ struct Engine {
   // (nothing done) when its fence must wait.
   static bool issue(Nic& nic, Qp& qp, Port& port) {
     const uint64_t idx = qp.head;
-    const uint64_t off = (idx & qp.sq_mask) * mlx5::kWqebb;
-    const std::byte* w = qp.sq + off;
-    mlx5::WqeCtrlSeg ctrl;
-    std::memcpy(&ctrl, w, sizeof ctrl);
-    if (ctrl.fence_mode() != 0 && qp.pending_responses != 0) return false;
-    const uint32_t ds = ctrl.ds();
-    const auto op = WqeOpcode(ctrl.opcode());
-    const bool ds_ok = ds != 0 && ds <= qp.attr.max_ds;
-    const uint32_t nbb = head_wqebbs(qp, ds);
-    // A doorbell may end inside a multi-WQEBB WQE (a driver bug or a lying DBR): the WQE
-    // waits for the doorbell that covers it whole, so head never passes prod.
-    if (qp.prod - qp.head < nbb) return false;
-    read(nic, w, std::min<uint64_t>(uint64_t(std::max<uint32_t>(ds, 1)) * mlx5::kDsBytes, (qp.sq_mask + 1) * mlx5::kWqebb - off),
-         "WQE", idx);
-    ExecOutcome o;
-    const uint64_t ring_bytes = (qp.sq_mask + 1) * mlx5::kWqebb;
-    if (ds_ok && off + ds * mlx5::kDsBytes > ring_bytes) {  // the WQE wraps: gather it contiguously
-      // Read only within this call: one buffer per thread, not a kilobyte in every QP (which
-      // a world's rewind copied back).
-      alignas(16) static thread_local std::byte gathered[mlx5::kMaxDs * mlx5::kDsBytes];
-      const uint64_t first = ring_bytes - off;
-      std::memcpy(gathered, w, first);
-      std::memcpy(gathered + first, qp.sq, ds * mlx5::kDsBytes - first);
-      w = gathered;
-    }
-    WqeView v;  // the structure checks (wqe_check.h), then execution (wqe_exec.h): both shared with the GPU engine
-    if (const WqeFault f = check_wqe(w, qp.qpn, uint16_t(idx), nic.cfg_.check_wqe_index, qp.attr.max_ds, &v); f.failed()) {
-      o.fault = f;
-    } else if (qp.attr.dc && op != WqeOpcode::kNop) {  // said plainly rather than misread as RC
-      o.fault = {CqeSyndrome::kLocalQpOpErr, vendor::kDcNotModelled};
-    } else {
-      port.resp = op == WqeOpcode::kRdmaRead || v.atomic_size != 0 ? &stage(qp) : nullptr;
-      o = execute_wqe(port, v, ctrl.imm.get());
-    }
+    SqRing ring{nic, qp, &port};
+    Step s = qp_step(ring, idx, qp.prod, false);
+    if (s.kind != StepKind::kExecuted) return false;  // fenced, or not posted whole yet
+    const auto op = WqeOpcode(s.opcode);
+    const uint32_t nbb = s.nbb;
+    ExecOutcome& o = s.o;
     if (o.not_answered()) {
       const bool rnr = o.fault.syndrome == CqeSyndrome::kRnrRetryExcErr;
       // RNR: the min_rnr_nak of the responder that just answered (port.rq) sets the wait.
@@ -467,7 +470,7 @@ struct Engine {
     }
     qp.stats.bytes += o.byte_cnt;
     nic.bytes_moved_ += o.byte_cnt;
-    const bool signaled = ctrl.cq_update();
+    const bool signaled = s.signaled;
     if (o.delayed) {
       Inflight& resp = qp.staging;
       resp.wqe_idx = idx;
