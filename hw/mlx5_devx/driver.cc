@@ -163,6 +163,7 @@ Result<QpQuery> Driver::query_qp(const Obj& qp) {
   QpQuery q;
   q.state = QpcState(DB_GET(query_qp_out, out.data(), qp_context.state));
   q.next_rcv_psn = uint32_t(DB_GET(query_qp_out, out.data(), qp_context.next_rcv_psn));
+  q.remote_qpn = uint32_t(DB_GET(query_qp_out, out.data(), qp_context.remote_qpn));
   q.hw_sq_wqebb_counter = uint16_t(DB_GET(query_qp_out, out.data(), qp_context.hw_sq_wqebb_counter));
   q.sw_sq_wqebb_counter = uint16_t(DB_GET(query_qp_out, out.data(), qp_context.sw_sq_wqebb_counter));
   return q;

@@ -72,6 +72,7 @@ struct RtsSpec {
 struct QpQuery {
   prm::QpcState state{};
   uint32_t next_rcv_psn = 0;           // responder: the PSN it expects next (24 bits)
+  uint32_t remote_qpn = 0;             // the QP it is connected to
   uint16_t hw_sq_wqebb_counter = 0;    // the device's send queue position
   uint16_t sw_sq_wqebb_counter = 0;    // the doorbell record's
 };

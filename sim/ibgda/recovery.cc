@@ -57,7 +57,10 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
   auto failed_at = std::make_shared<std::vector<double>>();
   for (uint32_t id = 0; id < ends->size(); ++id) {
     const End& e = (*ends)[id];
-    const uint32_t peer = id_of(dq(id).pe, e.backup, e.dev, nic_of(e.pe, dq(id)).qp(dq(id).qpn)->peer.qpn);  // rails: the same NIC index
+    Dev& dv = pes_[e.pe]->devs[e.dev];
+    Result<devx::QpQuery> qq = devx::Driver(*dv.devx).query_qp(queue_set(dv, e.backup).qp(e.qi));
+    if (!qq) continue;  // not the model's to refuse; a QP it cannot query has no pair
+    const uint32_t peer = id_of(dq(id).pe, e.backup, e.dev, qq->remote_qpn);  // rails: the same NIC index
     if (peer < id) continue;  // added from the other end
     PairRecovery pr;
     pr.a = {&dq(id), id};
@@ -67,30 +70,44 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     failed_at->push_back(0);
   }
 
-  // The NIC control recovery_step needs, through each PE's DEVX driver.
+  // The NIC control recovery_step needs, through each PE's DEVX driver (QUERY_QP and the
+  // state transitions a host makes), but for what a host could not query: the peeks.
   struct ModelNic {
     ModelWorld* w;
     std::vector<End>* ends;
     const End& end(uint32_t id) const { return (*ends)[id]; }
     Dev& dev(uint32_t id) const { return w->pes_[end(id).pe]->devs[end(id).dev]; }
-    mock_nic::Nic& nic(uint32_t id) const { return *dev(id).nic; }
     const devx::Obj& obj(uint32_t id) const { return queue_set(dev(id), end(id).backup).qp(end(id).qi); }
     devx::Driver drv(uint32_t id) const { return devx::Driver(*dev(id).devx); }
-    const mock_nic::Qp& qp(uint32_t id) const {
-      const End& e = end(id);
-      return *nic(id).qp(w->pes_[e.pe]->qps(e.backup)[e.slot].qpn);
+    const DevQp& devqp(uint32_t id) const { return w->pes_[end(id).pe]->qps(end(id).backup)[end(id).slot]; }
+    prm::QpcState state(uint32_t id) const {
+      Result<prm::QpcState> st = drv(id).query_qp_state(obj(id));
+      return st ? *st : prm::kQpcErr;  // a QP the device cannot report on is treated as failed
     }
-    bool in_error(uint32_t id) const { return qp(id).state == mock_nic::QpState::kErr; }
-    bool dead(uint32_t id) const { return nic(id).dead(); }
+    bool in_error(uint32_t id) const { return state(id) == prm::kQpcErr; }
+    bool dead(uint32_t id) const { return peek(id).dead(); }
     void fail(uint32_t id) const {
-      if (!dead(id) && qp(id).state != mock_nic::QpState::kErr && qp(id).state != mock_nic::QpState::kRst)
-        (void)drv(id).to_error(obj(id));
+      if (dead(id)) return;
+      if (const prm::QpcState st = state(id); st != prm::kQpcErr && st != prm::kQpcRst) (void)drv(id).to_error(obj(id));
     }
     // The NIC flushed all it was told of (WQEs it never got a doorbell for never ran).
-    bool drained(uint32_t id) const {
-      Result<prm::QpcState> st = drv(id).query_qp_state(obj(id));
-      return st && *st == prm::kQpcErr && qp(id).head == qp(id).prod && qp(id).inflight.empty();
-    }
+    bool drained(uint32_t id) const { return in_error(id) && peek(id).flushed(devqp(id).qpn); }
+    // What the model shows that a host could not query (the seam's one exception, and all of
+    // it): a dead node, what the engine has heard and has in flight, and (the watchdog's
+    // "idle") the engine's time and its next timer.
+    struct Peek {
+      const mock_nic::Nic& nic;
+      bool dead() const { return nic.dead(); }
+      bool flushed(uint32_t qpn) const {  // every WQE it heard a doorbell for, and every response
+        const mock_nic::Qp& q = *nic.qp(qpn);
+        return q.head == q.prod && q.inflight.empty();
+      }
+      bool idle_since(uint64_t engine_time) const {
+        return nic.next_timer_ns() == std::numeric_limits<double>::infinity() && nic.now() == engine_time;
+      }
+      uint64_t engine_time() const { return nic.now(); }
+    };
+    Peek peek(uint32_t id) const { return {*dev(id).nic}; }
     // The responder's next_rcv_psn (24 bits; the model's PSNs are requester WQE indices),
     // widened against the requester's producer index.
     uint64_t applied(const PairEnd& req, const PairEnd& resp) const {
@@ -101,8 +118,8 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     void reset(uint32_t id, uint32_t peer) const {
       devx::Driver d = drv(id);
       devx::RtrSpec r;
-      r.remote_qpn = qp(peer).qpn;
-      r.dlid = nic(peer).lid();
+      r.remote_qpn = devqp(peer).qpn;
+      r.dlid = w->lid(end(peer).pe, end(peer).dev);
       (void)d.to_reset(obj(id));
       (void)d.rst2init(obj(id), {});
       (void)d.init2rtr(obj(id), r);
@@ -131,14 +148,13 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     auto watch = [&](uint32_t id) {
       End& e = (*ends)[id];
       const DevQp& q = dq(id);
-      mock_nic::Nic& nic = n.nic(id);
       // Posted work the NIC has not consumed (its position vs the doorbell record's), while
       // the NIC does nothing and waits for no timer. Completed work nobody polled is not stuck.
       Result<devx::QpQuery> qq = n.drv(id).query_qp(n.obj(id));
       const uint64_t prod = m.load(&q.mv->prod_idx), hw = qq ? qq->hw_sq_wqebb_counter : 0;
-      if (!qq || qq->hw_sq_wqebb_counter == qq->sw_sq_wqebb_counter || nic.next_timer_ns() != std::numeric_limits<double>::infinity() ||
-          hw != e.seen_hw || nic.now() != e.seen_nic) {
-        e.seen_hw = hw, e.seen_nic = nic.now(), e.polls = 0, e.rerung = false, e.since_ns = a.now();
+      const ModelNic::Peek nic = n.peek(id);
+      if (!qq || qq->hw_sq_wqebb_counter == qq->sw_sq_wqebb_counter || !nic.idle_since(e.seen_nic) || hw != e.seen_hw) {
+        e.seen_hw = hw, e.seen_nic = nic.engine_time(), e.polls = 0, e.rerung = false, e.since_ns = a.now();
         return false;
       }
       if (timed ? a.now() - e.since_ns < cfg_.watchdog_ns : ++e.polls < cfg_.watchdog_polls) return false;
