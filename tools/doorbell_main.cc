@@ -5,9 +5,6 @@
 #include "tools/devices.h"
 #include "tools/replay_cmd.h"
 
-#include <algorithm>
-#include <thread>
-
 int main(int argc, char** argv) {
   CLI::App app{"doorbell: GPU-initiated communication (IBGDA / NVLS / P2P) simulation and verification"};
   app.require_subcommand(1);
@@ -46,8 +43,10 @@ int main(int argc, char** argv) {
                 "override the schedule; preempt: a systematic search of every schedule with one preemption")
       ->check(CLI::IsMember({"random", "pct", "timed", "preempt"}));
   x->add_option("--memory-model", ex_memory, "override the memory model")->check(CLI::IsMember({"sc", "weak"}));
-  unsigned ex_jobs = std::max(1u, std::thread::hardware_concurrency());
-  x->add_option("--jobs", ex_jobs, "threads running seeds (default: every core); the result is the serial one")
+  unsigned ex_jobs = 0;  // every core, shared among this host's ranks
+  x->add_option("--jobs", ex_jobs,
+                "threads running seeds, per rank under mpirun (default: every core, shared among a host's ranks); "
+                "the result is the serial one")
       ->check(CLI::PositiveNumber);
 
   uint64_t lit_runs = 2000;

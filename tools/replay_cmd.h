@@ -20,9 +20,11 @@ struct ReplayCmd {
 
 // Exit status: 0 every expectation met, 1 one was not, 2 a scenario file is malformed.
 int run_replay(const ReplayCmd& c);
-// Seeds 1..n until one misses its expectation; prints the command that replays it. With jobs
-// > 1 the seeds run on that many threads, and the answer is the serial one: the least seed
-// that misses (every seed below it is run).
+// Seeds 1..n until one misses its expectation; prints the command that replays it. The seeds
+// run on `jobs` threads (0: every core of the host, shared among its ranks), and over the
+// ranks of a job launched by mpirun (host/bootstrap's from_env), and the answer is the serial
+// one: the least seed that misses (every seed below it is run). Only rank 0 prints it; every
+// rank returns the same exit status.
 int run_explore(const std::string& file, uint64_t seeds, const std::string& schedule, const std::string& memory_model,
                 unsigned jobs = 1);
 // The litmus suite on the CPU model (and the PTX verdict per cell).
