@@ -148,9 +148,11 @@ bool Model::ring_changed() {
       if (v == u->seen[b]) continue;
       u->seen[b] = v;
       nic_->uar_write64(u->page, off, v);
-      for (uint32_t q : qpns_)
-        if (const mock_nic::Qp* qp = nic_->qp(q); qp != nullptr && qp->attr.uar_page == u->page && uint64_t(mlx5::bswap32(q << 8)) << 32 != (v & ~0xffffffffull))
-          nic_->uar_write64(u->page, off, uint64_t(mlx5::bswap32(q << 8)) << 32);
+      for (uint32_t q : qpns_) {
+        const uint64_t named = mlx5::doorbell_value(0, q);  // a doorbell for QP q: the NIC reads its QPN
+        if (const mock_nic::Qp* qp = nic_->qp(q); qp != nullptr && qp->attr.uar_page == u->page && (named >> 32) != (v >> 32))
+          nic_->uar_write64(u->page, off, named);
+      }
       ++doorbells_;
       any = true;
     }

@@ -256,7 +256,7 @@ struct Engine {
                            [this](std::byte* d, const std::byte* s, size_t n) { copy(nic, d, s, n); });
       std::string why;
       if (!far.links->call(far.process, msg, &answer, &why)) {
-        nic.trace("mock_nic_link_error qpn=" + std::to_string(qp.qpn) + " " + why);
+        nic.trace(trace::kNicLinkError, uint64_t(qp.qpn), why);
         ExecOutcome o;  // no answer: as a peer that does not answer (the retry timer runs)
         o.fault = {mlx5::CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady};
         return o;
@@ -350,9 +350,8 @@ struct Engine {
         nic.errors_.push_back({qp.qpn, e.wqe_idx, e.wqe_opcode, e.syndrome, e.vendor, nic.clock_ns()});
         post_cqe(nic, qp, e.wqe_idx, e.wqe_opcode, 0, e.syndrome, e.vendor);
         ++qp.stats.errors;
-        nic.trace("mock_nic_wqe_error qpn=" + std::to_string(qp.qpn) + " wqe=" + std::to_string(e.wqe_idx) +
-                  " op=" + mlx5::opcode_name(WqeOpcode(e.wqe_opcode)) + " syndrome=" +
-                  mlx5::syndrome_name(CqeSyndrome(e.syndrome)) + " vendor=" + std::to_string(e.vendor));
+        nic.trace(trace::kNicWqeError, uint64_t(qp.qpn), uint64_t(e.wqe_idx), std::string(mlx5::opcode_name(WqeOpcode(e.wqe_opcode))),
+                  std::string(mlx5::syndrome_name(CqeSyndrome(e.syndrome))), uint64_t(e.vendor));
         qp.inflight.pop_front();
         qp.error_pending = false;
         nic.fail_qp(qp);
@@ -613,8 +612,7 @@ struct Engine {
       const QpTimers& t = qp.timers;
       qp.retry_deadline_ns = rnr ? (t.rnr_retry == 7 ? std::numeric_limits<double>::infinity() : now + t.rnr_retry * rnr_ns)
                                  : now + std::max<int>(t.retry_count, 1) * ack_timeout_ns(t.ack_timeout);
-      nic.trace("mock_nic_retry_start qpn=" + std::to_string(qp.qpn) + (rnr ? " rnr" : " transport") +
-                " deadline_ns=" + std::to_string(qp.retry_deadline_ns));
+      nic.trace(trace::kNicRetryStart, uint64_t(qp.qpn), std::string(rnr ? "rnr" : "transport"), qp.retry_deadline_ns);
     }
     if (now < qp.retry_deadline_ns) return false;
     qp.retry_deadline_ns = -1;

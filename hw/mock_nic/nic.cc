@@ -210,7 +210,7 @@ bool Nic::sleeps_until_kicked() const { return active_.empty() && nothing_schedu
 [[gnu::noinline, gnu::cold]] void Nic::odd_doorbell(uint32_t page, uint32_t offset, uint64_t value) {
   if (faults_.drop_doorbells > 0) {
     --faults_.drop_doorbells;
-    trace("mock_nic_fault_doorbell_dropped page=" + std::to_string(page));
+    trace(trace::kNicDoorbellDropped, uint64_t(page));
     return;
   }
   if (faults_.doorbell_delay > 0) {
@@ -218,8 +218,7 @@ bool Nic::sleeps_until_kicked() const { return active_.empty() && nothing_schedu
     return;
   }
   ++bad_doorbells_;
-  trace("mock_nic_uar_bad_doorbell page=" + std::to_string(page) + " offset=" + std::to_string(offset) +
-        " qpn=" + std::to_string(mlx5::bswap32(uint32_t(value >> 32)) >> 8));
+  trace(trace::kNicBadDoorbell, uint64_t(page), uint64_t(offset), uint64_t(mlx5::bswap32(uint32_t(value >> 32)) >> 8));
 }
 
 void Nic::uar_write64(uint32_t page, uint32_t offset, uint64_t value) {
@@ -261,7 +260,7 @@ Status Nic::set_qp_timers(uint32_t qpn, const QpTimers& t) {
 
 void Nic::raise(AsyncEvent e) {
   events_.push_back(e);
-  trace(std::string("mock_nic_async_event kind=") + async_event_name(e.kind) + " object=" + std::to_string(e.object));
+  trace(trace::kNicAsyncEvent, std::string(async_event_name(e.kind)), uint64_t(e.object));
 }
 
 void Nic::fail_qp(Qp& qp) {
@@ -340,7 +339,7 @@ std::array<uint8_t, 16> Nic::gid() const {
 Status Nic::force_qp_error(uint32_t qpn) {
   Qp* qp = find_qp(qpn);
   if (qp == nullptr) return Status(Errc::kNotFound, "force_qp_error: unknown qpn");
-  trace("mock_nic_fault_qp_error qpn=" + std::to_string(qpn));
+  trace(trace::kNicQpErrorForced, uint64_t(qpn));
   return modify_qp(qpn, QpState::kErr);
 }
 

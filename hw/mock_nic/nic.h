@@ -22,6 +22,7 @@
 #include "hw/mock_nic/mr_table.h"
 #include "hw/mock_nic/qp.h"
 #include "hw/mock_nic/types.h"
+#include "hw/trace/event.h"
 
 namespace doorbell::mock_nic {
 
@@ -181,8 +182,8 @@ class Nic {
   // Registered memory behind a real device (dma.h): every byte a WQE moves, and every
   // atomic, goes through `d` (null: the engine moves host memory itself).
   void set_dma(Dma* d) { dma_ = d; }
-  // Trace lines (`mock_nic_<area>_<event> key=value ...`) for errors, flushes and faults.
-  void set_trace(std::function<void(const std::string&)> fn) { trace_ = std::move(fn); }
+  // Trace events (hw/trace/event.h: mock_nic_<area>_<event>) for errors, retries and faults.
+  void set_trace(std::function<void(const trace::Event&)> fn) { trace_ = std::move(fn); }
 
  private:
   friend class Fabric;
@@ -199,8 +200,9 @@ class Nic {
   void kick(Qp& qp);
   void odd_doorbell(uint32_t page, uint32_t offset, uint64_t value);  // uar_write64's other cases
   bool nothing_scheduled() const;  // untimed() and sleeps_until_kicked() less their own tests
-  void trace(const std::string& line) {
-    if (trace_) trace_(line);
+  template <class... A>
+  void trace(const trace::Decl& d, A&&... a) {
+    if (trace_) trace_(trace::make(d, std::forward<A>(a)...));
   }
 
   mem::AddressSpace& mem_;
@@ -233,7 +235,7 @@ class Nic {
   mem::Observer* observer_ = nullptr;
   Dma* dma_ = nullptr;
   std::string observer_name_;
-  std::function<void(const std::string&)> trace_;
+  std::function<void(const trace::Event&)> trace_;
   std::function<double()> clock_;
   std::string waiting_;
   std::vector<ErrorRecord> errors_;

@@ -20,8 +20,8 @@ class MalformedWqe : public ::testing::TestWithParam<size_t> {};
 TEST_P(MalformedWqe, ErrorCqeThenFlushAndNoStrayWrite) {
   const Case& c = cases()[GetParam()];
   Env e;
-  std::vector<std::string> trace;
-  e.rig.nic().set_trace([&](const std::string& s) { trace.push_back(s); });
+  std::vector<std::string> lines;
+  e.rig.nic().set_trace([&](const doorbell::trace::Event& ev) { lines.push_back(doorbell::trace::line(ev)); });
   const uint64_t ok = e.a.nop(kCtrlCqUpdate);  // completes normally before the bad one
   const uint64_t bad_idx = e.a.pi;
   c.post(e);
@@ -45,8 +45,8 @@ TEST_P(MalformedWqe, ErrorCqeThenFlushAndNoStrayWrite) {
   EXPECT_EQ(err->wqe_counter.get(), uint16_t(bad_idx));
   EXPECT_EQ(err->s_wqe_opcode_qpn.get() & 0xffffff, e.a.qpn);
   EXPECT_EQ(e.rig.nic().qp(e.a.qpn)->state, QpState::kErr);
-  ASSERT_FALSE(trace.empty());
-  EXPECT_TRUE(std::any_of(trace.begin(), trace.end(), [](const std::string& l) { return l.find("mock_nic_wqe_error") == 0; }));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return l.find("mock_nic_wqe_error") == 0; }));
 
   for (uint64_t idx : {after1, after2}) {
     const auto* f = reinterpret_cast<const ErrCqe64*>(e.a.poll());
