@@ -36,7 +36,7 @@ std::string replay_line(const std::string& file, const nlohmann::ordered_json& r
                      report["memory_model"].get<std::string>());
 }
 std::string replay_line(const scenario::Scenario& s, const scenario::ReplayOptions& o) {
-  const scenario::RunSpec spec = scenario::run_spec(s, o, 0);
+  const scenario::RunSpec spec = scenario::run_spec(s, o);
   return replay_line(s.file, spec.seed, spec.schedule, spec.memory_model);
 }
 
@@ -135,7 +135,7 @@ int run_explore(const std::string& file, uint64_t seeds, const std::string& sche
   for (std::thread& t : pool) t.join();
   if (first_miss.load() != UINT64_MAX) {
     std::printf("%s: seed %llu: %s (expected %s)\n%s\nreplay: %s\n", s->name.c_str(), (unsigned long long)first_miss.load(),
-                miss.outcome.c_str(), miss.report["expected"].get<std::string>().c_str(), miss.detail.c_str(),
+                sim::run_kind_name(miss.outcome), miss.report["expected"].get<std::string>().c_str(), miss.detail.c_str(),
                 replay_line(file, miss.report).c_str());
     return 1;
   }
