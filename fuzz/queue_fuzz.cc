@@ -22,19 +22,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   p.npes = in.ConsumeIntegralInRange<uint32_t>(2, 3);
   p.warps = in.ConsumeIntegralInRange<uint32_t>(1, 2);
   p.lanes = in.ConsumeIntegralInRange<uint32_t>(1, 3);
-  p.log_depth = in.ConsumeIntegralInRange<uint32_t>(2, 5);
-  p.batch_log = in.ConsumeIntegralInRange<uint32_t>(0, 5);
-  p.cpu_proxy = in.ConsumeBool();
-  p.ibuf_slots = 1u << in.ConsumeIntegralInRange<uint32_t>(0, 2);
-  p.num_rc_per_pe = in.ConsumeIntegralInRange<uint32_t>(1, 2);
-  p.num_nics = in.ConsumeIntegralInRange<uint32_t>(1, 2);
-  p.pe_major = in.ConsumeBool();
+  p.stack.log_qp_depth = in.ConsumeIntegralInRange<uint32_t>(2, 5);
+  p.stack.num_requests_in_batch = 1u << in.ConsumeIntegralInRange<uint32_t>(0, 5);
+  p.stack.cpu_proxy = in.ConsumeBool();
+  p.stack.ibuf_slots = 1u << in.ConsumeIntegralInRange<uint32_t>(0, 2);
+  p.stack.num_rc_per_pe = in.ConsumeIntegralInRange<uint32_t>(1, 2);
+  p.stack.nics_per_pe = in.ConsumeIntegralInRange<uint32_t>(1, 2);
+  p.stack.pe_major = in.ConsumeBool();
   // Every draw from the input: a value in [lo, hi).
   auto draw = [&in](uint32_t lo, uint32_t hi) { return in.ConsumeIntegralInRange<uint32_t>(lo, hi - 1); };
   auto pick = [&draw](uint32_t n) { return draw(0, n); };
-  p.start_index = draw_start_index(draw, pick);
+  p.stack.start_index = draw_start_index(draw, pick);
 #ifdef DOORBELL_PLANT
-  p.plant.no_idle_doorbell = true;  // planted: the last submitter of a burst does not ring
+  p.stack.plant.no_idle_doorbell = true;  // planted: the last submitter of a burst does not ring
 #endif
   p.heap_bytes = 1ull << 20;  // fits 24 ops: smaller heaps make more runs per second
   p.check_each_step = false;  // the invariants at each change of a QP's words, as replay checks them

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <variant>
 
 #include "fuzz/check.h"
 #include "scenarios/replay/parse.h"
@@ -32,22 +33,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const Scenario& s = *r;
-  FUZZ_CHECK(s.pes >= 1 && s.pes <= 64, "pes %u", s.pes);
-  FUZZ_CHECK(pow2(s.qp_depth) && pow2(s.num_requests_in_batch) && pow2(s.ibuf_slots), "queue sizes not powers of two");
-  FUZZ_CHECK(s.ctas >= 1 && s.warps >= 1 && s.lanes >= 1 && s.lanes <= 32, "launch shape");
-  FUZZ_CHECK(!s.ops.empty() || s.alltoall_bytes_per_pe != 0 || s.dispatch_experts != 0, "no workload");
-  for (const Op& o : s.ops) {
+  FUZZ_CHECK(s.pes >= 1 && s.pes <= 1024, "pes %u", s.pes);  // the parser's range (scenarios/scale has 256)
+  FUZZ_CHECK(s.expect.result != Expect::kErrors || !s.expect.syndrome.empty(), "expected error without a syndrome");
+  const IbgdaWorkload* w = std::get_if<IbgdaWorkload>(&s.work);
+  if (w == nullptr) {  // p2p, nvls: the device-level runs' shapes
+    FUZZ_CHECK(s.pes >= 2 && s.expect.words.empty(), "a device-level workload on %u GPUs, or with expected words", s.pes);
+    return 0;
+  }
+  const doorbell::ibgda::Stack& st = w->stack;
+  FUZZ_CHECK(st.log_qp_depth >= 3 && st.log_qp_depth <= 15 && pow2(st.num_requests_in_batch) && pow2(st.ibuf_slots), "queue sizes not powers of two");
+  FUZZ_CHECK(w->ctas >= 1 && w->warps >= 1 && w->lanes >= 1 && w->lanes <= 32, "launch shape");
+  FUZZ_CHECK(!w->ops.empty() || w->alltoall.bytes_per_pe != 0 || w->dispatch.experts != 0, "no workload");
+  for (const Op& o : w->ops) {
     FUZZ_CHECK(o.pe < s.pes, "op on PE %u of %u", o.pe, s.pes);
     FUZZ_CHECK(o.kind == OpKind::kQuiet || o.target < s.pes, "op targets PE %u of %u", o.target, s.pes);
-    FUZZ_CHECK(o.warp < int32_t(s.warps), "op on warp %d of %u", o.warp, s.warps);
+    FUZZ_CHECK(o.warp < int32_t(w->warps), "op on warp %d of %u", o.warp, w->warps);
     FUZZ_CHECK(o.bytes >= 1 && o.count >= 1, "empty op");
     FUZZ_CHECK(!(s.phantom && is_atomic(o.kind)), "atomics on phantom memory");
   }
-  if (s.dispatch_experts != 0)
-    FUZZ_CHECK(s.dispatch_experts % s.pes == 0 && s.dispatch_topk >= 1 && s.dispatch_topk <= s.dispatch_experts,
-               "dispatch shape");
-  if (s.alltoall_bytes_per_pe != 0) FUZZ_CHECK(s.alltoall_bytes_per_pe % (uint64_t(s.pes) * 8) == 0, "alltoall split");
-  for (const doorbell::ibgda::WorldFault& f : s.faults) FUZZ_CHECK(f.pe < s.pes && f.target < s.pes, "fault on a PE that does not exist");
-  FUZZ_CHECK(s.expect != Expect::kErrors || !s.expect_syndrome.empty(), "expected error without a syndrome");
+  if (w->dispatch.experts != 0)
+    FUZZ_CHECK(w->dispatch.experts % s.pes == 0 && w->dispatch.topk >= 1 && w->dispatch.topk <= w->dispatch.experts, "dispatch shape");
+  if (w->alltoall.bytes_per_pe != 0) FUZZ_CHECK(w->alltoall.bytes_per_pe % (uint64_t(s.pes) * 8) == 0, "alltoall split");
+  for (const doorbell::ibgda::WorldFault& f : w->faults) FUZZ_CHECK(f.pe < s.pes && f.target < s.pes, "fault on a PE that does not exist");
   return 0;
 }

@@ -39,7 +39,7 @@ std::string replay_line(const std::string& file, const nlohmann::ordered_json& r
                      report["memory_model"].get<std::string>());
 }
 std::string replay_line(const scenario::Scenario& s, const scenario::ReplayOptions& o) {
-  const scenario::RunSpec spec = scenario::run_spec(s, o, 0);
+  const scenario::RunSpec spec = scenario::run_spec(s, o);
   return replay_line(s.file, spec.seed, spec.schedule, spec.memory_model);
 }
 
@@ -142,7 +142,7 @@ Miss run_seeds(const scenario::Scenario& s, const Share& share, uint64_t from, u
 
 // What explore prints for its answer.
 std::string miss_text(const scenario::Scenario& s, const std::string& file, const Miss& m) {
-  return s.name + ": seed " + std::to_string(m.seed) + ": " + m.r.outcome + " (expected " +
+  return s.name + ": seed " + std::to_string(m.seed) + ": " + sim::run_kind_name(m.r.outcome) + " (expected " +
          m.r.report["expected"].get<std::string>() + ")\n" + m.r.detail + "\nreplay: " + replay_line(file, m.r.report) + "\n";
 }
 

@@ -13,25 +13,25 @@ uint64_t splitmix(uint64_t& s) {
 }
 }  // namespace
 
-Generated generate(const Scenario& sc) {
+Generated generate(const IbgdaWorkload& w, uint32_t pes) {
   Generated g;
-  g.by_pe.resize(sc.pes);
+  g.by_pe.resize(pes);
   auto add = [&](const Msg& m) {
     g.by_pe[m.from].push_back(m);
     ++g.messages;
     g.bytes += m.len;
   };
-  if (const uint64_t s = sc.alltoall_bytes_per_pe; s != 0) {
-    const uint64_t block = s / sc.pes, msg = sc.alltoall_message_bytes;
+  if (const uint64_t s = w.alltoall.bytes_per_pe; s != 0) {
+    const uint64_t block = s / pes, msg = w.alltoall.message_bytes;
     g.send_bytes = g.recv_bytes = s;
-    for (uint32_t p = 0; p < sc.pes; ++p)
-      for (uint32_t q = 0; q < sc.pes; ++q)
+    for (uint32_t p = 0; p < pes; ++p)
+      for (uint32_t q = 0; q < pes; ++q)
         for (uint64_t off = 0; off < block; off += msg) add({p, q, q * block + off, p * block + off, std::min(msg, block - off)});
   }
-  if (const uint32_t e = sc.dispatch_experts; e != 0) {
-    const uint32_t per_pe = e / sc.pes, tokens = sc.dispatch_tokens, topk = sc.dispatch_topk;
-    const uint64_t tb = sc.dispatch_token_bytes, base = g.recv_bytes;  // after an alltoall's region, if any
-    const bool fwd = sc.dispatch_forward, back = sc.combine;
+  if (const uint32_t e = w.dispatch.experts; e != 0) {
+    const uint32_t per_pe = e / pes, tokens = w.dispatch.tokens, topk = w.dispatch.topk;
+    const uint64_t tb = w.dispatch.token_bytes, base = g.recv_bytes;  // after an alltoall's region, if any
+    const bool fwd = w.dispatch.forward, back = w.dispatch.combine;
     // Dispatch reads tokens (send [0, tokens)) and fills expert slots (recv [base, +slots));
     // combine reads expert slots (kept in the send buffer, at `cs`) and fills topk landing
     // areas per token (recv, at `cl`).
@@ -41,7 +41,7 @@ Generated generate(const Scenario& sc) {
     g.recv_bytes = cl + (back ? landing : 0);
     for (const bool combine : {false, true}) {
       if (combine ? !back : !fwd) continue;
-      for (uint32_t p = 0; p < sc.pes; ++p) {
+      for (uint32_t p = 0; p < pes; ++p) {
         uint64_t rng = 0x5eedull * 1000003 + p;  // routing is part of the workload, not the schedule
         for (uint32_t t = 0; t < tokens; ++t) {
           std::vector<uint32_t> chosen;
@@ -51,7 +51,7 @@ Generated generate(const Scenario& sc) {
           }
           for (uint32_t k = 0; k < chosen.size(); ++k) {
             const uint32_t x = chosen[k], q = x / per_pe, local = x % per_pe;
-            const uint64_t slot = ((uint64_t(local) * sc.pes + p) * tokens + t) * tb;
+            const uint64_t slot = ((uint64_t(local) * pes + p) * tokens + t) * tb;
             // Combine sends each expert's result back from that slot to the token's owner,
             // one landing area per top-k choice.
             if (combine) add({q, p, cs + slot, cl + (uint64_t(t) * topk + k) * tb, tb});

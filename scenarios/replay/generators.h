@@ -23,6 +23,6 @@ struct Generated {
 // routing); expert e lives on PE e / (experts / pes); token t of PE p lands in expert e's
 // slot for (p, t), as DeepEP's low-latency layout keeps one slot per source rank and token;
 // combine sends each slot back to a landing area per (token, choice); `both` does the two.
-Generated generate(const Scenario& sc);
+Generated generate(const IbgdaWorkload& w, uint32_t pes);
 
 }  // namespace doorbell::scenario

@@ -1,18 +1,13 @@
 #include "scenarios/replay/replay.h"
 
 #include <cstdio>
+#include <variant>
 
-#include "scenarios/replay/replay_ibgda.h"
-#include "scenarios/replay/replay_nvls.h"
-#include "scenarios/replay/replay_p2p.h"
+#include "scenarios/replay/runner.h"
 
 namespace doorbell::scenario {
 
-namespace {
-ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt);
-}  // namespace
-
-RunSpec run_spec(const Scenario& sc, const ReplayOptions& opt, uint32_t hang_spins) {
+RunSpec run_spec(const Scenario& sc, const ReplayOptions& opt) {
   RunSpec r{opt.seed.value_or(sc.seed), opt.schedule.value_or(sc.schedule), opt.memory_model.value_or(sc.memory_model), {}};
   r.so.seed = r.seed;
   r.so.policy = r.schedule == "pct"       ? gpu_sim::Policy::kPct
@@ -23,94 +18,67 @@ RunSpec run_spec(const Scenario& sc, const ReplayOptions& opt, uint32_t hang_spi
   // (s - 1) / kPreemptChoices + 1, to runnable agent (s - 1) % kPreemptChoices.
   if (r.seed != 0 && r.so.policy == gpu_sim::Policy::kPreempt)
     r.so.preempt_at = (r.seed - 1) / kPreemptChoices + 1, r.so.preempt_to = uint32_t((r.seed - 1) % kPreemptChoices);
-  r.so.hang_spins = hang_spins;
+  // Timed NVLS: a waiting CTA polls every poll_ns while another moves a slot for microseconds.
+  const bool nvls_timed = std::holds_alternative<NvlsWorkload>(sc.work) && r.so.policy == gpu_sim::Policy::kTimed;
+  r.so.hang_spins = nvls_timed ? 1u << 20 : 512;
   r.so.memory = r.memory_model == "weak" ? gpu_sim::MemoryModel::kWeak : gpu_sim::MemoryModel::kSc;
   return r;
 }
 
-void classify(ReplayResult& out, const Scenario& sc, gpu_sim::Outcome o, const std::string& failure, bool is_error) {
-  out.outcome = o == gpu_sim::Outcome::kHang        ? "hang"
-                : o == gpu_sim::Outcome::kStepLimit ? "step-limit"
-                : failure.empty()                   ? "completed"
-                : is_error                          ? "error"
-                                                    : "wrong-data";
-  out.detail = failure;
-  switch (sc.expect) {
-    case Expect::kCompletes: out.met = out.outcome == "completed"; break;
-    case Expect::kHangs: out.met = out.outcome == "hang" && out.detail.find(sc.expect_waits_on) != std::string::npos; break;
-    case Expect::kErrors: out.met = out.outcome == "error" && out.detail.find(sc.expect_syndrome) != std::string::npos; break;
-  }
-}
-
-void report_head(nlohmann::ordered_json& j, const Scenario& sc, uint64_t seed, const std::string& schedule,
-                 const std::string& memory_model, const ReplayResult& out, uint64_t steps, uint64_t trace_hash) {
-  char hash[32];
-  std::snprintf(hash, sizeof hash, "%016llx", (unsigned long long)trace_hash);
-  j["scenario"] = sc.name;
-  j["seed"] = seed;
-  j["schedule"] = schedule;
-  j["memory_model"] = memory_model;
-  j["outcome"] = out.outcome;
-  j["expected"] = sc.expect == Expect::kCompletes ? "completes" : sc.expect == Expect::kHangs ? "hangs" : "errors";
-  j["expectation_met"] = out.met;
-  j["steps"] = steps;
-  j["trace_hash"] = hash;
-}
-
-// With `compare: cpu_proxy` the same workload also runs with a CPU proxy posting for the GPU
-// (timed schedule), and the report carries both message rates and their ratio.
-ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
-  ReplayResult out = replay_one(sc, opt);
-  // Failover in simulated time: the same run without faults is the reference for the dip.
-  if (sc.failover && (sc.random_faults || !sc.faults.empty()) && out.report.contains("sim_time_ns")) {
-    Scenario clean = sc;
-    clean.faults.clear();
-    clean.random_faults = false;
-    ReplayOptions o = opt;
-    o.trace = nullptr;
-    const ReplayResult c = replay_one(clean, o);
-    if (c.report.contains("sim_time_ns")) {
-      const double t = out.report["sim_time_ns"].get<double>(), t0 = c.report["sim_time_ns"].get<double>();
-      const double dip = t > 0 ? 1 - t0 / t : 0;  // share of the fault-free rate lost over the run
-      out.report["fault_free_sim_time_ns"] = c.report["sim_time_ns"];
-      out.report["throughput_dip"] = double(int64_t(dip * 1000)) / 1000;
-      char line[160];
-      std::snprintf(line, sizeof line, "  vs fault-free: %.3f us -> throughput dip %.1f %%\n", t0 / 1000, dip * 100);
-      const size_t first = out.summary.find('\n') + 1;
-      out.summary.insert(first, line);
+bool judge(const Expectation& e, sim::RunKind k, double sim_time_ns, std::string& detail) {
+  using sim::RunKind;
+  switch (e.result) {
+    case Expect::kCompletes: {
+      if (k != RunKind::kCompleted) return false;
+      if (e.max_sim_us == 0 || sim_time_ns <= e.max_sim_us * 1000) return true;
+      detail = "simulated time " + std::to_string(sim_time_ns / 1000) + " us exceeds the limit of " + std::to_string(e.max_sim_us) + " us";
+      return false;
     }
+    case Expect::kHangs: return k == RunKind::kHang && detail.find(e.waits_on) != std::string::npos;
+    case Expect::kErrors: return k == RunKind::kError && detail.find(e.syndrome) != std::string::npos;
   }
-  if (!sc.compare_cpu_proxy || sc.cpu_proxy) return out;
-  Scenario proxied = sc;
-  proxied.cpu_proxy = true;
-  proxied.expect_max_sim_us = 0;  // the limit is for the path under test; the proxy is the baseline
-  ReplayOptions o = opt;
-  o.trace = nullptr;
-  const ReplayResult p = replay_one(proxied, o);
-  out.met = out.met && p.met;
-  if (out.report.contains("message_rate_mops") && p.report.contains("message_rate_mops")) {
-    const double g = out.report["message_rate_mops"].get<double>(), c = p.report["message_rate_mops"].get<double>();
-    const double ratio = c > 0 ? double(int64_t(g / c * 100)) / 100.0 : 0.0;
-    out.report["comparison"] = {{"gpu_initiated_mops", g},
-                                {"cpu_proxy_mops", c},
-                                {"ratio", ratio},
-                                {"cpu_proxy_sim_time_ns", p.report["sim_time_ns"]},
-                                {"cpu_proxy_outcome", p.outcome}};
-    char line[200];
-    std::snprintf(line, sizeof line, "  vs CPU proxy: %.3f M ops/s (%s) -> GPU-initiated is %.2fx\n", c, p.outcome.c_str(), ratio);
-    out.summary += line;
-  }
-  return out;
+  return false;
 }
 
 namespace {
 
-ReplayResult replay_one(const Scenario& sc, const ReplayOptions& opt) {
-  if (sc.p2p.on) return replay_p2p(sc, opt);
-  if (sc.nvls.on) return replay_nvls(sc, opt);
-  return replay_ibgda(sc, opt);
+const char* expected_name(Expect e) { return e == Expect::kCompletes ? "completes" : e == Expect::kHangs ? "hangs" : "errors"; }
+
+// The report: what ran (scenario, seed, schedule, memory model), what came out against what
+// was expected, the run's length and trace hash; then the workload's fields, the detail and
+// the reference runs'.
+nlohmann::ordered_json report(const Scenario& sc, const RunSpec& spec, const ReplayResult& out, const Run& r) {
+  nlohmann::ordered_json j;
+  char hash[32];
+  std::snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r.sched.trace_hash);
+  j["scenario"] = sc.name;
+  j["seed"] = spec.seed;
+  j["schedule"] = spec.schedule;
+  j["memory_model"] = spec.memory_model;
+  j["outcome"] = sim::run_kind_name(out.outcome);
+  j["expected"] = expected_name(sc.expect.result);
+  j["expectation_met"] = out.met;
+  j["steps"] = r.sched.steps;
+  j["trace_hash"] = hash;
+  for (const auto& [k, v] : r.figures.items()) j[k] = v;
+  if (!out.detail.empty()) j["detail"] = out.detail;
+  for (const auto& [k, v] : r.compared.items()) j[k] = v;
+  return j;
 }
 
 }  // namespace
+
+ReplayResult replay(const Scenario& sc, const ReplayOptions& opt) {
+  const RunSpec spec = run_spec(sc, opt);
+  const Run r = std::visit([&](const auto& w) { return run(sc, w, spec, opt); }, sc.work);
+  ReplayResult out;
+  out.outcome = r.verdict.kind;
+  out.detail = r.verdict.detail;
+  out.met = judge(sc.expect, out.outcome, r.sched.sim_time_ns, out.detail) && r.compared_met;
+  out.report = report(sc, spec, out, r);
+  out.summary = sc.name + ": " + sim::run_kind_name(out.outcome) + " (expected " + expected_name(sc.expect.result) + ") — " +
+                (out.met ? "OK" : "EXPECTATION NOT MET") + "\n" + r.lines;
+  return out;
+}
 
 }  // namespace doorbell::scenario

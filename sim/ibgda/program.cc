@@ -9,28 +9,12 @@ namespace doorbell::ibgda {
 
 std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStats* stats, Processes procs, WorldPool* pool) {
   using Kind = ProgramOpKind;
-  WorldConfig c;
-  c.npes = p.npes;
-  c.num_rc_per_pe = p.num_rc_per_pe;
-  c.num_nics = p.num_nics;
-  c.layout = p.pe_major ? QpLayout::kPeMajor : QpLayout::kQpMajor;
-  c.log_qp_depth = p.log_depth;
-  c.opt.num_requests_in_batch = 1u << p.batch_log;
-  c.opt.cpu_proxy = p.cpu_proxy;
-  c.nic_buf_on_gpumem = p.nic_buf_on_gpumem;
-  c.opt.plant = p.plant;
-  c.ibuf_slots = p.ibuf_slots;
-  c.response_delay_max = p.delay;
+  WorldConfig c = world_config(p.stack, p.npes, p.seed);
   c.fast_step_actions = p.fast_step_actions;
-  c.seed = p.seed;
-  c.start_index = p.start_index;
   c.heap.heap_bytes = p.heap_bytes;
   c.heap.granularity = 4096;  // many chunks: splits everywhere, keys beyond the constant table
   c.heap.max_handle_bytes = 64 << 10;
-  c.failover = p.failover;
-  if (p.failover) c.failover_threads = p.warps * p.lanes;  // else not part of the world (a pool shares it)
-  c.rts.ack_timeout = uint8_t(p.ack_timeout);
-  c.rts.retry_count = uint8_t(p.retry_count);
+  if (p.stack.failover) c.failover_threads = p.warps * p.lanes;  // else not part of the world (a pool shares it)
   c.procs = procs;
   std::unique_ptr<ModelWorld> own;
   ModelWorld* wp = nullptr;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/ibgda/model_world.h"
+#include "sim/ibgda/stack.h"
 #include "sim/ibgda/world_pool.h"
 #include "hw/gpu_sim/scheduler.h"
 
@@ -38,24 +39,14 @@ struct ProgramOp {
 
 struct Program {
   uint32_t npes = 2, warps = 1, lanes = 1;
-  uint32_t log_depth = 4, batch_log = 2, ibuf_slots = 8;
-  uint32_t num_rc_per_pe = 1;
-  uint32_t num_nics = 1;                // per PE (WorldConfig)
-  bool pe_major = false;                // QP layout (DeepEP's); else QP-major (NVSHMEM's)
-  bool cpu_proxy = false;
-  bool nic_buf_on_gpumem = true;        // WQ rings and DBRs in GPU memory (else host memory)
-  Plants plant;                         // planted bugs (state.h), tests of the checkers only
+  Stack stack{.log_qp_depth = 4, .num_requests_in_batch = 4};  // small queues: they fill and wrap
   bool plant_gpu_scope_fences = false;  // NIC buffers in host memory, fenced for GPU memory
-  uint32_t delay = 0;                   // NIC model: late responses
   uint32_t fast_step_actions = 256;     // fast mode: a NIC step's most actions (WorldConfig)
   uint64_t seed = 1;                    // world (response delays, source bytes)
-  uint64_t start_index = 0;             // where every QP's counters begin (WorldConfig)
   // The queue invariants of every QP after every step (else of a QP at each change of its
   // words, as replay checks them: faster where there are many QPs, e.g. in the fuzz target).
   bool check_each_step = true;
   uint64_t heap_bytes = 8ull << 20;     // per PE; the heap is allocated (and cleared) per run
-  bool failover = false;                // backup QPs, health, recovery (failover.h)
-  uint32_t ack_timeout = 14, retry_count = 7;
   std::vector<WorldFault> faults;
   std::vector<ProgramOp> ops;
 };

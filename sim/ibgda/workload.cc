@@ -88,22 +88,16 @@ void WorkloadRun::fill_sources() {
   }
 }
 
-WorkloadRun::Verdict WorkloadRun::classify(gpu_sim::Scheduler& s, const gpu_sim::RunResult& r, bool failover) const {
-  Verdict v;
+sim::Verdict WorkloadRun::classify(gpu_sim::Scheduler& s, const gpu_sim::RunResult& r, bool failover) const {
+  using sim::RunKind;
   std::string bad = s.violation();
   if (bad.empty() && r.outcome == gpu_sim::Outcome::kCompleted) bad = world_.check_invariants();  // once more at the end
-  if (!bad.empty()) {
-    v.outcome = "broken-invariant", v.detail = bad;  // the root cause of any hang that follows
-  } else if (r.outcome != gpu_sim::Outcome::kCompleted) {
-    v.outcome = "hang", v.detail = r.report;
-  } else if (std::string e = world_.first_error(); (!failover && !e.empty()) || failed_ops_ != 0) {
-    // With failover, errors recovery saved are no failure; an operation that failed is.
-    v.outcome = "error";
-    v.detail = (failed_ops_ != 0 ? std::to_string(failed_ops_) + " thread(s) saw an operation fail; " : std::string()) + e;
-  } else {
-    v.outcome = "completed";
-  }
-  return v;
+  if (!bad.empty()) return {RunKind::kBrokenInvariant, bad};  // the root cause of any hang that follows
+  if (r.outcome != gpu_sim::Outcome::kCompleted) return {RunKind::kHang, r.report};
+  // With failover, errors recovery saved are no failure; an operation that failed is.
+  if (std::string e = world_.first_error(); (!failover && !e.empty()) || failed_ops_ != 0)
+    return {RunKind::kError, (failed_ops_ != 0 ? std::to_string(failed_ops_) + " thread(s) saw an operation fail; " : std::string()) + e};
+  return {RunKind::kCompleted, {}};
 }
 
 // The first of `n` bytes at `got` that differs from PE pe's source bytes from `at` (n when
@@ -188,10 +182,10 @@ std::string run_workload(ModelWorld& world, const Workload& w, gpu_sim::SchedOpt
   for (const Status& st : {world.finish_run(), run.gather_atomics()})
     if (!st) return "processes: " + st.to_string();
   if (!violation.empty()) return "broken-invariant: " + violation + "\n" + s.memory_report();
-  const WorkloadRun::Verdict v = run.classify(s, r, world.config().failover);
-  if (v.outcome == "hang") return "hang (" + s.describe() + "):\n" + v.detail;
+  const sim::Verdict v = run.classify(s, r, world.config().failover);
+  if (v.kind == sim::RunKind::kHang) return "hang (" + s.describe() + "):\n" + v.detail;
   // What broke, and what the weak memory model saw read stale (nothing in the SC mode).
-  if (v.outcome != "completed") return v.outcome + ": " + v.detail + "\n" + s.memory_report();
+  if (v.kind != sim::RunKind::kCompleted) return sim::run_kind_name(v.kind) + std::string(": ") + v.detail + "\n" + s.memory_report();
   for (const std::string& bad : {run.check_bytes(), run.check_atomics()})
     if (!bad.empty()) return "wrong-data: " + bad + "\n" + s.memory_report();
   return {};

@@ -13,6 +13,7 @@
 #include "hw/gpu_sim/scheduler.h"
 #include "sim/ibgda/atomic_check.h"
 #include "sim/ibgda/model_world.h"
+#include "sim/verdict.h"
 
 namespace doorbell::ibgda {
 
@@ -78,13 +79,10 @@ class WorkloadRun {
   // Launch every PE's threads on `s` (faults injected and the world attached by the caller).
   void launch(gpu_sim::Scheduler& s);
 
-  // After the run: "broken-invariant", "hang", "error" (an operation failed; without failover
-  // any error CQE) or "completed", with what explains it (the weak memory model's stale reads
-  // where they may). The invariants are checked once more at the end.
-  struct Verdict {
-    std::string outcome, detail;
-  };
-  Verdict classify(gpu_sim::Scheduler& s, const gpu_sim::RunResult& r, bool failover) const;
+  // After the run: broken invariant, hang (also for a step limit), error (an operation
+  // failed; without failover any error CQE) or completed, with what explains it (the weak
+  // memory model's stale reads where they may). The invariants are checked once more at the end.
+  sim::Verdict classify(gpu_sim::Scheduler& s, const gpu_sim::RunResult& r, bool failover) const;
   // Real memory: every destination slot and generated message against its source bytes.
   std::string check_bytes() const;
   // Some order of the atomics explains every result and every word's final value (of the

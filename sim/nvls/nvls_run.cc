@@ -64,20 +64,19 @@ struct RankMcs {
 NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
   NvlsRunResult r;
   const uint32_t n = c.ranks, es = dtype_bytes(c.dtype);
+  auto refused = [&r](const std::string& why) {  // an error before anything ran
+    r.failure = why, r.kind = sim::RunKind::kError;
+    return r;
+  };
   if (n < 2 || c.channels == 0 || c.slot_bytes % 16 != 0 || c.slot_bytes == 0 || c.reducers == 0 || c.reducers > kMaxReducers ||
       c.step_bytes % 16 != 0 || c.step_bytes > c.slot_bytes) {
-    r.failure = "nvls: needs 2+ ranks, 1+ channels, 1 to " + std::to_string(kMaxReducers) +
-                " reducers, a slot of a multiple of 16 bytes and steps of a multiple of 16 up to the slot";
-    return r;
+    return refused("nvls: needs 2+ ranks, 1+ channels, 1 to " + std::to_string(kMaxReducers) +
+                   " reducers, a slot of a multiple of 16 bytes and steps of a multiple of 16 up to the slot");
   }
-  if (c.ring && !c.allreduce) {
-    r.failure = "nvls: the ring comparison is an AllReduce";
-    return r;
-  }
+  if (c.ring && !c.allreduce) return refused("nvls: the ring comparison is an AllReduce");
   if (!c.ring && multimem_pack_bytes(c.dtype, c.op) == 0) {
-    r.failure = std::string("nvls: multimem.ld_reduce has no such form: ") + redop_name(c.op) + " of " + dtype_name(c.dtype) +
-                " (NCCL runs another algorithm)";
-    return r;
+    return refused(std::string("nvls: multimem.ld_reduce has no such form: ") + redop_name(c.op) + " of " + dtype_name(c.dtype) +
+                   " (NCCL runs another algorithm)");
   }
   const uint64_t in_elems = c.allreduce ? c.count : c.count * n;
   std::mt19937_64 rng(c.seed);
@@ -113,8 +112,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     for (uint32_t g = 0; g < n; ++g)
       for (uint64_t i = 0; i < regions; ++i) mcs[g].v.push_back({&mc.map(obj, g), i * stride});
   } catch (const std::invalid_argument& e) {
-    r.failure = e.what();
-    return r;
+    return refused(e.what());
   }
   r.outputs.assign(n, std::vector<uint8_t>(c.phantom ? 0 : c.count * es, 0));
   std::vector<Args> args(n);
@@ -178,8 +176,9 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
                    0, c.calls);
   }
   r.run = s.run();
+  sim::RunKind found = sim::RunKind::kWrongData;
   if (!mc.error().empty()) {
-    r.failure = mc.error();
+    r.failure = mc.error(), found = sim::RunKind::kError;
   } else if (r.run.outcome != gpu_sim::Outcome::kCompleted) {
     r.failure = std::string(gpu_sim::outcome_name(r.run.outcome)) + ":\n" + r.run.report;
   } else if (!c.phantom) {
@@ -194,6 +193,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     }
   }
   if (!r.failure.empty()) r.failure += s.memory_report();
+  r.kind = sim::finished_or(r.run.outcome, r.failure.empty() ? sim::RunKind::kCompleted : found);
   if (r.failure.empty() && r.run.sim_time_ns > 0) {
     r.algbw_gbps = double(in_elems * es) / r.run.sim_time_ns;  // bytes per ns = GB/s
     r.busbw_gbps = r.algbw_gbps * (c.allreduce ? 2.0 * (n - 1) / n : double(n - 1) / n);

@@ -12,6 +12,7 @@
 #include "core/nvls/collective.h"
 #include "core/nvls/ring.h"
 #include "hw/gpu_sim/scheduler.h"
+#include "sim/verdict.h"
 
 namespace doorbell::nvls {
 
@@ -37,6 +38,9 @@ struct NvlsRunConfig {
 
 struct NvlsRunResult {
   gpu_sim::RunResult run;
+  // kError: a refused configuration, multicast set-up or multimem access; kWrongData: an
+  // output differs from the reference; else the scheduler's hang or step limit.
+  sim::RunKind kind = sim::RunKind::kCompleted;
   std::string failure;  // empty: completed and equal to the reference
   std::vector<std::vector<uint8_t>> outputs;
   // nccl-tests' figures from the simulated time (timed schedule): size = bytes in per rank.

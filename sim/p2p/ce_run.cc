@@ -60,9 +60,9 @@ uint64_t counter_reads(uint64_t completed, uint32_t bits) {
 
 CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
   if (c.kernel_chunk_bytes != 0 && !(c.phantom && c.direct))
-    return {{}, "kernel_chunk_bytes (hypothesis H1) needs registered buffers (direct) and phantom memory", 0};
+    return {{}, sim::RunKind::kError, "kernel_chunk_bytes (hypothesis H1) needs registered buffers (direct) and phantom memory", 0};
   if (c.proxy_counter_bits != 0 && c.proxy_counter_bits != 31 && c.proxy_counter_bits != 32)
-    return {{}, "proxy_counter_bits (hypothesis H3) is 31 (int), 32 (uint32_t) or 0 (64 bits)", 0};
+    return {{}, sim::RunKind::kError, "proxy_counter_bits (hypothesis H3) is 31 (int), 32 (uint32_t) or 0 (64 bits)", 0};
   std::vector<std::unique_ptr<Link>> links;
   std::mt19937_64 rng(c.seed);
   for (uint32_t f = 0; f < c.gpus; ++f)
@@ -112,7 +112,7 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
     try {
       va = cuda.memory().malloc(l->to, c.direct ? c.bytes : kSteps * c.step_bytes, c.phantom);
     } catch (const std::invalid_argument& e) {  // more than a GPU's address space
-      return {{}, std::string("device memory: ") + e.what(), 0};
+      return {{}, sim::RunKind::kError, std::string("device memory: ") + e.what(), 0};
     }
     l->remote = cuda.memory().ipc_get_handle(l->to, va);
     l->received = cuda.memory().host_ptr(l->to, va);
@@ -237,6 +237,7 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
       }
   }
   if (!r.failure.empty()) r.failure += s.memory_report();
+  r.kind = sim::finished_or(r.run.outcome, r.failure.empty() ? sim::RunKind::kCompleted : sim::RunKind::kWrongData);
   return r;
 }
 

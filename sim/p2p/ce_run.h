@@ -13,6 +13,7 @@
 
 #include "core/p2p/ce_fifo.h"
 #include "hw/gpu_sim/cuda_model.h"
+#include "sim/verdict.h"
 
 namespace doorbell::p2p {
 
@@ -51,6 +52,9 @@ struct CeRunConfig {
 
 struct CeRunResult {
   gpu_sim::RunResult run;
+  // kError: the buffers did not fit device memory; kWrongData: a check after the run failed
+  // (bytes, steps, invariants, open mappings); else the scheduler's hang or step limit.
+  sim::RunKind kind = sim::RunKind::kCompleted;
   std::string failure;    // empty: completed, every byte delivered once, invariants held
   uint64_t bytes_copied = 0;
 };

@@ -17,9 +17,9 @@ namespace {
 Program base(uint32_t npes, uint32_t warps, uint32_t lanes) {
   Program p;
   p.npes = npes, p.warps = warps, p.lanes = lanes;
-  p.log_depth = 4, p.batch_log = 2;
-  p.failover = true;
-  p.ack_timeout = 8;  // 1 ms per try: the retry timeout is 7 ms
+  p.stack.log_qp_depth = 4, p.stack.num_requests_in_batch = 4;
+  p.stack.failover = true;
+  p.stack.ack_timeout = 8;  // 1 ms per try: the retry timeout is 7 ms
   return p;
 }
 
@@ -58,7 +58,7 @@ TEST(Failover, QpErrorMidRunIsRecoveredWithNothingLostOrRepeated) {
 TEST(Failover, QpErrorWhileWaitingForRingRoomIsRetriedOnTheBackup) {
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     Program p = base(2, 2, 4);
-    p.log_depth = 3;
+    p.stack.log_qp_depth = 3;
     mixed_ops(p, 12);
     p.faults.push_back({WorldFault::kQpError, 0, 1, 100.0 * double(seed % 20 + 5)});
     ASSERT_EQ(run(p, seed, nullptr), "") << "seed " << seed;
@@ -67,7 +67,7 @@ TEST(Failover, QpErrorWhileWaitingForRingRoomIsRetriedOnTheBackup) {
 
 TEST(Failover, WithoutFailoverTheSameErrorFailsTheRun) {
   Program p = base(2, 2, 2);
-  p.failover = false;
+  p.stack.failover = false;
   mixed_ops(p, 8);
   p.faults.push_back({WorldFault::kQpError, 0, 1, 2000});
   EXPECT_NE(run(p, 1, nullptr), "");
@@ -80,8 +80,8 @@ TEST(Failover, WithoutFailoverTheSameErrorFailsTheRun) {
 TEST(Failover, WithoutFailoverAFailedQpFailsTheRunInsteadOfHangingIt) {
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     Program p = base(2, 2, 4);
-    p.failover = false;
-    p.log_depth = 3;
+    p.stack.failover = false;
+    p.stack.log_qp_depth = 3;
     mixed_ops(p, 12);
     p.faults.push_back({WorldFault::kQpError, 0, 1, 100.0 * double(seed % 20 + 5)});
     const std::string why = run(p, seed, nullptr);
@@ -135,8 +135,8 @@ struct Case {
 
 void showValue(const Case& c, std::ostream& os) {
   const Program& p = c.p;
-  os << "npes=" << p.npes << " warps=" << p.warps << " lanes=" << p.lanes << " depth=" << (1u << p.log_depth)
-     << " nics=" << p.num_nics << " delay=" << p.delay << " seed=" << c.seed << " start_index=" << p.start_index << "\n";
+  os << "npes=" << p.npes << " warps=" << p.warps << " lanes=" << p.lanes << " depth=" << (1u << p.stack.log_qp_depth)
+     << " nics=" << p.stack.nics_per_pe << " delay=" << p.stack.response_delay << " seed=" << c.seed << " start_index=" << p.stack.start_index << "\n";
   for (const WorldFault& f : p.faults) os << "  fault " << describe(f) << "\n";
   for (const ProgramOp& o : p.ops)
     os << "  pe" << o.pe << "/w" << o.warp << "/l" << o.lane << " kind=" << int(o.kind) << " -> pe" << o.target
@@ -148,12 +148,12 @@ rc::Gen<Case> gen_case() {
     Case c;
     Program& p = c.p;
     p = base(*rc::gen::inRange(2u, 4u), *rc::gen::inRange(1u, 3u), *rc::gen::inRange(1u, 3u));
-    p.log_depth = *rc::gen::inRange(3u, 5u);  // small rings: waits for room meet the failure too
-    p.batch_log = *rc::gen::inRange(0u, 4u);
-    p.delay = *rc::gen::element(0u, 0u, 10u);
-    p.num_nics = *rc::gen::element(1u, 1u, 2u);  // a node fault hits each NIC; a QP error one QP
+    p.stack.log_qp_depth = *rc::gen::inRange(3u, 5u);  // small rings: waits for room meet the failure too
+    p.stack.num_requests_in_batch = 1u << *rc::gen::inRange(0u, 4u);
+    p.stack.response_delay = *rc::gen::element(0u, 0u, 10u);
+    p.stack.nics_per_pe = *rc::gen::element(1u, 1u, 2u);  // a node fault hits each NIC; a QP error one QP
     c.seed = p.seed = *rc::gen::arbitrary<uint64_t>();
-    p.start_index = gen_start_index();  // the verdict's 24-bit PSN window, away from 0
+    p.stack.start_index = gen_start_index();  // the verdict's 24-bit PSN window, away from 0
     gen_ops(p, *rc::gen::inRange(8u, 64u));
     const uint32_t nf = *rc::gen::inRange(1u, 4u);
     for (uint32_t i = 0; i < nf; ++i) {
@@ -191,7 +191,7 @@ TEST(FailoverProperty, FindsPlantedReplayBugs) {
       mixed_ops(p, 8);
       p.faults.push_back({WorldFault::kQpError, 0, 1, 1000.0 * double(seed % 8 + 1)});
       p.faults.push_back({WorldFault::kQpError, 1, 0, 1500.0 * double(seed % 8 + 1)});
-      (plant == 0 ? p.plant.replay_applied : p.plant.no_replay) = true;
+      (plant == 0 ? p.stack.plant.replay_applied : p.stack.plant.no_replay) = true;
       found += !run(p, seed, nullptr).empty();
     }
     EXPECT_GT(found, 0) << (plant == 0 ? "replay of applied adds" : "no replay") << " not found";

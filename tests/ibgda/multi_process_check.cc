@@ -31,16 +31,16 @@ Program draw_program(uint64_t seed, uint32_t npes) {
   p.seed = seed;
   p.warps = draw(1, 3);
   p.lanes = draw(1, 4);
-  p.log_depth = draw(2, 6);
-  p.batch_log = draw(0, 6);
-  p.ibuf_slots = 1u << draw(0, 3);
-  p.num_rc_per_pe = draw(1, 3);
-  p.num_nics = draw(1, 3);
-  p.pe_major = draw(0, 2) != 0;
-  p.cpu_proxy = draw(0, 2) != 0;
-  p.delay = draw(0, 2) * 20;
+  p.stack.log_qp_depth = draw(2, 6);
+  p.stack.num_requests_in_batch = 1u << draw(0, 6);
+  p.stack.ibuf_slots = 1u << draw(0, 3);
+  p.stack.num_rc_per_pe = draw(1, 3);
+  p.stack.nics_per_pe = draw(1, 3);
+  p.stack.pe_major = draw(0, 2) != 0;
+  p.stack.cpu_proxy = draw(0, 2) != 0;
+  p.stack.response_delay = draw(0, 2) * 20;
   auto pick = [&draw](uint32_t n) { return draw(0, n); };
-  p.start_index = draw_start_index(draw, pick);
+  p.stack.start_index = draw_start_index(draw, pick);
   p.check_each_step = false;
   draw_ops(p, draw(1, 41), draw, pick);
   return p;
@@ -69,9 +69,9 @@ int main(int argc, char** argv) {
   uint64_t ops = 0;
   for (uint64_t s = seed; s < seed + runs; ++s) {
     Program p = draw_program(s, n);
-    p.plant.cas_swapped = plant == "cas_swapped";
-    p.plant.dev0_keys = plant == "dev0_keys";
-    p.plant.no_idle_doorbell = plant == "no_idle_doorbell";
+    p.stack.plant.cas_swapped = plant == "cas_swapped";
+    p.stack.plant.dev0_keys = plant == "dev0_keys";
+    p.stack.plant.no_idle_doorbell = plant == "no_idle_doorbell";
     gpu_sim::SchedOptions so;
     so.policy = s % 2 == 0 ? gpu_sim::Policy::kRandom : gpu_sim::Policy::kPct;
     so.seed = s * 1000 + me;  // each process its own schedule
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
       std::printf("rank %u: seed %llu: passed here, failed in another process\n", me, (unsigned long long)s);
     } else {
       std::printf("rank %u: seed %llu (%u PEs, %u NICs each, %zu ops, %s): %s\nreplay: mpirun -np %u %s --seed %llu --runs 1%s\n", me,
-                  (unsigned long long)s, n, p.num_nics, p.ops.size(), gpu_sim::policy_name(so.policy), why.c_str(), n, argv[0],
+                  (unsigned long long)s, n, p.stack.nics_per_pe, p.ops.size(), gpu_sim::policy_name(so.policy), why.c_str(), n, argv[0],
                   (unsigned long long)s, plant == "none" ? "" : (" --plant " + plant).c_str());
     }
     return 1;

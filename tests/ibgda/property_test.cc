@@ -24,9 +24,9 @@ struct Case {
 
 void showValue(const Case& c, std::ostream& os) {
   const Program& p = c.p;
-  os << "npes=" << p.npes << " warps=" << p.warps << " lanes=" << p.lanes << " depth=" << (1u << p.log_depth)
-     << " batch=" << (1u << p.batch_log) << " rc=" << p.num_rc_per_pe << " nics=" << p.num_nics << (p.pe_major ? " pe-major" : " qp-major") << " ibuf=" << p.ibuf_slots << " proxy=" << p.cpu_proxy << " pct=" << c.pct << " park=" << c.park
-     << " delay=" << p.delay << " seed=" << p.seed << " start_index=" << p.start_index << "\n";
+  os << "npes=" << p.npes << " warps=" << p.warps << " lanes=" << p.lanes << " depth=" << (1u << p.stack.log_qp_depth)
+     << " batch=" << p.stack.num_requests_in_batch << " rc=" << p.stack.num_rc_per_pe << " nics=" << p.stack.nics_per_pe << (p.stack.pe_major ? " pe-major" : " qp-major") << " ibuf=" << p.stack.ibuf_slots << " proxy=" << p.stack.cpu_proxy << " pct=" << c.pct << " park=" << c.park
+     << " delay=" << p.stack.response_delay << " seed=" << p.seed << " start_index=" << p.stack.start_index << "\n";
   for (const ProgramOp& o : p.ops)
     os << "  pe" << o.pe << "/w" << o.warp << "/l" << o.lane << " scope=" << int(o.scope) << " kind=" << int(o.kind) << " -> pe" << o.target
        << " bytes=" << o.bytes << " src=" << o.src << " ctr=" << o.counter << " add=" << o.add << " cmp=" << o.compare << "\n";
@@ -39,18 +39,18 @@ rc::Gen<Case> gen_case() {
     p.npes = *rc::gen::inRange(2u, 4u);
     p.warps = *rc::gen::inRange(1u, 3u);
     p.lanes = *rc::gen::inRange(1u, 4u);
-    p.log_depth = *rc::gen::inRange(3u, 7u);
-    p.ibuf_slots = *rc::gen::element(1u, 2u, 8u);
-    p.batch_log = *rc::gen::inRange(0u, 7u);
-    p.num_rc_per_pe = *rc::gen::element(1u, 1u, 2u, 3u);
-    p.num_nics = *rc::gen::element(1u, 1u, 2u);
-    p.pe_major = *rc::gen::arbitrary<bool>();
-    p.cpu_proxy = *rc::gen::arbitrary<bool>();
+    p.stack.log_qp_depth = *rc::gen::inRange(3u, 7u);
+    p.stack.ibuf_slots = *rc::gen::element(1u, 2u, 8u);
+    p.stack.num_requests_in_batch = 1u << *rc::gen::inRange(0u, 7u);
+    p.stack.num_rc_per_pe = *rc::gen::element(1u, 1u, 2u, 3u);
+    p.stack.nics_per_pe = *rc::gen::element(1u, 1u, 2u);
+    p.stack.pe_major = *rc::gen::arbitrary<bool>();
+    p.stack.cpu_proxy = *rc::gen::arbitrary<bool>();
     c.pct = *rc::gen::arbitrary<bool>();
     c.park = *rc::gen::arbitrary<bool>();
-    p.delay = *rc::gen::element(0u, 0u, 20u);
+    p.stack.response_delay = *rc::gen::element(0u, 0u, 20u);
     p.seed = *rc::gen::arbitrary<uint64_t>();
-    p.start_index = gen_start_index();
+    p.stack.start_index = gen_start_index();
     gen_ops(p, *rc::gen::inRange(1u, 60u));
     return c;
   });
@@ -99,9 +99,9 @@ std::string find_planted(const char* name, const std::function<void(Case&)>& pla
 // lands last; memory stays right, so only the check that indices never move back finds it.
 TEST(IbgdaProperty, FindsAnIndexMovingBack) {
   const std::string seen = find_planted("cons_idx stored, not raised", [](Case& c) {
-    c.p.plant.cons_store = true;
+    c.p.stack.plant.cons_store = true;
     // Many threads on few, shallow QPs: pollers race, which is when a stored index goes back.
-    c.p.npes = 2, c.p.warps = 3, c.p.lanes = 4, c.p.log_depth = 3;
+    c.p.npes = 2, c.p.warps = 3, c.p.lanes = 4, c.p.stack.log_qp_depth = 3;
     c.p.ops.clear();
     gen_ops(c.p, *rc::gen::inRange(40u, 80u));
   });
@@ -115,8 +115,8 @@ TEST(IbgdaProperty, FindsAnIndexMovingBack) {
 // schedules stay drawn.
 TEST(IbgdaProperty, FindsAMissingCarryAcrossTwoToThe16) {
   EXPECT_NE(find_planted("no carry in poll_cq", [](Case& c) {
-              c.p.plant.no_carry = true;
-              c.p.start_index = (uint64_t(1) << 16) - 2;
+              c.p.stack.plant.no_carry = true;
+              c.p.stack.start_index = (uint64_t(1) << 16) - 2;
               if (c.p.ops.size() < 8) gen_ops(c.p, 8);
             }),
             "")
@@ -126,7 +126,7 @@ TEST(IbgdaProperty, FindsAMissingCarryAcrossTwoToThe16) {
 // Compare-swap WQEs with compare and swap exchanged still return old values and never error:
 // only checking that the successes chain to the final value finds them.
 TEST(IbgdaProperty, FindsSwappedCompareSwapOperands) {
-  const std::string seen = find_planted("compare-swap operands swapped", [](Case& c) { c.p.plant.cas_swapped = true; });
+  const std::string seen = find_planted("compare-swap operands swapped", [](Case& c) { c.p.stack.plant.cas_swapped = true; });
   EXPECT_NE(seen.find("atomics: "), std::string::npos) << "swapped compare-swap operands were not found: " << seen;
 }
 
@@ -134,11 +134,11 @@ TEST(IbgdaProperty, FindsSwappedCompareSwapOperands) {
 // NICs has two keys). Taking NIC 0's everywhere is a protection error on the other NIC, found
 // only because the cases draw two NICs per PE; with one NIC per PE the same plant is harmless.
 TEST(IbgdaProperty, FindsKeysOfTheWrongNic) {
-  const std::string seen = find_planted("NIC 0's keys on every QP", [](Case& c) { c.p.plant.dev0_keys = true; });
+  const std::string seen = find_planted("NIC 0's keys on every QP", [](Case& c) { c.p.stack.plant.dev0_keys = true; });
   EXPECT_NE(seen.find("PROT_ERR"), std::string::npos) << "keys of the wrong NIC were not found: " << seen;
   const std::string one_nic = find_planted("NIC 0's keys, one NIC per PE", [](Case& c) {
-    c.p.plant.dev0_keys = true;
-    c.p.num_nics = 1;
+    c.p.stack.plant.dev0_keys = true;
+    c.p.stack.nics_per_pe = 1;
   });
   EXPECT_EQ(one_nic, "") << "with one NIC per PE the plant must be harmless";
 }

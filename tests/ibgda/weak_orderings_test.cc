@@ -28,12 +28,12 @@ Program random_program(uint64_t seed, bool proxy) {
   p.npes = pick(2, 3);
   p.warps = pick(1, 3);
   p.lanes = pick(1, 4);
-  p.log_depth = pick(3, 6);
-  p.batch_log = pick(0, 4);
-  p.ibuf_slots = pick(0, 1) ? 1 : 2;
-  p.cpu_proxy = proxy;
-  p.nic_buf_on_gpumem = pick(0, 1) != 0;  // GPU-scope fences for the NIC, or system-scope ones
-  p.delay = pick(0, 1) ? 0 : 20;
+  p.stack.log_qp_depth = pick(3, 6);
+  p.stack.num_requests_in_batch = 1u << pick(0, 4);
+  p.stack.ibuf_slots = pick(0, 1) ? 1 : 2;
+  p.stack.cpu_proxy = proxy;
+  p.stack.nic_buffers_on_gpu = pick(0, 1) != 0;  // GPU-scope fences for the NIC, or system-scope ones
+  p.stack.response_delay = pick(0, 1) ? 0 : 20;
   p.seed = seed;
   const uint32_t n = pick(6, 40);
   for (uint32_t i = 0; i < n; ++i) {
@@ -55,9 +55,9 @@ Program random_program(uint64_t seed, bool proxy) {
 std::string run(uint64_t seed, uint32_t drop, gpu_sim::MemoryModel m, bool proxy, bool gpu_fences_for_host = false,
                 bool host_buffers = false) {
   Program p = random_program(seed, proxy);
-  p.plant.drop = drop;
-  if (host_buffers) p.nic_buf_on_gpumem = false;
-  if (gpu_fences_for_host) p.nic_buf_on_gpumem = false, p.plant_gpu_scope_fences = true;
+  p.stack.plant.drop = drop;
+  if (host_buffers) p.stack.nic_buffers_on_gpu = false;
+  if (gpu_fences_for_host) p.stack.nic_buffers_on_gpu = false, p.plant_gpu_scope_fences = true;
   gpu_sim::SchedOptions so;
   so.seed = seed;
   so.memory = m;

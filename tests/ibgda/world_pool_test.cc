@@ -78,12 +78,12 @@ Outcome run(const Program& p, WorldPool& pool, uint64_t seed, uint64_t heap_byte
 Program gen_shape(uint32_t delay) {
   Program shape;
   shape.npes = *rc::gen::inRange(2u, 4u);
-  shape.log_depth = *rc::gen::inRange(2u, 6u);
-  shape.ibuf_slots = *rc::gen::element(1u, 2u, 4u);
-  shape.num_rc_per_pe = *rc::gen::inRange(1u, 3u);
-  shape.num_nics = *rc::gen::inRange(1u, 3u);
-  shape.pe_major = *rc::gen::arbitrary<bool>();
-  shape.delay = delay;
+  shape.stack.log_qp_depth = *rc::gen::inRange(2u, 6u);
+  shape.stack.ibuf_slots = *rc::gen::element(1u, 2u, 4u);
+  shape.stack.num_rc_per_pe = *rc::gen::inRange(1u, 3u);
+  shape.stack.nics_per_pe = *rc::gen::inRange(1u, 3u);
+  shape.stack.pe_major = *rc::gen::arbitrary<bool>();
+  shape.stack.response_delay = delay;
   shape.heap_bytes = 1ull << 20;
   return shape;
 }
@@ -94,9 +94,9 @@ Program gen_program(const Program& shape) {
   Program p = shape;
   p.warps = *rc::gen::inRange(1u, 3u);
   p.lanes = *rc::gen::inRange(1u, 4u);
-  p.batch_log = *rc::gen::inRange(0u, 6u);
-  p.cpu_proxy = *rc::gen::arbitrary<bool>();
-  p.start_index = gen_start_index();
+  p.stack.num_requests_in_batch = 1u << *rc::gen::inRange(0u, 6u);
+  p.stack.cpu_proxy = *rc::gen::arbitrary<bool>();
+  p.stack.start_index = gen_start_index();
   p.ops.clear();
   gen_ops(p, *rc::gen::inRange(1u, 25u));
   return p;
@@ -151,7 +151,7 @@ namespace {
 TEST(WorldPool, HangReportsNameEveryManagementWord) {
   Program p;
   p.npes = 2;
-  p.plant.no_idle_doorbell = true;  // the last submitter of a burst does not ring: a hang
+  p.stack.plant.no_idle_doorbell = true;  // the last submitter of a burst does not ring: a hang
   p.ops.push_back({});               // pe 0 puts 1 byte to pe 0
   gpu_sim::SchedOptions so;
   so.hang_spins = 64;

@@ -43,6 +43,11 @@ const Case kCases[] = {
     {"compare_on_fetch_add.yaml", 4, "'compare' is for compare_swap, not fetch_add"},
     {"expected_word_without_equals.yaml", 8, "an expected word needs 'equals'"},
     {"start_index_too_high.yaml", 3, "'start_index' must be in 0..13835058055282163712, not 18446744073709551000"},
+    // A section only another workload has is refused, not ignored.
+    {"p2p_with_stack.yaml", 3, "'stack' is for IBGDA workloads, not for p2p"},
+    {"nvls_with_words.yaml", 7, "'words' is for IBGDA workloads, not for nvls"},
+    {"p2p_with_ops.yaml", 5, "'ops' does not go with 'p2p'"},
+    {"nvls_compare.yaml", 5, "'compare' is for IBGDA workloads, not for nvls"},
 };
 
 class BadScenario : public ::testing::TestWithParam<Case> {};
