@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "hw/trace/perfetto.h"
 #include "sim/ibgda/stack.h"
 
 namespace doorbell::scenario {
@@ -88,7 +89,8 @@ gpu_sim::SchedOptions IbgdaReplay::scheduler_options() {
   if (w.wire_gbps > 0) so.costs.wire_bytes_per_ns = w.wire_gbps / 8;
   if (w.pcie_gbps > 0) so.costs.pcie_bytes_per_ns = w.pcie_gbps / 8;
   // Timeline and progress: between steps, an observer samples every QP's indices and records a
-  // counter event when they change; doorbells become instant events. Time is simulated
+  // counter event when they change; doorbells and the NICs' trace events (errors, retries,
+  // faults) become instant events, each as hw/trace declares it. Time is simulated
   // microseconds on the timed schedule, the step count otherwise. Observing draws nothing
   // from the schedule, so a traced run is the same run.
   const bool timed = so.policy == gpu_sim::Policy::kTimed;
@@ -97,7 +99,10 @@ gpu_sim::SchedOptions IbgdaReplay::scheduler_options() {
     (*opt.trace)["otherData"] = {{"scenario", sc.name}, {"clock", timed ? "simulated us" : "observer samples"}};
     auto event = [this](nlohmann::ordered_json e) { (*opt.trace)["traceEvents"].push_back(std::move(e)); };
     world->on_doorbell([this, event, timed](uint32_t pe, double ns) {
-      event({{"name", "doorbell"}, {"ph", "i"}, {"s", "p"}, {"ts", timed ? ns / 1000.0 : sample_}, {"pid", pe}, {"tid", 0}});
+      event(trace::perfetto(trace::make(trace::kHostDoorbell, uint64_t(pe)), pe, timed ? ns / 1000.0 : sample_));
+    });
+    world->on_nic_trace([this, event, timed](uint32_t pe, double ns, const trace::Event& e) {
+      event(trace::perfetto(e, pe, timed ? ns / 1000.0 : sample_));
     });
     so.observe = [this, event, timed](uint64_t step, double now_ns) {
       sample_ = double(step);
@@ -107,12 +112,11 @@ gpu_sim::SchedOptions IbgdaReplay::scheduler_options() {
           const Mvars& m = *world->state(pe).qps[q].mv;
           const std::array<uint64_t, 4> now{m.resv_head, m.ready_head, m.prod_idx, m.cons_idx};
           if (last_.size() <= i) last_.push_back({});
-          if (now != last_[i])
-            event({{"name", "qp" + std::to_string(q) + "->pe" + std::to_string(world->state(pe).qps[q].pe)},
-                   {"ph", "C"},
-                   {"ts", timed ? now_ns / 1000.0 : sample_},
-                   {"pid", pe},
-                   {"args", {{"resv", now[0]}, {"ready", now[1]}, {"prod", now[2]}, {"cons", now[3]}}}});
+          if (now != last_[i]) {
+            trace::Event e = trace::make(trace::kQpIndices, now[0], now[1], now[2], now[3]);
+            e.track = "qp" + std::to_string(q) + "->pe" + std::to_string(world->state(pe).qps[q].pe);
+            event(trace::perfetto(e, pe, timed ? now_ns / 1000.0 : sample_));
+          }
           last_[i] = now;
         }
     };

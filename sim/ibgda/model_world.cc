@@ -113,6 +113,7 @@ Status ModelWorld::rewind(const WorldConfig& c) {
   last_checked_.clear();
   routes_.clear();
   doorbell_observer_ = nullptr;
+  on_nic_trace(nullptr);  // the observers of the run before: gone with it
   ticks_ = 0;
   stepping_ = nullptr;
   recovery_ = {};
@@ -387,6 +388,15 @@ bool ModelWorld::untimed() const {
       for (const Dev& d : pe->devs)
         if (!d.nic->untimed()) return false;
   return true;
+}
+
+void ModelWorld::on_nic_trace(std::function<void(uint32_t pe, double when, const trace::Event&)> fn) {
+  for (uint32_t p = 0; p < cfg_.npes; ++p)
+    for (uint32_t d = 0; d < cfg_.num_nics && local(p); ++d) {
+      mock_nic::Nic* nic = pes_[p]->devs[d].nic.get();
+      if (!fn) nic->set_trace(nullptr);
+      else nic->set_trace([fn, p, nic](const trace::Event& e) { fn(p, nic->clock_ns(), e); });
+    }
 }
 
 void ModelWorld::DoorbellRoute::note() {

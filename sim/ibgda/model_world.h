@@ -118,6 +118,8 @@ class ModelWorld {
   void attach(gpu_sim::Scheduler& s);
   // Told of every doorbell (PE, simulated or step time) — for timelines.
   void on_doorbell(std::function<void(uint32_t pe, double when)> fn) { doorbell_observer_ = std::move(fn); }
+  // Every trace event of this process's NICs (hw/trace), with its PE and the NIC's time (ns).
+  void on_nic_trace(std::function<void(uint32_t pe, double when, const trace::Event&)> fn);
   // Queue-index invariants of every QP: cons <= prod <= ready <= resv, ready - cons <= depth,
   // ibuf head - tail <= nslots, the NIC has fetched nothing beyond ready_head, and no index
   // moved back since the last call. Empty when they hold; else a description of the first
