@@ -1,7 +1,7 @@
 // GPU benchmark of the copy-engine P2P transport (run through the device tool, never in CI):
-// two processes, one GPU each (gpu/bootstrap.h forks them and shares the connection words),
-// exactly as two ranks of a job meet: the lazy IPC set-up of core/p2p/ipc_setup.h over the
-// bootstrap socket, receive buffers exported with cudaIpcGetMemHandle and opened through
+// two processes, one GPU each (host/bootstrap/fork.h forks them and shares the connection
+// words), exactly as two ranks of a job meet: the lazy IPC set-up of core/p2p/ipc_setup.h over
+// the bootstrap's messages, receive buffers exported with cudaIpcGetMemHandle and opened through
 // core/p2p/ipc_cache.h, then core/p2p's CE alltoall — the kernel sides on CudaCtx, the send
 // proxy (send_proxy_progress) in each rank's host thread with cudaMemcpyAsync on a
 // non-blocking stream, registered buffers copied straight into the peer's receive buffer —
@@ -23,14 +23,29 @@
 #include "core/p2p/ce_fifo.h"
 #include "core/p2p/ipc_cache.h"
 #include "core/p2p/ipc_setup.h"
-#include "gpu/bootstrap.h"
 #include "gpu/cuda_check.h"
+#include "host/bootstrap/fork.h"
 #include "hw/cuda/cuda_ctx.cuh"
 
+using doorbell::bootstrap::Bootstrap;
 using doorbell::cuda_exec::CudaCtx;
 using namespace doorbell;
 
+// A bootstrap call that fails: the peer is gone, so this rank stops (fork_ranks names it).
+#define BOOTCHECK(x)                                              \
+  do {                                                            \
+    const Status s_ = (x);                                        \
+    DOORBELL_FAIL_IF(!s_, x, s_.to_string().c_str());             \
+  } while (0)
+
 namespace {
+
+template <class T>
+T recv_from(Bootstrap& b, uint32_t peer) {
+  Result<T> v = b.recv<T>(peer);
+  DOORBELL_FAIL_IF(!v, b.recv<T>(peer), v.status().to_string().c_str());
+  return *v;
+}
 
 constexpr int kRanks = 2;
 constexpr int kIters = 20, kRounds = 5, kWarmup = 3;
@@ -104,24 +119,25 @@ struct Closer {
 };
 using Cache = p2p::IpcCache<Opener, Closer>;
 
-// The smcuda set-up between the two ranks, over the socket: both ask on their first send
-// (requests cross), each answers the other's request and takes the other's answer.
-p2p::IpcState ipc_setup(const gpu::Bootstrap& b, int peer, bool peer_access) {
+// The smcuda set-up between the two ranks, over bootstrap messages: both ask on their first
+// send (requests cross: one byte each, so neither send waits), each answers the other's
+// request and takes the other's answer.
+p2p::IpcState ipc_setup(Bootstrap& b, uint32_t peer, bool peer_access) {
   p2p::IpcEndpoint ep;
   const p2p::IpcMsg first = ep.on_send();
-  b.send(peer, first);
+  BOOTCHECK(b.send(peer, first));
   int answered = 0, answers = 0;
   while (answered + answers < 2) {
-    const auto m = b.recv<p2p::IpcMsg>(peer);
+    const auto m = recv_from<p2p::IpcMsg>(b, peer);
     (m == p2p::IpcMsg::kRequest ? answered : answers) += 1;
     const p2p::IpcMsg reply = ep.on_message(m, peer_access);
-    if (reply != p2p::IpcMsg::kNone) b.send(peer, reply);
+    if (reply != p2p::IpcMsg::kNone) BOOTCHECK(b.send(peer, reply));
   }
   return ep.state;
 }
 
 struct Rank {
-  int r, peer;
+  uint32_t r, peer;
   uint8_t *send = nullptr, *recv = nullptr, *peer_recv = nullptr;
   p2p::ConnShm *shm_host = nullptr, *shm_dev = nullptr;  // [kRanks]: connection i -> 1 - i
   cudaStream_t kernel_stream, proxy_stream, local_stream;
@@ -169,23 +185,23 @@ void print_row(const char* who, uint64_t bytes, double s) {
 // nccl-tests' timing — a barrier, kIters operations back to back, the slower rank's average —
 // taken kRounds times; the median round (one round can catch a descheduled rank).
 template <class Op>
-double timed(const gpu::Bootstrap& b, int peer, Op op) {
+double timed(Bootstrap& b, uint32_t peer, Op op) {
   for (int i = 0; i < kWarmup; ++i) op();
   std::vector<double> rounds;
   for (int round = 0; round < kRounds; ++round) {
-    b.barrier();
+    BOOTCHECK(b.barrier());
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kIters; ++i) op();
     const double t = seconds_since(t0) / kIters;
-    b.send(peer, t);
-    rounds.push_back(std::max(t, b.recv<double>(peer)));
+    BOOTCHECK(b.send(peer, t));
+    rounds.push_back(std::max(t, recv_from<double>(b, peer)));
   }
   std::sort(rounds.begin(), rounds.end());
   return rounds[kRounds / 2];
 }
 
 // Test bytes: no short period, so a copy from a wrong offset shows.
-uint8_t pattern(int rank, uint64_t b) { return uint8_t((b * 0x9E3779B97F4A7C15ull + uint64_t(rank) * 0x632BE59BD9B4E019ull) >> 56); }
+uint8_t pattern(uint32_t rank, uint64_t b) { return uint8_t((b * 0x9E3779B97F4A7C15ull + uint64_t(rank) * 0x632BE59BD9B4E019ull) >> 56); }
 
 // Free + re-malloc at the same address, on the receiver (rank 1): rank 0 maps the buffer
 // through a correct cache and through one without the buffer-id check, rank 1 frees it and
@@ -193,14 +209,14 @@ uint8_t pattern(int rank, uint64_t b) { return uint8_t((b * 0x9E3779B97F4A7C15ul
 // cache); the correct cache must reopen and its marker arrive in the new buffer. Writing
 // through the stale mapping is undefined behaviour in CUDA, so the planted cache is only asked
 // where it would deliver. Returns the failures.
-int reuse_demo(const gpu::Bootstrap& b, std::map<uint64_t, cudaIpcMemHandle_t>& handles, std::vector<double>& open_us) {
+int reuse_demo(Bootstrap& b, std::map<uint64_t, cudaIpcMemHandle_t>& handles, std::vector<double>& open_us) {
   constexpr uint64_t kBytes = 64ull << 20;
-  const int peer = 1 - b.rank;
-  if (b.rank == 1) {
+  const uint32_t peer = 1 - b.rank();
+  if (b.rank() == 1) {
     uint8_t* v1 = nullptr;
     CHECK(cudaMalloc(&v1, kBytes));
-    b.send(peer, export_buffer(v1, kBytes));
-    b.barrier();  // rank 0 mapped it
+    BOOTCHECK(b.send(peer, export_buffer(v1, kBytes)));
+    BOOTCHECK(b.barrier());  // rank 0 mapped it
     CHECK(cudaFree(v1));
     uint8_t* v2 = nullptr;
     CHECK(cudaMalloc(&v2, kBytes));
@@ -208,25 +224,25 @@ int reuse_demo(const gpu::Bootstrap& b, std::map<uint64_t, cudaIpcMemHandle_t>& 
     CHECK(cudaDeviceSynchronize());
     std::printf("reuse: the receiver freed its 64 MiB buffer and allocated again: %s address (%p -> %p)\n",
                 v1 == v2 ? "the same" : "a different", (void*)v1, (void*)v2);
-    b.send(peer, export_buffer(v2, kBytes));
-    b.barrier();  // rank 0 delivered
+    BOOTCHECK(b.send(peer, export_buffer(v2, kBytes)));
+    BOOTCHECK(b.barrier());  // rank 0 delivered
     uint8_t got = 0;
     CHECK(cudaMemcpy(&got, v2, 1, cudaMemcpyDeviceToHost));
     std::printf("reuse: the marker sent through the correct cache %s the new buffer\n", got == 0xA5 ? "arrived in" : "is MISSING from");
     const int status = got == 0xA5 ? 0 : 1;
-    b.barrier();  // rank 0 closed its mappings
+    BOOTCHECK(b.barrier());  // rank 0 closed its mappings
     CHECK(cudaFree(v2));
-    b.send(peer, status);
+    BOOTCHECK(b.send(peer, status));
     return status;
   }
   Cache good(Opener{&handles, &open_us}, Closer{});
   Cache planted(Opener{&handles, &open_us}, Closer{}, /*plant_no_id_check=*/true);
-  const auto e1 = b.recv<Export>(peer);
+  const auto e1 = recv_from<Export>(b, peer);
   handles[e1.meta.buffer_id] = e1.handle;
   uint8_t* old_map = good.map(e1.meta, e1.meta.base);
   (void)planted.map(e1.meta, e1.meta.base);  // the same context: the same pointer, counted twice
-  b.barrier();
-  const auto e2 = b.recv<Export>(peer);
+  BOOTCHECK(b.barrier());
+  const auto e2 = recv_from<Export>(b, peer);
   handles[e2.meta.buffer_id] = e2.handle;
   const uint8_t a = 0xA5;
   uint8_t* new_map = good.map(e2.meta, e2.meta.base);
@@ -238,25 +254,25 @@ int reuse_demo(const gpu::Bootstrap& b, std::map<uint64_t, cudaIpcMemHandle_t>& 
   std::printf("reuse: correct cache: %llu opens, %llu stale mapping closed and reopened; without the buffer-id check: %s\n",
               (unsigned long long)good.opens(), (unsigned long long)good.reopens(),
               stale ? "a hit on the stale mapping (it would deliver into the freed allocation)" : "reopened (address not reused)");
-  b.barrier();
+  BOOTCHECK(b.barrier());
   planted.close_all();
   good.close_all();
-  b.barrier();
-  int status = b.recv<int>(peer);
+  BOOTCHECK(b.barrier());
+  int status = recv_from<int>(b, peer);
   if (good.reopens() != (same_va ? 1u : 0u) || stale != same_va) status = 1;
   return status;
 }
 
-int rank_main(gpu::Bootstrap& b) {
-  const int r = b.rank, peer = 1 - r;
-  CHECK(cudaSetDevice(r));
+int rank_main(Bootstrap& b, bootstrap::SharedMemory shared) {
+  const uint32_t r = b.rank(), peer = 1 - r;
+  CHECK(cudaSetDevice(int(r)));
   Rank k;
   k.r = r, k.peer = peer;
   // The connection words live in the shared host memory, mapped for this rank's GPU.
-  k.shm_host = static_cast<p2p::ConnShm*>(b.shared);
-  CHECK(cudaHostRegister(b.shared, b.shared_bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
+  k.shm_host = static_cast<p2p::ConnShm*>(shared.data);
+  CHECK(cudaHostRegister(shared.data, shared.bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
   void* dev = nullptr;
-  CHECK(cudaHostGetDevicePointer(&dev, b.shared, 0));
+  CHECK(cudaHostGetDevicePointer(&dev, shared.data, 0));
   k.shm_dev = static_cast<p2p::ConnShm*>(dev);
   CHECK(cudaMalloc(&k.send, kMaxBytes));
   CHECK(cudaMalloc(&k.recv, kMaxBytes));
@@ -274,20 +290,20 @@ int rank_main(gpu::Bootstrap& b) {
 
   // Lazy IPC set-up, then the peer's receive buffer through the handle cache.
   int can = 0;
-  CHECK(cudaDeviceCanAccessPeer(&can, r, peer));
+  CHECK(cudaDeviceCanAccessPeer(&can, int(r), int(peer)));
   const p2p::IpcState st = ipc_setup(b, peer, can != 0);
-  b.send(peer, export_buffer(k.recv, kMaxBytes));
-  const auto theirs = b.recv<Export>(peer);
+  BOOTCHECK(b.send(peer, export_buffer(k.recv, kMaxBytes)));
+  const auto theirs = recv_from<Export>(b, peer);
   std::map<uint64_t, cudaIpcMemHandle_t> handles{{theirs.meta.buffer_id, theirs.handle}};
   std::vector<double> open_us;
   Cache cache(Opener{&handles, &open_us}, Closer{});
   if (st == p2p::IpcState::kOk || st == p2p::IpcState::kAcked) k.peer_recv = cache.map(theirs.meta, theirs.meta.base);
   cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, r));
-  std::printf("rank %d (pid %d): %s, IPC set-up %s, peer's receive buffer opened in %.0f us\n", r, int(getpid()), prop.name,
+  CHECK(cudaGetDeviceProperties(&prop, int(r)));
+  std::printf("rank %u (pid %d): %s, IPC set-up %s, peer's receive buffer opened in %.0f us\n", r, int(getpid()), prop.name,
               p2p::ipc_state_name(st), open_us.empty() ? 0.0 : open_us.front());
   std::fflush(stdout);
-  b.barrier();
+  BOOTCHECK(b.barrier());
   if (k.peer_recv == nullptr) return 1;  // no IPC: this benchmark has no host path
 
   int status = 0;
@@ -304,17 +320,17 @@ int rank_main(gpu::Bootstrap& b) {
     std::printf("raw copy-engine peer copy rank0 -> rank1 (IPC mapping), 1 GiB: %.1f GB/s (median of 5)\n",
                 double(kMaxBytes) / t[2] / 1e9);
   }
-  b.barrier();
+  BOOTCHECK(b.barrier());
 #ifdef DOORBELL_WITH_NCCL
   ncclUniqueId id;
   if (r == 0) {
     NCCLCHECK(ncclGetUniqueId(&id));
-    b.send(peer, id);
+    BOOTCHECK(b.send(peer, id));
   } else {
-    id = b.recv<ncclUniqueId>(peer);
+    id = recv_from<ncclUniqueId>(b, peer);
   }
   ncclComm_t comm;
-  NCCLCHECK(ncclCommInitRank(&comm, kRanks, id, r));
+  NCCLCHECK(ncclCommInitRank(&comm, kRanks, id, int(r)));
   const char* ce = std::getenv("NCCL_P2P_USE_CUDA_MEMCPY");
   if (r == 0) std::printf("NCCL %d (two ranks), NCCL_P2P_USE_CUDA_MEMCPY=%s\n", NCCL_VERSION_CODE, ce ? ce : "(unset)");
 #endif
@@ -328,20 +344,20 @@ int rank_main(gpu::Bootstrap& b) {
     const uint64_t chunk = bytes / kRanks;
     CHECK(cudaMemset(k.recv, 0, bytes));
     CHECK(cudaDeviceSynchronize());  // cleared before the peer may write
-    b.barrier();
+    BOOTCHECK(b.barrier());
     k.ce_alltoall(bytes);
-    b.barrier();
+    BOOTCHECK(b.barrier());
     std::vector<uint8_t> got(chunk);
-    for (int p = 0; p < kRanks; ++p) {
+    for (uint32_t p = 0; p < kRanks; ++p) {
       CHECK(cudaMemcpy(got.data(), k.recv + chunk * p, chunk, cudaMemcpyDeviceToHost));
       for (uint64_t i = 0; i < chunk; ++i)
         if (got[i] != pattern(p, chunk * r + i)) {
-          std::printf("  WRONG DATA: rank %d, from rank %d, byte %llu\n", r, p, (unsigned long long)i);
+          std::printf("  WRONG DATA: rank %u, from rank %u, byte %llu\n", r, p, (unsigned long long)i);
           status = 1;
           break;
         }
     }
-    b.barrier();  // checked before the peer's next operation writes here
+    BOOTCHECK(b.barrier());  // checked before the peer's next operation writes here
 #ifdef DOORBELL_WITH_NCCL
     const double tn = timed(b, peer, [&] {
       NCCLCHECK(ncclGroupStart());
@@ -358,12 +374,12 @@ int rank_main(gpu::Bootstrap& b) {
   }
   unsigned bad = 0;
   CHECK(cudaMemcpy(&bad, k.bad, sizeof bad, cudaMemcpyDeviceToHost));
-  if (bad != 0 || k.failed != 0) std::printf("  rank %d: %u kernel sides and %d proxies failed\n", r, bad, k.failed), status = 1;
+  if (bad != 0 || k.failed != 0) std::printf("  rank %u: %u kernel sides and %d proxies failed\n", r, bad, k.failed), status = 1;
   cuda_exec::report_timeouts();  // waits that gave up, logged on the device
 #ifdef DOORBELL_WITH_NCCL
   NCCLCHECK(ncclCommDestroy(comm));
 #endif
-  b.barrier();
+  BOOTCHECK(b.barrier());
   std::vector<double> reuse_open_us;
   status |= reuse_demo(b, handles, reuse_open_us);
   if (r == 0 && !reuse_open_us.empty()) {
@@ -371,7 +387,7 @@ int rank_main(gpu::Bootstrap& b) {
     for (double u : reuse_open_us) std::printf(", %.0f", u);
     std::printf(" us (64 MiB buffers: open, the same handle again, the re-allocated one)\n");
   }
-  std::printf("p2p_bench rank %d: %s\n", r, status == 0 ? "data OK" : "FAILED");
+  std::printf("p2p_bench rank %u: %s\n", r, status == 0 ? "data OK" : "FAILED");
   return status;
 }
 
@@ -384,7 +400,10 @@ int main(int argc, char** argv) {
   // Two connections' words (rank i -> 1 - i), one page, empty FIFOs before the ranks exist.
   const uint64_t shared = 4096;
   static_assert(kRanks * sizeof(p2p::ConnShm) <= shared);
-  return gpu::Bootstrap::launch(
-      kRanks, shared, [](void* m) { for (int i = 0; i < kRanks; ++i) new (static_cast<p2p::ConnShm*>(m) + i) p2p::ConnShm{}; },
+  const Status s = bootstrap::fork_ranks(
+      kRanks, shared,
+      [](bootstrap::SharedMemory m) { for (int i = 0; i < kRanks; ++i) new (static_cast<p2p::ConnShm*>(m.data) + i) p2p::ConnShm{}; },
       rank_main);
+  if (!s) std::fprintf(stderr, "p2p_bench: %s\n", s.to_string().c_str());
+  return s ? 0 : 1;
 }

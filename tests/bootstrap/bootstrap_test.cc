@@ -1,11 +1,15 @@
-// The bootstrap's TCP backend with ranks on threads: blocks go all-to-all, and a root that
-// cannot be reached, a malformed id and ranks that call different exchanges are clear errors.
+// The bootstrap's TCP backend with ranks on threads: blocks go all-to-all, messages pass
+// point to point (tests/bootstrap/messages.h), and a root that cannot be reached, a malformed
+// id, ranks that call different exchanges, a message of another size and a peer that is no
+// other rank are clear errors.
 #include "host/bootstrap/bootstrap.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
+
+#include "tests/bootstrap/messages.h"
 
 namespace doorbell::bootstrap {
 namespace {
@@ -85,12 +89,50 @@ TEST(Bootstrap, RanksCallingDifferentExchangesIsAClearError) {
   EXPECT_NE(root_error.find("the ranks called different exchanges"), std::string::npos) << root_error;
 }
 
+TEST(Bootstrap, TcpRanksPassMessages) {
+  constexpr uint32_t kRanks = 4;
+  std::vector<std::string> wrong(kRanks);
+  on_ranks(kRanks, [&](const std::string& uid, uint32_t r) {
+    Result<std::unique_ptr<Bootstrap>> b = tcp(uid, r, kRanks, 10);
+    ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+    wrong[r] = testing::messages_wrong(**b, (4 << 20) + 3);  // more than a socket buffers
+  });
+  for (uint32_t r = 0; r < kRanks; ++r) EXPECT_EQ(wrong[r], "") << "rank " << r;
+}
+
+TEST(Bootstrap, MessageOfAnotherSizeIsAClearErrorAndTheNextStillPasses) {
+  Status mismatch;
+  Result<uint32_t> next = Status(Errc::kInternal, "not received");
+  on_ranks(2, [&](const std::string& uid, uint32_t r) {
+    Result<std::unique_ptr<Bootstrap>> b = tcp(uid, r, 2, 10);
+    ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+    if (r == 0) {
+      EXPECT_TRUE((*b)->send(1, uint64_t(5)).is_ok());
+      EXPECT_TRUE((*b)->send(1, uint32_t(6)).is_ok());
+    } else {
+      uint8_t buf[16];
+      mismatch = (*b)->recv(0, buf, sizeof buf);
+      next = (*b)->recv<uint32_t>(0);
+    }
+  });
+  EXPECT_EQ(mismatch.code(), Errc::kBadState);
+  EXPECT_NE(mismatch.message().find("rank 0 sent 8 bytes, rank 1 expected 16"), std::string::npos) << mismatch.to_string();
+  ASSERT_TRUE(next.is_ok()) << next.status().to_string();
+  EXPECT_EQ(*next, 6u);
+}
+
 TEST(Bootstrap, AloneWithoutALauncher) {
   const auto b = single();
   uint64_t v = 7;
   EXPECT_EQ(b->size(), 1u);
   EXPECT_TRUE(b->allgather(&v, 8).is_ok());
   EXPECT_EQ(v, 7u);
+  // No other rank to name: itself, or one outside the job.
+  const Status self = b->send(0, v), outside = b->recv(1, &v, 8);
+  EXPECT_EQ(self.code(), Errc::kBadParam);
+  EXPECT_NE(self.message().find("rank 0 cannot send to or receive from rank 0 (itself)"), std::string::npos) << self.to_string();
+  EXPECT_EQ(outside.code(), Errc::kBadParam);
+  EXPECT_NE(outside.message().find("rank 1 of a job of 1"), std::string::npos) << outside.to_string();
 }
 
 }  // namespace

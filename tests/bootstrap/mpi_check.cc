@@ -1,11 +1,14 @@
 // Run by mpirun (ctest bootstrap_mpirun_2): the environment names the MPI bootstrap; blocks go
-// all-to-all over it; then rank 0 makes a TCP unique id, hands it out over MPI, and the same
-// exchange runs over TCP between the processes. Exit 0 and one line when both hold.
+// all-to-all over it and messages point to point (tests/bootstrap/messages.h), and a message
+// of another size is an error that leaves the next one whole; then rank 0 makes a TCP unique
+// id, hands it out over MPI, and the same exchange and messages run over TCP between the
+// processes. Exit 0 and one line when all hold.
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include "host/bootstrap/bootstrap.h"
+#include "tests/bootstrap/messages.h"
 
 using namespace doorbell::bootstrap;
 
@@ -17,7 +20,23 @@ bool exchange(Bootstrap& b) {
   for (uint32_t q = 0; q < b.size(); ++q)
     if (buf[q * 2] != 0xd00b'e11'0000ull + q || buf[q * 2 + 1] != b.size())
       return std::fprintf(stderr, "rank %u: block %u wrong\n", b.rank(), q), false;
-  return b.barrier().is_ok();
+  if (!b.barrier()) return false;
+  const std::string wrong = testing::messages_wrong(b, (1 << 20) + 3);
+  if (!wrong.empty()) return std::fprintf(stderr, "%s (%s)\n", wrong.c_str(), b.name()), false;
+  return true;
+}
+
+// Rank 0 sends 8 bytes and then 4 to rank 1, which asks for 16 and then 4.
+bool mismatch_is_an_error(Bootstrap& b) {
+  if (b.rank() == 0) return b.send(1, uint64_t(5)).is_ok() && b.send(1, uint32_t(6)).is_ok();
+  if (b.rank() != 1) return true;
+  uint8_t buf[16];
+  const doorbell::Status s = b.recv(0, buf, sizeof buf);
+  if (s.code() != doorbell::Errc::kBadState || s.message().find("rank 0 sent 8 bytes, rank 1 expected 16") == std::string::npos)
+    return std::fprintf(stderr, "%s: a message of another size gave '%s'\n", b.name(), s.to_string().c_str()), false;
+  const doorbell::Result<uint32_t> next = b.recv<uint32_t>(0);
+  if (!next || *next != 6) return std::fprintf(stderr, "%s: the message after the wrong-sized one is lost\n", b.name()), false;
+  return true;
 }
 }  // namespace
 
@@ -26,7 +45,7 @@ int main() {
   if (!m) return std::fprintf(stderr, "%s\n", m.status().to_string().c_str()), 1;
   Bootstrap& b = **m;
   if (std::strcmp(b.name(), "mpi") != 0 || b.size() < 2) return std::fprintf(stderr, "not an MPI job of 2+ ranks (%s)\n", b.name()), 1;
-  if (!exchange(b)) return 1;
+  if (!exchange(b) || !mismatch_is_an_error(b)) return 1;
   char uid[64] = {};
   std::vector<char> ids(b.size() * sizeof uid);
   if (b.rank() == 0) {
@@ -38,6 +57,7 @@ int main() {
   auto t = tcp(ids.data(), b.rank(), b.size(), 30);
   if (!t) return std::fprintf(stderr, "%s\n", t.status().to_string().c_str()), 1;
   if (!exchange(**t)) return 1;
-  if (b.rank() == 0) std::printf("bootstrap: %u processes exchanged blocks over mpi and over tcp (%s): OK\n", b.size(), ids.data());
+  if (b.rank() == 0)
+    std::printf("bootstrap: %u processes exchanged blocks and messages over mpi and over tcp (%s): OK\n", b.size(), ids.data());
   return 0;
 }
