@@ -265,7 +265,13 @@ int reuse_demo(Bootstrap& b, std::map<uint64_t, cudaIpcMemHandle_t>& handles, st
 
 int rank_main(Bootstrap& b, bootstrap::SharedMemory shared) {
   const uint32_t r = b.rank(), peer = 1 - r;
-  CHECK(cudaSetDevice(int(r)));
+  // One GPU each where there are two; on a one-GPU machine both ranks share it (IPC between
+  // two processes of one GPU works; NCCL refuses a GPU twice, so its rows are left out).
+  int ngpu = 0;
+  CHECK(cudaGetDeviceCount(&ngpu));
+  const int gpu = int(r) % ngpu, peer_gpu = int(peer) % ngpu;
+  const bool one_gpu = gpu == peer_gpu;
+  CHECK(cudaSetDevice(gpu));
   Rank k;
   k.r = r, k.peer = peer;
   // The connection words live in the shared host memory, mapped for this rank's GPU.
@@ -289,8 +295,8 @@ int rank_main(Bootstrap& b, bootstrap::SharedMemory shared) {
   }
 
   // Lazy IPC set-up, then the peer's receive buffer through the handle cache.
-  int can = 0;
-  CHECK(cudaDeviceCanAccessPeer(&can, int(r), int(peer)));
+  int can = 1;  // a GPU reaches its own memory
+  if (!one_gpu) CHECK(cudaDeviceCanAccessPeer(&can, gpu, peer_gpu));
   const p2p::IpcState st = ipc_setup(b, peer, can != 0);
   BOOTCHECK(b.send(peer, export_buffer(k.recv, kMaxBytes)));
   const auto theirs = recv_from<Export>(b, peer);
@@ -299,9 +305,9 @@ int rank_main(Bootstrap& b, bootstrap::SharedMemory shared) {
   Cache cache(Opener{&handles, &open_us}, Closer{});
   if (st == p2p::IpcState::kOk || st == p2p::IpcState::kAcked) k.peer_recv = cache.map(theirs.meta, theirs.meta.base);
   cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, int(r)));
-  std::printf("rank %u (pid %d): %s, IPC set-up %s, peer's receive buffer opened in %.0f us\n", r, int(getpid()), prop.name,
-              p2p::ipc_state_name(st), open_us.empty() ? 0.0 : open_us.front());
+  CHECK(cudaGetDeviceProperties(&prop, gpu));
+  std::printf("rank %u (pid %d): GPU %d, %s, IPC set-up %s, peer's receive buffer opened in %.0f us\n", r, int(getpid()), gpu,
+              prop.name, p2p::ipc_state_name(st), open_us.empty() ? 0.0 : open_us.front());
   std::fflush(stdout);
   BOOTCHECK(b.barrier());
   if (k.peer_recv == nullptr) return 1;  // no IPC: this benchmark has no host path
@@ -322,17 +328,21 @@ int rank_main(Bootstrap& b, bootstrap::SharedMemory shared) {
   }
   BOOTCHECK(b.barrier());
 #ifdef DOORBELL_WITH_NCCL
-  ncclUniqueId id;
-  if (r == 0) {
-    NCCLCHECK(ncclGetUniqueId(&id));
-    BOOTCHECK(b.send(peer, id));
-  } else {
-    id = recv_from<ncclUniqueId>(b, peer);
+  ncclComm_t comm = nullptr;
+  if (!one_gpu) {
+    ncclUniqueId id;
+    if (r == 0) {
+      NCCLCHECK(ncclGetUniqueId(&id));
+      BOOTCHECK(b.send(peer, id));
+    } else {
+      id = recv_from<ncclUniqueId>(b, peer);
+    }
+    NCCLCHECK(ncclCommInitRank(&comm, kRanks, id, int(r)));
+    const char* ce = std::getenv("NCCL_P2P_USE_CUDA_MEMCPY");
+    if (r == 0) std::printf("NCCL %d (two ranks), NCCL_P2P_USE_CUDA_MEMCPY=%s\n", NCCL_VERSION_CODE, ce ? ce : "(unset)");
+  } else if (r == 0) {
+    std::printf("NCCL: left out (both ranks on one GPU: NCCL refuses a GPU twice)\n");
   }
-  ncclComm_t comm;
-  NCCLCHECK(ncclCommInitRank(&comm, kRanks, id, int(r)));
-  const char* ce = std::getenv("NCCL_P2P_USE_CUDA_MEMCPY");
-  if (r == 0) std::printf("NCCL %d (two ranks), NCCL_P2P_USE_CUDA_MEMCPY=%s\n", NCCL_VERSION_CODE, ce ? ce : "(unset)");
 #endif
   if (r == 0)
     std::printf("\n%-30s %12s %12s %10s %8s %8s\n", "alltoall (avg of 20, median of 5)", "size(B)", "count", "time(us)", "algbw", "busbw");
@@ -359,16 +369,18 @@ int rank_main(Bootstrap& b, bootstrap::SharedMemory shared) {
     }
     BOOTCHECK(b.barrier());  // checked before the peer's next operation writes here
 #ifdef DOORBELL_WITH_NCCL
-    const double tn = timed(b, peer, [&] {
-      NCCLCHECK(ncclGroupStart());
-      for (int p = 0; p < kRanks; ++p) {
-        NCCLCHECK(ncclSend(k.send + chunk * p, chunk, ncclInt8, p, comm, k.kernel_stream));
-        NCCLCHECK(ncclRecv(k.recv + chunk * p, chunk, ncclInt8, p, comm, k.kernel_stream));
-      }
-      NCCLCHECK(ncclGroupEnd());
-      CHECK(cudaStreamSynchronize(k.kernel_stream));
-    });
-    if (r == 0) print_row("NCCL", bytes, tn);
+    if (comm != nullptr) {
+      const double tn = timed(b, peer, [&] {
+        NCCLCHECK(ncclGroupStart());
+        for (int p = 0; p < kRanks; ++p) {
+          NCCLCHECK(ncclSend(k.send + chunk * p, chunk, ncclInt8, p, comm, k.kernel_stream));
+          NCCLCHECK(ncclRecv(k.recv + chunk * p, chunk, ncclInt8, p, comm, k.kernel_stream));
+        }
+        NCCLCHECK(ncclGroupEnd());
+        CHECK(cudaStreamSynchronize(k.kernel_stream));
+      });
+      if (r == 0) print_row("NCCL", bytes, tn);
+    }
 #endif
     std::fflush(stdout);
   }
@@ -377,7 +389,7 @@ int rank_main(Bootstrap& b, bootstrap::SharedMemory shared) {
   if (bad != 0 || k.failed != 0) std::printf("  rank %u: %u kernel sides and %d proxies failed\n", r, bad, k.failed), status = 1;
   cuda_exec::report_timeouts();  // waits that gave up, logged on the device
 #ifdef DOORBELL_WITH_NCCL
-  NCCLCHECK(ncclCommDestroy(comm));
+  if (comm != nullptr) NCCLCHECK(ncclCommDestroy(comm));
 #endif
   BOOTCHECK(b.barrier());
   std::vector<double> reuse_open_us;
@@ -395,7 +407,7 @@ int rank_main(Bootstrap& b, bootstrap::SharedMemory shared) {
 
 int main(int argc, char** argv) {
   if (argc > 1) g_steps = std::max<uint64_t>(1, std::strtoull(argv[1], nullptr, 10));
-  std::printf("p2p_bench: %d processes, one GPU each; copy-engine alltoall (doorbell core/p2p, %llu steps per connection)\n",
+  std::printf("p2p_bench: %d processes, one GPU each (both on one where there is one); copy-engine alltoall (doorbell core/p2p, %llu steps per connection)\n",
               kRanks, (unsigned long long)g_steps);
   // Two connections' words (rank i -> 1 - i), one page, empty FIFOs before the ranks exist.
   const uint64_t shared = 4096;
