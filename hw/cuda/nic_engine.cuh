@@ -237,8 +237,7 @@ struct SqRing {
   }
   __device__ const std::byte* whole(uint64_t, uint32_t ds) {
     auto* w16 = reinterpret_cast<uint4*>(w);
-    if (ds <= mlx5::kMaxDs)  // a bad DS fails on its first WQEBB
-      for (uint32_t k = 4; k < ds; ++k) w16[k] = __ldcg(reinterpret_cast<const uint4*>(e.qps[i].sq + ((off + 16 * k) & (ring - 1))));
+    for (uint32_t k = 4; k < ds; ++k) w16[k] = __ldcg(reinterpret_cast<const uint4*>(e.qps[i].sq + ((off + 16 * k) & (ring - 1))));
     return w;
   }
   __device__ uint32_t qpn() const { return e.qps[i].qpn; }

@@ -384,10 +384,10 @@ struct Engine {
     const std::byte* first(uint64_t idx) const { return qp.sq + (idx & qp.sq_mask) * mlx5::kWqebb; }
     const std::byte* whole(uint64_t idx, uint32_t ds) const {
       const uint64_t off = (idx & qp.sq_mask) * mlx5::kWqebb, ring = (qp.sq_mask + 1) * mlx5::kWqebb;
-      const uint64_t len = uint64_t(std::max<uint32_t>(ds, 1)) * mlx5::kDsBytes;
+      const uint64_t len = uint64_t(ds) * mlx5::kDsBytes;
       const std::byte* w = qp.sq + off;
       read(nic, w, std::min(len, ring - off), "WQE", idx);
-      if (ds == 0 || ds > qp.attr.max_ds || off + len <= ring) return w;  // a bad DS fails on its first WQEBB
+      if (off + len <= ring) return w;
       // The WQE wraps: its tail is at the ring's start; gathered contiguously, in a buffer
       // read only within this call (one per thread, not a kilobyte in every QP, which a
       // world's rewind copied back).

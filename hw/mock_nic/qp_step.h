@@ -8,7 +8,9 @@
 // The Ring contract (`q`):
 //   const std::byte* first(uint64_t idx)            the WQE's first WQEBB (its control segment)
 //   const std::byte* whole(uint64_t idx, uint32_t ds)  its ds octowords contiguous (gathered
-//                                                   where the ring wraps); a read the NIC makes
+//                                                   where the ring wraps); a read the NIC makes.
+//                                                   ds is valid (1..max_ds): a bad one comes as
+//                                                   1, the WQE failing on its first WQEBB
 //   uint32_t qpn(), max_ds(); bool check_index()    what check_wqe checks against
 //   bool fenced(const mlx5::WqeCtrlSeg&)            the fence must wait for responses in flight
 //   bool injected_error(uint64_t idx)               a fault the harness injects at this WQE: the

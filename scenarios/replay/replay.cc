@@ -18,9 +18,7 @@ RunSpec run_spec(const Scenario& sc, const ReplayOptions& opt) {
   // (s - 1) / kPreemptChoices + 1, to runnable agent (s - 1) % kPreemptChoices.
   if (r.seed != 0 && r.so.policy == gpu_sim::Policy::kPreempt)
     r.so.preempt_at = (r.seed - 1) / kPreemptChoices + 1, r.so.preempt_to = uint32_t((r.seed - 1) % kPreemptChoices);
-  // Timed NVLS: a waiting CTA polls every poll_ns while another moves a slot for microseconds.
-  const bool nvls_timed = std::holds_alternative<NvlsWorkload>(sc.work) && r.so.policy == gpu_sim::Policy::kTimed;
-  r.so.hang_spins = nvls_timed ? 1u << 20 : 512;
+  r.so.hang_spins = 512;
   r.so.memory = r.memory_model == "weak" ? gpu_sim::MemoryModel::kWeak : gpu_sim::MemoryModel::kSc;
   return r;
 }

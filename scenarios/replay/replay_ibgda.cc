@@ -14,8 +14,8 @@ namespace {
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 }  // namespace
 
-IbgdaReplay::IbgdaReplay(const Scenario& s, const IbgdaWorkload& wk, const RunSpec& sp, const ReplayOptions& o)
-    : sc(s), w(wk), spec(sp), opt(o), threads(wk.ctas * wk.warps * wk.lanes), gen(generate(wk, s.pes)) {}
+IbgdaReplay::IbgdaReplay(const Scenario& s, const IbgdaWorkload& wk, const RunSpec& sp, const ReplayOptions& o, const Generated& g)
+    : sc(s), w(wk), spec(sp), opt(o), threads(wk.ctas * wk.warps * wk.lanes), gen(g) {}
 
 Run IbgdaReplay::run() {
   Run r;
@@ -144,14 +144,15 @@ void IbgdaReplay::explain(const gpu_sim::Scheduler& s, Run& r) const {
 // the same workload with a CPU proxy posting for the GPU gives both message rates, and must
 // meet the expectation too (without its time limit: that is for the path under test).
 Run run(const Scenario& sc, const IbgdaWorkload& w, const RunSpec& spec, const ReplayOptions& opt) {
-  Run r = IbgdaReplay(sc, w, spec, opt).run();
+  const Generated gen = generate(w, sc.pes);  // faults and the proxy change no generated message
+  Run r = IbgdaReplay(sc, w, spec, opt, gen).run();
   ReplayOptions ref = opt;
   ref.trace = nullptr;  // the timeline is the run under test's
   if (w.stack.failover && (w.random_faults || !w.faults.empty()) && r.figures.contains("sim_time_ns")) {
     IbgdaWorkload clean = w;
     clean.faults.clear();
     clean.random_faults = false;
-    const Run c = IbgdaReplay(sc, clean, spec, ref).run();
+    const Run c = IbgdaReplay(sc, clean, spec, ref, gen).run();
     if (c.figures.contains("sim_time_ns")) {
       const double t = r.figures["sim_time_ns"].get<double>(), t0 = c.figures["sim_time_ns"].get<double>();
       const double dip = t > 0 ? 1 - t0 / t : 0;  // share of the fault-free rate lost over the run
@@ -165,7 +166,7 @@ Run run(const Scenario& sc, const IbgdaWorkload& w, const RunSpec& spec, const R
   if (!w.compare_cpu_proxy || w.stack.cpu_proxy) return r;
   IbgdaWorkload proxied = w;
   proxied.stack.cpu_proxy = true;
-  Run p = IbgdaReplay(sc, proxied, spec, ref).run();
+  Run p = IbgdaReplay(sc, proxied, spec, ref, gen).run();
   Expectation untimed = sc.expect;
   untimed.max_sim_us = 0;
   r.compared_met = judge(untimed, p.verdict.kind, p.sched.sim_time_ns, p.verdict.detail);

@@ -21,7 +21,8 @@ namespace doorbell::scenario {
 
 class IbgdaReplay {
  public:
-  IbgdaReplay(const Scenario& sc, const IbgdaWorkload& w, const RunSpec& spec, const ReplayOptions& opt);
+  // `gen`: the workload's generated messages (the same for its reference runs: made once).
+  IbgdaReplay(const Scenario& sc, const IbgdaWorkload& w, const RunSpec& spec, const ReplayOptions& opt, const Generated& gen);
   Run run();
 
  private:
@@ -41,7 +42,7 @@ class IbgdaReplay {
   const RunSpec& spec;
   const ReplayOptions& opt;
   const uint32_t threads;
-  const Generated gen;
+  const Generated& gen;
   uint64_t slot = 0;
   std::unique_ptr<ibgda::ModelWorld> world;
   ibgda::Workload wl;                      // the scenario's ops and generated messages, placed

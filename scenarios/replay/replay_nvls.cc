@@ -12,7 +12,11 @@ Run run(const Scenario& sc, const NvlsWorkload& w, const RunSpec& spec, const Re
   nvls::NvlsRunConfig c = w.run;
   c.ranks = sc.pes, c.phantom = sc.phantom, c.seed = spec.seed;  // what the scenario's common part holds
   c.lanes = sc.phantom ? 1 : 4;                                  // sizes only: thread 0 is all a step needs
-  const nvls::NvlsRunResult r = nvls::run_nvls(c, spec.so);
+  // Timed: a waiting CTA polls every poll_ns while another moves a slot for microseconds, so
+  // far more polls than elsewhere pass before one is a hang.
+  gpu_sim::SchedOptions so = spec.so;
+  if (so.policy == gpu_sim::Policy::kTimed) so.hang_spins = 1u << 20;
+  const nvls::NvlsRunResult r = nvls::run_nvls(c, so);
   Run out{{r.kind, r.failure}, r.run};
   const uint64_t bytes = c.count * nvls::dtype_bytes(c.dtype) * (c.allreduce ? 1 : c.ranks);
   const char* collective = c.allreduce ? "allreduce" : "reducescatter";

@@ -53,23 +53,6 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     const End& e = (*ends)[id];
     return pes_[e.pe]->qps(e.backup)[e.slot];
   };
-  auto pairs = std::make_shared<std::vector<PairRecovery>>();
-  auto failed_at = std::make_shared<std::vector<double>>();
-  for (uint32_t id = 0; id < ends->size(); ++id) {
-    const End& e = (*ends)[id];
-    Dev& dv = pes_[e.pe]->devs[e.dev];
-    Result<devx::QpQuery> qq = devx::Driver(*dv.devx).query_qp(queue_set(dv, e.backup).qp(e.qi));
-    if (!qq) continue;  // not the model's to refuse; a QP it cannot query has no pair
-    const uint32_t peer = id_of(dq(id).pe, e.backup, e.dev, qq->remote_qpn);  // rails: the same NIC index
-    if (peer < id) continue;  // added from the other end
-    PairRecovery pr;
-    pr.a = {&dq(id), id};
-    pr.b = {&dq(peer), peer};
-    pr.self = peer == id;
-    pairs->push_back(pr);
-    failed_at->push_back(0);
-  }
-
   // The NIC control recovery_step needs, through each PE's DEVX driver (QUERY_QP and the
   // state transitions a host makes), but for what a host could not query: the peeks.
   struct ModelNic {
@@ -126,6 +109,23 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
       (void)d.rtr2rts(obj(id), w->cfg_.rts);
     }
   };
+  auto pairs = std::make_shared<std::vector<PairRecovery>>();
+  auto failed_at = std::make_shared<std::vector<double>>();
+  for (uint32_t id = 0; id < ends->size(); ++id) {
+    const End& e = (*ends)[id];
+    const ModelNic n{this, ends.get()};
+    Result<devx::QpQuery> qq = n.drv(id).query_qp(n.obj(id));
+    if (!qq) continue;  // not the model's to refuse; a QP it cannot query has no pair
+    const uint32_t peer = id_of(dq(id).pe, e.backup, e.dev, qq->remote_qpn);  // rails: the same NIC index
+    if (peer < id) continue;  // added from the other end
+    PairRecovery pr;
+    pr.a = {&dq(id), id};
+    pr.b = {&dq(peer), peer};
+    pr.self = peer == id;
+    pairs->push_back(pr);
+    failed_at->push_back(0);
+  }
+
   const bool timed = s.options().policy == gpu_sim::Policy::kTimed;
   s.add_agent("recovery", [=, this, &s](gpu_sim::AgentCtx& a) {
     // Device words through the agent, so the weak memory model hears of them.

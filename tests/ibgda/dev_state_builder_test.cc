@@ -58,13 +58,15 @@ TEST(DevStateBuilder, QpsFollowTheLayoutOverNics) {
     ASSERT_EQ(b.qps(false).size(), size_t(npes * nrc * ndev));
     for (uint32_t g = 0; g < nrc * ndev; ++g)
       for (uint32_t peer = 0; peer < npes; ++peer) {
-        const DevQp& q = s.qps[qp_slot(s, g, peer)];
+        // The layouts, written out (not through qp_slot, which the builder uses).
+        const uint32_t slot = layout == QpLayout::kQpMajor ? g * npes + peer : peer * nrc * ndev + g;
+        const DevQp& q = s.qps[slot];
         EXPECT_EQ(q.qpn, 100 * g + peer);
         EXPECT_EQ(q.pe, peer);
         EXPECT_EQ(q.dev, g % ndev);
         EXPECT_EQ(q.nwqes, 64u);
         EXPECT_EQ(q.ibuf_nslots, 4u);
-        EXPECT_EQ(s.backups[qp_slot(s, g, peer)].qpn, 1000 + 100 * g + peer);
+        EXPECT_EQ(s.backups[slot].qpn, 1000 + 100 * g + peer);
       }
   }
 }
