@@ -4,7 +4,7 @@
 // the engine consume the batch.
 #include <benchmark/benchmark.h>
 
-#include "hw/mock_nic/driver.h"
+#include "hw/mock_nic/devx/rig.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "fuzz/check.h"
-#include "hw/mock_nic/driver.h"
+#include "hw/mock_nic/devx/rig.h"
 
 using namespace doorbell;
 using namespace doorbell::mlx5;

@@ -18,7 +18,7 @@
 
 #include "gpu/cuda_check.h"
 #include "hw/cuda/cuda_dma.h"
-#include "hw/mock_nic/driver.h"
+#include "hw/mock_nic/devx/rig.h"
 
 using namespace doorbell;
 using namespace doorbell::mock_nic;

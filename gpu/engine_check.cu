@@ -1,7 +1,7 @@
 // The GPU-resident NIC engine (hw/cuda/nic_engine.cuh) on a Hopper GPU (run through the
 // device tool; CI only compiles it).
 //
-// 1. The malformed-WQE suite: every class of hw/mock_nic/malformed_cases.h is posted by the
+// 1. The malformed-WQE suite: every class of hw/mock_nic/devx/malformed_cases.h is posted by the
 //    CPU model's driver (a good NOP, the bad WQE, a WRITE and a NOP behind it), the ring, DBR,
 //    key table and registered bytes are mirrored into GPU memory, and the GPU engine runs them;
 //    its four CQEs must equal the CPU model's for the same WQEs (opcode, syndrome, vendor code,
@@ -23,7 +23,7 @@
 #include "gpu/cuda_check.h"
 #include "gpu/engine_rig.h"
 #include "hw/cuda/nic_engine.cuh"
-#include "hw/mock_nic/malformed_cases.h"
+#include "hw/mock_nic/devx/malformed_cases.h"
 
 using namespace doorbell;
 

@@ -119,16 +119,15 @@ struct Engine {
     }
     Srq* srq() const { return rq->attr.srqn != 0 ? &rn->srqs_[rq->attr.srqn - kFirstSrqn] : nullptr; }
     bool has_receive() const {
-      if (rq->attr.recv_cqn == 0) return false;
-      if (const Srq* s = srq()) return s->consumed < s->posted;
-      return uint16_t(rq->dbr->rcv.get() - uint16_t(rq->rq_head)) != 0;
+      const Srq* s = srq();
+      return rq->attr.recv_cqn != 0 && s != nullptr && s->consumed < s->posted;
     }
     void deliver_imm(uint32_t imm, uint64_t bytes) {
       Srq* s = srq();
       mlx5::Completion c;
       c.opcode = mlx5::CqeOpcode::kRespWrImm;
       c.qpn = rq->qpn;
-      c.wqe_counter = uint16_t(s != nullptr ? s->consumed++ : rq->rq_head++);
+      c.wqe_counter = uint16_t(s->consumed++);
       c.byte_cnt = uint32_t(bytes);
       c.imm = imm;
       rn->find_cq(rq->attr.recv_cqn)->post(c, rn->now_);

@@ -106,12 +106,12 @@ Status Nic::destroy_cq(uint32_t cqn) {
 
 Result<uint32_t> Nic::create_qp(const QpAttr& a) {
   if (a.log_sq_size > 15) return Status(Errc::kBadParam, "create_qp: log_sq_size > 15 (16-bit counters would alias)");
-  if (a.log_rq_size > 15) return Status(Errc::kBadParam, "create_qp: log_rq_size > 15");
   if (a.max_ds == 0 || a.max_ds > mlx5::kMaxDs) return Status(Errc::kBadParam, "create_qp: max_ds out of 1..63");
   if (find_cq(a.send_cqn) == nullptr) return Status(Errc::kNotFound, "create_qp: unknown send CQ");
   if (a.recv_cqn != 0 && find_cq(a.recv_cqn) == nullptr) return Status(Errc::kNotFound, "create_qp: unknown receive CQ");
   if (a.uar_page == 0 || a.uar_page >= next_uar_) return Status(Errc::kNotFound, "create_qp: unknown UAR page");
   if (a.srqn != 0 && srq(a.srqn) == nullptr) return Status(Errc::kNotFound, "create_qp: unknown SRQ");
+  if ((a.recv_cqn != 0) != (a.srqn != 0)) return Status(Errc::kBadParam, "create_qp: a receive queue is an SRQ and its CQ, both or neither");
   const uint64_t bytes = uint64_t(mlx5::kWqebb) << a.log_sq_size;
   auto qp = std::make_unique<Qp>();
   qp->sq = mem_.translate(a.sq_va, bytes);
@@ -153,7 +153,7 @@ Status Nic::modify_qp(uint32_t qpn, QpState to, const QpPeer* peer) {
     qp->peer = *peer;
   }
   if (to == QpState::kRst) {
-    qp->head = qp->prod = qp->rq_head = 0;
+    qp->head = qp->prod = 0;
     qp->inflight.clear();
     // A reset QP completes nothing more: completions still held back (late-CQE fault) go
     // with it, or one would land in the CQ after software reset it for the next epoch.

@@ -16,13 +16,12 @@ namespace doorbell::mock_nic {
 struct QpAttr {
   uint32_t pd = 0;
   uint32_t send_cqn = 0;
-  uint32_t recv_cqn = 0;      // 0: no receive CQ (WRITE_IMM to this QP then fails with RNR)
+  uint32_t recv_cqn = 0;      // with srqn; 0: no receive queue (WRITE_IMM to this QP then gets RNR NAKs)
   uint32_t log_sq_size = 6;   // WQEBBs in the send ring, 2^log (at most 2^15)
-  uint32_t log_rq_size = 0;   // receive WQEs (counted through the receive DBR word)
   uint64_t sq_va = 0;         // 2^log_sq_size * 64 bytes
   uint64_t dbr_va = 0;        // QpDoorbellRecord
   uint32_t uar_page = 0;      // doorbells for this QP must come through this UAR page
-  uint32_t srqn = 0;          // receives come from this SRQ instead of the QP's own RQ
+  uint32_t srqn = 0;          // receives come from this SRQ (as IBGDA hosts set up; no per-QP RQ is modelled)
   uint32_t max_ds = 63;       // largest WQE accepted, in octowords
   bool dc = false;            // a DC initiator (DCI): accepted, not executed (DC transport is not modelled)
 };
@@ -86,7 +85,6 @@ struct Qp {
 
   uint64_t head = 0;      // next WQEBB the engine fetches
   uint64_t prod = 0;      // producer index last read from the DBR (64-bit)
-  uint64_t rq_head = 0;   // receive WQEs consumed
   bool kicked = false;    // a doorbell arrived that the engine has not acted on
   bool active = false;    // on the NIC's active list
   bool error_pending = false;  // a failed WQE waits in `inflight` to be retired

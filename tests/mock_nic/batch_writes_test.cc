@@ -12,6 +12,8 @@
 
 #include <cstring>
 #include <sstream>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/mock_nic/rig.h"
@@ -91,7 +93,7 @@ std::string run(const Stream& s, bool batch) {
   cfg.check_wqe_index = s.check_index;
   Rig rig(2, cfg);
   const int rn = s.cross_nic ? 1 : 0;
-  SendQueue a = rig.make_sq(0, s.log_sq, s.log_cq, s.collapsed, 0, 0, s.collapsed || s.oi ? 1 : 0);
+  SendQueue a = rig.make_sq(0, s.log_sq, s.log_cq, s.collapsed, {}, s.collapsed || s.oi ? 1 : 0);
   SendQueue b = rig.make_sq(rn, 6, 6);
   rig.connect(a, b);
   const uint64_t src = rig.alloc(kRegion), dst = rig.alloc(kRegion), ro = rig.alloc(kRegion);
@@ -165,6 +167,13 @@ std::string run(const Stream& s, bool batch) {
   for (int i = 0; i < 10000 && rig.nic(0).progress() + rig.nic(1).progress() != 0;) ++i;
 
   std::ostringstream os;
+  // An address as region + offset: the regions' addresses differ between the two rigs.
+  auto at = [&](uint64_t va) {
+    const std::pair<const char*, uint64_t> regions[] = {{"src", src}, {"dst", dst}, {"ro", ro}, {"ph", ph}, {"cq", a.cq_va}, {"result", result}};
+    for (const auto& [name, base] : regions)
+      if (va - base < kRegion) return std::string(name) + "+" + std::to_string(va - base);
+    return std::to_string(va);
+  };
   auto bytes = [&](const char* what, uint64_t va, uint64_t len) {
     const std::byte* p = rig.mem.translate(va, len);
     os << what << ":";
@@ -189,7 +198,7 @@ std::string run(const Stream& s, bool batch) {
     for (const auto& e : nic.errors())
       os << "  error qpn " << e.qpn << " wqe " << e.wqe_idx << " op " << int(e.wqe_opcode) << " synd " << int(e.syndrome) << " vendor "
          << int(e.vendor) << "\n";
-    for (const auto& c : nic.phantom_log()) os << "  phantom " << c.dst << " " << c.src << " " << c.len << "\n";
+    for (const auto& c : nic.phantom_log()) os << "  phantom " << at(c.dst) << " " << at(c.src) << " " << c.len << "\n";
     for (const auto& e : nic.events()) os << "  event " << int(e.kind) << " " << e.object << " " << int(e.syndrome) << "\n";
   }
   return os.str();

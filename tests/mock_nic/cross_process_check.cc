@@ -14,7 +14,7 @@
 #include <string>
 
 #include "host/bootstrap/bootstrap.h"
-#include "hw/mock_nic/driver.h"
+#include "hw/mock_nic/devx/rig.h"
 #include "host/bootstrap/link_join.h"
 
 using namespace doorbell;
@@ -69,10 +69,10 @@ int main() {
   (void)key_dst, (void)key_words;
   SendQueue q = rig.make_sq(0, 6, 6), q2 = rig.make_sq(0, 6, 6);
   // A third pair with a receive CQ and one receive posted: a segmented WRITE_IMM's target.
-  const uint64_t rcq_va = rig.alloc(64 * 64, 0xff), rcq_dbr = rig.alloc(8);
-  const uint32_t rcqn = *rig.nic().create_cq({6, rcq_va, rcq_dbr, false});
-  SendQueue q3 = rig.make_sq(0, 6, 6, false, rcqn, 4);
-  q3.dbr()->rcv.set(1);
+  const mock_nic::driver::CqRef rcq = rig.make_cq();
+  const uint32_t srqn = rig.make_srq();
+  SendQueue q3 = rig.make_sq(0, 6, 6, false, {rcq.cqn, srqn});
+  rig.post_receives(srqn, 1);
   // One memory region key per process would do; each buffer has its own, the peer needs
   // dst's, src's and words' — they are consecutive registrations, so publish each.
   Handle mine{nic.lid(), q.qpn, q2.qpn, q3.qpn, src, dst, words, big};
@@ -186,7 +186,7 @@ int main() {
   }
   if (!links->serve_until_all_done(&why)) return fail(me, why);
   if (me == 0) {
-    const Cqe64* rc = rig.mem.as<Cqe64>(rcq_va);
+    const Cqe64* rc = rig.mem.as<Cqe64>(rcq.va);
     if (rc->opcode() != uint8_t(CqeOpcode::kRespWrImm) || rc->imm_inval_pkey.get() != 0xfeedu || rc->byte_cnt.get() != kImmBytes)
       return fail(me, "segmented WRITE_IMM: receive CQE opcode " + std::to_string(rc->opcode()) + ", byte_cnt " +
                           std::to_string(rc->byte_cnt.get()) + " (want " + std::to_string(kImmBytes) + ")");

@@ -195,10 +195,9 @@ TEST_F(Loopback, MaskedAtomics) {
 
 TEST_F(Loopback, WriteWithImmediateConsumesReceiveAndSignalsResponder) {
   Rig r2;
-  auto rcq_va = r2.alloc(64 * 64, 0xff), rcq_dbr = r2.alloc(8);
-  auto rcqn = r2.nic().create_cq({6, rcq_va, rcq_dbr, false});
-  ASSERT_TRUE(rcqn.is_ok());
-  SendQueue x = r2.make_sq(), y = r2.make_sq(0, 6, 6, false, *rcqn, 4);
+  const mock_nic::driver::CqRef rcq = r2.make_cq();
+  const uint32_t srqn = r2.make_srq();
+  SendQueue x = r2.make_sq(), y = r2.make_sq(0, 6, 6, false, {rcq.cqn, srqn});
   r2.connect(x, y);
   auto buf = r2.alloc(4096);
   auto k = r2.reg(buf, 4096, kAll);
@@ -211,15 +210,15 @@ TEST_F(Loopback, WriteWithImmediateConsumesReceiveAndSignalsResponder) {
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->syndrome, uint8_t(CqeSyndrome::kRnrRetryExcErr));
 
-  SendQueue x2 = r2.make_sq(), y2 = r2.make_sq(0, 6, 6, false, *rcqn, 4);
+  SendQueue x2 = r2.make_sq(), y2 = r2.make_sq(0, 6, 6, false, {rcq.cqn, srqn});
   r2.connect(x2, y2);
-  y2.dbr()->rcv.set(1);  // one receive WQE posted
+  r2.post_receives(srqn, 1);
   const uint64_t w = x2.rdma(WqeOpcode::kRdmaWriteImm, k, buf, 16, k, buf + 2048, kCtrlCqUpdate, 0xfeed);
   x2.ring_doorbell();
   ASSERT_TRUE(r2.run());
   ASSERT_NE(x2.poll(), nullptr);
   EXPECT_EQ(x2.cqes()[0].wqe_counter.get(), uint16_t(w));
-  const Cqe64* rc = r2.mem.as<Cqe64>(rcq_va);
+  const Cqe64* rc = r2.mem.as<Cqe64>(rcq.va);
   EXPECT_EQ(rc->opcode(), uint8_t(CqeOpcode::kRespWrImm));
   EXPECT_EQ(rc->imm_inval_pkey.get(), 0xfeedu);
   EXPECT_EQ(rc->byte_cnt.get(), 16u);
@@ -310,14 +309,14 @@ TEST(QpStateMachine, IllegalTransitionsAreRefused) {
   // WQEs posted before RTS wait; entering RTS runs them.
   auto buf = rig.alloc(64);
   auto k = rig.reg(buf, 64, kAll);
-  SendQueue b = rig.make_sq();
-  a.write(k, buf, 8, k, buf + 8);
-  a.ring_doorbell();
+  SendQueue c = rig.make_sq(), b = rig.make_sq();
+  c.write(k, buf, 8, k, buf + 8);
+  c.ring_doorbell();
   rig.run();
-  EXPECT_EQ(a.poll(), nullptr);
-  rig.connect(a, b);
+  EXPECT_EQ(c.poll(), nullptr);
+  rig.connect(c, b);
   ASSERT_TRUE(rig.run());
-  EXPECT_NE(a.poll(), nullptr);
+  EXPECT_NE(c.poll(), nullptr);
 }
 
 // A WQE stream produced only by rdma-core's helpers (mlx5dv_set_ctrl_seg / _data_seg and

@@ -8,7 +8,7 @@
 #include <functional>
 #include <vector>
 
-#include "hw/mock_nic/malformed_cases.h"
+#include "hw/mock_nic/devx/malformed_cases.h"
 
 namespace doorbell::testing {
 namespace {

@@ -24,7 +24,7 @@ bool has_event(const Nic& n, AsyncEvent::Kind k, uint32_t object) {
 TEST(CqOverrun, CollapsedCqWithoutOiGoesFatalAfterItsSize) {
   Rig rig;
   // A 4-CQE collapsed CQ without `oi`, whose consumer index nobody advances.
-  SendQueue a = rig.make_sq(0, 6, 2, true, 0, 0, /*oi=*/0), b = rig.make_sq();
+  SendQueue a = rig.make_sq(0, 6, 2, true, {}, /*oi=*/0), b = rig.make_sq();
   rig.connect(a, b);
   for (int i = 0; i < 6; ++i) a.nop(kCtrlCqUpdate);
   a.ring_doorbell();
@@ -40,7 +40,7 @@ TEST(CqOverrun, CollapsedCqWithoutOiGoesFatalAfterItsSize) {
 
   // With `oi` (what the driver sets for IBGDA's send CQs) the same stream runs on.
   Rig ok;
-  SendQueue c = ok.make_sq(0, 6, 2, true, 0, 0, /*oi=*/1), d = ok.make_sq();
+  SendQueue c = ok.make_sq(0, 6, 2, true, {}, /*oi=*/1), d = ok.make_sq();
   ok.connect(c, d);
   for (int i = 0; i < 6; ++i) c.nop(kCtrlCqUpdate);
   c.ring_doorbell();
@@ -116,7 +116,7 @@ TEST(RetryTimer, DeadPeerIsRetryExceededAfterTheTimeout) {
 
 TEST(RnrTimer, RnrRetrySevenWaitsForeverAndAPostedReceiveEndsTheWait) {
   Rig r;
-  auto [x, y, recv_cq_va] = r.make_receiving_pair();
+  auto [x, y, srqn, recv_cq] = r.make_receiving_pair();
   auto buf = r.alloc(4096);
   auto k = r.reg(buf, 4096, kAll);
   x.rdma(WqeOpcode::kRdmaWriteImm, k, buf, 16, k, buf + 1024, kCtrlCqUpdate, 1);
@@ -125,7 +125,7 @@ TEST(RnrTimer, RnrRetrySevenWaitsForeverAndAPostedReceiveEndsTheWait) {
   EXPECT_EQ(x.poll(), nullptr);  // rnr_retry 7 (the driver's value): no error, ever
   EXPECT_EQ(r.nic().qp(x.qpn)->state, QpState::kRts);
   EXPECT_NE(r.nic().waiting().find("retries forever"), std::string::npos) << r.nic().waiting();
-  y.dbr()->rcv.set(1);  // the responder posts a receive: the next retry gets through
+  r.post_receives(srqn, 1);  // the responder posts a receive: the next retry gets through
   ASSERT_TRUE(r.run());
   const Cqe64* c = x.poll();
   ASSERT_NE(c, nullptr);
@@ -136,7 +136,7 @@ TEST(RnrTimer, RnrRetrySevenWaitsForeverAndAPostedReceiveEndsTheWait) {
 // min_rnr_nak (code 20: 10.24 ms), not of its own (code 12, the default: 0.64 ms).
 TEST(RnrTimer, FiniteRnrRetryWaitsTheResponderMinRnrNakEachTime) {
   Rig r;
-  auto [x, y, recv_cq_va] = r.make_receiving_pair();
+  auto [x, y, srqn, recv_cq] = r.make_receiving_pair();
   QpTimers requester, responder;
   requester.rnr_retry = 3;
   responder.min_rnr_nak = 20;

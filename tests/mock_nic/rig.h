@@ -1,7 +1,7 @@
 // Tests use the model's minimal host driver under the testing namespace.
 #pragma once
 
-#include "hw/mock_nic/driver.h"
+#include "hw/mock_nic/devx/rig.h"
 
 namespace doorbell::testing {
 using namespace doorbell::mlx5;

@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "hw/mock_nic/driver.h"
+#include "hw/mock_nic/devx/rig.h"
 
 namespace doorbell::testing {
 
@@ -33,7 +33,7 @@ struct Env {
     key = rig.reg(reg_lo, 8192, kAll);
     ro_key = rig.reg(reg_lo + 8192, 4096, kLocalWrite | kRemoteRead);  // no remote write/atomic
     no_lw_key = rig.reg(reg_lo + 12288, 4096, kRemoteWrite);           // no local write
-    other_pd_key = rig.reg(reg_lo, 4096, kAll, 0, rig.nic().alloc_pd());
+    other_pd_key = rig.reg(reg_lo, 4096, kAll, 0, *rig.devx().alloc_pd());
     snapshot();
   }
   void snapshot() {

@@ -1,17 +1,22 @@
-// A minimal host driver for the NIC model (tests, demo, benchmarks): creates CQs and
-// connected RC QPs through the model's C++ API, writes WQEs into the send ring (wrapping
-// like a driver does), rings doorbells (DBR, then BlueFlame), polls CQs by the owner bit.
-// Set-up failures throw std::runtime_error with the model's message.
+// A minimal host driver on the NIC model (its own tests, mock_nic_bench, engine_fuzz,
+// gpu/dma_check): every NIC is opened through the DEVX seam (ModelDevx) and set up with the
+// mlx5 DEVX driver's PRM commands, as a host sets up a real device; WQEs are written into the
+// send ring (wrapping like a driver does), doorbells rung as a host does (DBR, then the
+// BlueFlame register's address), CQs polled by the owner bit. Fault hooks and model state
+// stay reachable through nic(i): the tests' harness reach. Set-up failures throw
+// std::runtime_error with the device's message.
 #pragma once
 
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "hw/mlx5/cqe.h"
 #include "hw/mlx5/wqe.h"
+#include "hw/mlx5_devx/driver.h"
+#include "hw/mock_nic/devx/model_devx.h"
 #include "hw/mock_nic/fabric.h"
 #include "hw/mock_nic/nic.h"
 
@@ -33,7 +38,9 @@ using namespace doorbell::mlx5;
 struct SendQueue {
   Nic* nic = nullptr;
   mem::AddressSpace* mem = nullptr;
-  uint32_t pd = 0, qpn = 0, cqn = 0, uar = 0;
+  uint32_t pd = 0, qpn = 0, cqn = 0, uar = 0;  // uar: the UAR page the QP names
+  uint64_t bf_addr = 0;                          // its BlueFlame register
+  devx::Obj qp{};                                // the QP as its DEVX context knows it
   uint32_t log_sq = 6, log_cq = 6;
   bool collapsed = false;
   uint64_t sq_va = 0, dbr_va = 0, cq_va = 0, cq_dbr_va = 0;
@@ -118,7 +125,7 @@ struct SendQueue {
   void ring_doorbell() { ring_doorbell(pi); }
   void ring_doorbell(uint64_t upto) {
     dbr()->snd.set(uint32_t(upto & 0xffff));
-    nic->uar_write64(uar, kBfOffset, last_doorbell);
+    nic->mmio_write64(bf_addr, last_doorbell);
   }
 
   // Next CQE of a normal CQ, or nullptr if software does not own one yet.
@@ -132,12 +139,26 @@ struct SendQueue {
   }
 };
 
-// A NIC model plus memory, with helpers to create send queues and registered buffers.
+// A CQ as a host holds it: its number and where its CQEs and doorbell record are.
+struct CqRef {
+  uint32_t cqn = 0;
+  uint64_t va = 0, dbr_va = 0;
+};
+
+// Where a QP's receives come from: none (zero-size receive queue), or an SRQ and its CQ.
+struct Receive {
+  uint32_t cqn = 0, srqn = 0;
+};
+
+// NIC models, each opened as a DEVX context with a PD, on one fabric and one address space;
+// helpers create send queues and registered buffers through that context.
 struct Rig {
   mem::AddressSpace mem;
   std::vector<std::unique_ptr<Nic>> nics;
   Fabric fabric;
-  uint32_t pd = 0;
+  std::vector<std::unique_ptr<ModelDevx>> contexts;  // before nics in destruction: it destroys its objects
+  std::vector<uint32_t> pds;                         // one per context
+  uint32_t pd = 0;                                   // NIC 0's
 
   // NICs get LIDs cfg.lid, cfg.lid + 1, ... (1.. by default).
   explicit Rig(int n_nics = 1, NicConfig cfg = {}) {
@@ -146,81 +167,124 @@ struct Rig {
       cfg.lid = uint16_t(first + i);
       nics.push_back(std::make_unique<Nic>(mem, cfg));
       check(fabric.attach(*nics.back()));
+      contexts.push_back(std::make_unique<ModelDevx>(*nics.back()));
+      pds.push_back(check(contexts.back()->alloc_pd()));
     }
-    pd = nics[0]->alloc_pd();
+    pd = pds[0];
   }
+  ~Rig() { contexts.clear(); }
   Nic& nic(int i = 0) { return *nics[size_t(i)]; }
+  ModelDevx& devx(int i = 0) { return *contexts[size_t(i)]; }
 
+  // GPU-tagged memory mapped at its own address, every byte `fill`.
   uint64_t alloc(uint64_t size, uint8_t fill = 0) {
-    const uint64_t va = check(mem.alloc(size, mem::MemKind::kGpu));
-    std::memset(mem.translate(va, size), fill, size);
-    return va;
+    void* p = check(devx().alloc(size, true));
+    std::memset(p, fill, size);
+    return reinterpret_cast<uint64_t>(p);
   }
+  // A memory region of NIC n's context (in its PD, or pd_override); lkey == rkey.
   uint32_t reg(uint64_t va, uint64_t len, uint32_t access, int n = 0, uint32_t pd_override = 0) {
-    return check(nic(n).reg_mr(pd_override ? pd_override : pd, va, len, access));
+    return check(devx(n).reg_mr(pd_override ? pd_override : pds[size_t(n)], reinterpret_cast<void*>(va), len, access)).lkey;
   }
+
+  // A normal or collapsed CQ of 2^log CQEs (all invalid) on NIC n.
+  // oi: overrun ignore (a collapsed CQ's consumer index never moves).
+  CqRef make_cq(int n, uint32_t log, bool collapsed, bool oi, uint32_t uar_page) {
+    const uint64_t bytes = uint64_t(64) << log;
+    CqRef c;
+    c.va = alloc(bytes + 64, 0xff);  // invalid owner everywhere, as drivers do
+    c.dbr_va = c.va + bytes;
+    std::memset(reinterpret_cast<void*>(c.dbr_va), 0, 64);
+    const devx::Umem u = check(devx(n).umem_reg(reinterpret_cast<void*>(c.va), bytes + 64, 0));
+    devx::CqSpec s;
+    s.log_size = log;
+    s.collapsed = collapsed;
+    s.overrun_ignore = oi;
+    s.buf_umem = s.dbr_umem = u.id;
+    s.dbr_offset = bytes;
+    s.uar_page = uar_page;
+    c.cqn = check(devx::Driver(devx(n)).create_cq(s)).id;
+    return c;
+  }
+  CqRef make_cq(int n = 0, uint32_t log = 6) { return make_cq(n, log, false, false, check(devx(n).alloc_uar()).page_id); }
+  // A shared receive queue of NIC n (receives are posted by count: post_receives).
+  uint32_t make_srq(int n = 0, uint32_t max_wr = 16) { return check(devx(n).create_srq(pds[size_t(n)], max_wr)).id; }
+  void post_receives(uint32_t srqn, uint32_t count, int n = 0) { check(nic(n).post_srq_recv(srqn, count)); }
 
   // A collapsed CQ gets `oi` (overrun ignore) unless `oi` says otherwise (0 / 1).
-  SendQueue make_sq(int n = 0, uint32_t log_sq = 6, uint32_t log_cq = 6, bool collapsed = false, uint32_t recv_cqn = 0,
-                    uint32_t log_rq = 0, int oi = -1) {
+  SendQueue make_sq(int n = 0, uint32_t log_sq = 6, uint32_t log_cq = 6, bool collapsed = false, Receive recv = {},
+                    int oi = -1) {
     SendQueue q;
     q.nic = &nic(n);
     q.mem = &mem;
-    q.pd = pd;
+    q.pd = pds[size_t(n)];
     q.log_sq = log_sq;
     q.log_cq = log_cq;
     q.collapsed = collapsed;
-    q.cq_va = alloc(uint64_t(64) << log_cq, 0xff);  // invalid owner everywhere, as drivers do
-    q.cq_dbr_va = alloc(8);
-    q.sq_va = alloc(uint64_t(kWqebb) << log_sq);
-    q.dbr_va = alloc(8);
-    q.uar = q.nic->alloc_uar();
-    q.cqn = check(q.nic->create_cq({log_cq, q.cq_va, q.cq_dbr_va, collapsed, oi < 0 ? collapsed : oi != 0}));
-    QpAttr a;
-    a.pd = pd;
-    a.send_cqn = q.cqn;
-    a.recv_cqn = recv_cqn;
-    a.log_sq_size = log_sq;
-    a.log_rq_size = log_rq;
-    a.sq_va = q.sq_va;
-    a.dbr_va = q.dbr_va;
-    a.uar_page = q.uar;
-    q.qpn = check(q.nic->create_qp(a));
+    const devx::Uar uar = check(devx(n).alloc_uar());
+    q.uar = uar.page_id;
+    q.bf_addr = uar.reg_addr;
+    const CqRef cq = make_cq(n, log_cq, collapsed, oi < 0 ? collapsed : oi != 0, q.uar);
+    q.cqn = cq.cqn, q.cq_va = cq.va, q.cq_dbr_va = cq.dbr_va;
+    const uint64_t ring = uint64_t(kWqebb) << log_sq;
+    q.sq_va = alloc(ring + 64);  // the ring, then its doorbell record
+    q.dbr_va = q.sq_va + ring;
+    const devx::Umem u = check(devx(n).umem_reg(reinterpret_cast<void*>(q.sq_va), ring + 64, 0));
+    devx::RcQpSpec s;
+    s.pdn = q.pd;
+    s.log_sq_size = log_sq;
+    s.wq_umem = s.dbr_umem = u.id;
+    s.dbr_offset = ring;
+    s.send_cqn = q.cqn;
+    s.recv_cqn = recv.cqn;
+    s.srqn = recv.srqn;
+    s.uar_page = q.uar;
+    q.qp = check(devx::Driver(devx(n)).create_rc_qp(s));
+    q.qpn = q.qp.id;
     return q;
   }
 
-  // A requester in RTS with a responder that has 2^log_rq receive WQEs (counted through its
-  // DBR) completing on their own CQ at recv_cq_va: WRITE_IMM and RNR tests.
+  // A requester in RTS with a responder whose receives come from an SRQ of max_wr (none
+  // posted yet) and complete on their own CQ: WRITE_IMM and RNR tests.
   struct ReceivingPair {
     SendQueue requester, responder;
-    uint64_t recv_cq_va;
+    uint32_t srqn;
+    CqRef recv_cq;
   };
-  ReceivingPair make_receiving_pair(uint32_t log_rq = 4) {
-    const uint64_t rcq_va = alloc(64 * 64, 0xff), rcq_dbr = alloc(8);
-    const uint32_t rcqn = check(nic().create_cq({6, rcq_va, rcq_dbr, false}));
-    ReceivingPair p{make_sq(), make_sq(0, 6, 6, false, rcqn, log_rq), rcq_va};
+  ReceivingPair make_receiving_pair(uint32_t max_wr = 16) {
+    const CqRef rcq = make_cq();
+    const uint32_t srqn = make_srq(0, max_wr);
+    ReceivingPair p{make_sq(), make_sq(0, 6, 6, false, {rcq.cqn, srqn}), srqn, rcq};
     connect(p.requester, p.responder);
     return p;
   }
 
   // Bring two QPs to RTS connected to each other.
   void connect(SendQueue& a, SendQueue& b) {
-    for (SendQueue* q : {&a, &b}) check(q->nic->modify_qp(q->qpn, QpState::kInit));
-    QpPeer pa{b.nic->lid(), b.qpn}, pb{a.nic->lid(), a.qpn};
-    check(a.nic->modify_qp(a.qpn, QpState::kRtr, &pa));
-    check(b.nic->modify_qp(b.qpn, QpState::kRtr, &pb));
-    for (SendQueue* q : {&a, &b}) check(q->nic->modify_qp(q->qpn, QpState::kRts));
+    connect_to(a, b.nic->lid(), b.qpn);
+    connect_to(b, a.nic->lid(), a.qpn);
   }
 
-  // Bring a QP to RTS connected to QP `qpn` of the NIC with LID `lid` (in another process).
+  // Bring a QP to RTS connected to QP `qpn` of the NIC with LID `lid` (maybe in another
+  // process): RST2INIT, INIT2RTR, RTR2RTS as the driver sends them.
   void connect_to(SendQueue& a, uint16_t lid, uint32_t qpn) {
-    check(a.nic->modify_qp(a.qpn, QpState::kInit));
-    QpPeer p{lid, qpn};
-    check(a.nic->modify_qp(a.qpn, QpState::kRtr, &p));
-    check(a.nic->modify_qp(a.qpn, QpState::kRts));
+    devx::Driver d(devx(nic_index(a.nic)));
+    check(d.rst2init(a.qp, {}));
+    devx::RtrSpec r;
+    r.remote_qpn = qpn;
+    r.dlid = lid;
+    check(d.init2rtr(a.qp, r));
+    check(d.rtr2rts(a.qp, {}));
   }
 
   bool run() { return fabric.run_until_idle(); }
+
+ private:
+  int nic_index(const Nic* n) const {
+    for (size_t i = 0; i < nics.size(); ++i)
+      if (nics[i].get() == n) return int(i);
+    throw std::runtime_error("rig: a send queue of another rig");
+  }
 };
 
 }  // namespace doorbell::mock_nic::driver
