@@ -156,7 +156,7 @@ struct Rig {
   mem::AddressSpace mem;
   std::vector<std::unique_ptr<Nic>> nics;
   Fabric fabric;
-  std::vector<std::unique_ptr<ModelDevx>> contexts;  // before nics in destruction: it destroys its objects
+  std::vector<std::unique_ptr<ModelDevx>> contexts;  // declared after nics: destroyed first, with their objects
   std::vector<uint32_t> pds;                         // one per context
   uint32_t pd = 0;                                   // NIC 0's
 
@@ -172,11 +172,11 @@ struct Rig {
     }
     pd = pds[0];
   }
-  ~Rig() { contexts.clear(); }
   Nic& nic(int i = 0) { return *nics[size_t(i)]; }
   ModelDevx& devx(int i = 0) { return *contexts[size_t(i)]; }
 
-  // GPU-tagged memory mapped at its own address, every byte `fill`.
+  // GPU-tagged memory mapped at its own address, every byte `fill` (from NIC 0's context; the
+  // NICs share one address space).
   uint64_t alloc(uint64_t size, uint8_t fill = 0) {
     void* p = check(devx().alloc(size, true));
     std::memset(p, fill, size);
