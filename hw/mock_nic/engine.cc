@@ -118,9 +118,9 @@ struct Engine {
       rn->raise({k, rq->qpn, uint8_t(f.syndrome)});
     }
     Srq* srq() const { return rq->attr.srqn != 0 ? &rn->srqs_[rq->attr.srqn - kFirstSrqn] : nullptr; }
-    bool has_receive() const {
+    bool has_receive() const {  // an SRQ comes with its receive CQ (create_qp)
       const Srq* s = srq();
-      return rq->attr.recv_cqn != 0 && s != nullptr && s->consumed < s->posted;
+      return s != nullptr && s->consumed < s->posted;
     }
     void deliver_imm(uint32_t imm, uint64_t bytes) {
       Srq* s = srq();

@@ -297,6 +297,18 @@ TEST(TwoNics, QpPairAcrossTheFabric) {
   EXPECT_NE(a.poll(), nullptr);
 }
 
+TEST(QpStateMachine, AReceiveQueueIsAnSrqAndItsCqBothOrNeither) {
+  Rig rig;
+  SendQueue a = rig.make_sq();
+  mock_nic::QpAttr attr = rig.nic().qp(a.qpn)->attr;
+  attr.recv_cqn = a.cqn, attr.srqn = 0;
+  EXPECT_EQ(rig.nic().create_qp(attr).status().code(), Errc::kBadParam);
+  attr.recv_cqn = 0, attr.srqn = rig.make_srq();
+  EXPECT_EQ(rig.nic().create_qp(attr).status().code(), Errc::kBadParam);
+  attr.recv_cqn = a.cqn;
+  EXPECT_TRUE(rig.nic().create_qp(attr).is_ok());
+}
+
 TEST(QpStateMachine, IllegalTransitionsAreRefused) {
   Rig rig;
   SendQueue a = rig.make_sq();
