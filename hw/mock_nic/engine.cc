@@ -505,13 +505,108 @@ struct Engine {
   }
 
   // A run of plain RDMA WRITEs (one data segment, same-process responder, nothing observed):
-  // issue()'s work per WQE, less what cannot change inside the run (the responder's lookup,
-  // state and rights, steady links; no observer, no Dma, nothing in flight). The checks are issue()'s
-  // own (check_wqe, the MR tables' resolve); a WQE that is anything else, or that any check
-  // refuses, is left at head for issue(), which sees it as if this run had not been there.
-  // A CQE hook runs inside the run: it may not change rights, links, observers, the Dma, QP
-  // states or MRs (after a CQE the run re-checks only whether the CQ overran).
-  // Returns the WQEs executed.
+  // qp_step and wqe_exec.h's WRITE rules, as issue() runs them, through a ring that takes only
+  // such WQEs and a port that holds fixed what cannot change inside the run (the responder,
+  // its state and rights, steady links; no observer, no Dma, nothing in flight; the regions
+  // the run's keys name). MRs change only on the control path, which runs neither inside
+  // progress() nor (the contract below) in a CQE hook; each WQE's range is still checked.
+  // A WQE the ring declines, or any the step fails, is left at head untouched (the run's port
+  // has no side effect before it writes) for issue(), which sees it as if this run had not
+  // been there: it meets the same fault and raises it. A CQE hook runs inside the run: it may
+  // not change rights, links, observers, the Dma, QP states or MRs (after a CQE the run
+  // re-checks only whether the CQ overran).
+  struct WriteRun {
+    Nic& nic;
+    Qp& qp;
+    Nic& rn;
+    Qp& rq;
+    Cq& cq;
+    // A collapsed CQ that never checks the consumer index (IBGDA's send CQ) shows only its
+    // latest CQE, and nothing reads it inside the run (no hook, no observer): the run writes
+    // the last one when it ends, with pi and the counts as if it had written each. A WRITE
+    // that reads or lands on the CQE first has the CQEs so far written before it.
+    // (Such a CQ never overruns: nothing can end the run for it.)
+    bool hold_cqes = false;
+    bool near_cqe = false;  // the run's regions reach the CQE at all (asked when they are looked up)
+    uint64_t held = 0, held_idx = 0;
+    uint32_t held_len = 0;
+    // The run's counts and its QP's head in locals, stored when it ends or calls out: in
+    // memory, each was reloaded after every WQE's copy (which may alias anything).
+    uint64_t head = 0, done = 0, bytes = 0;
+    uint32_t lkey = 0, rkey = 0;
+    const MemoryRegion *lmr = nullptr, *rmr = nullptr;
+
+    bool on_cqe(const std::byte* at, uint64_t len) const { return mem::overlaps(at, len, cq.ring, sizeof(mlx5::Cqe64)); }
+    bool region_near_cqe(const MemoryRegion& m) const { return hold_cqes && m.host != nullptr && on_cqe(m.host, m.length); }
+    void store_counts() {
+      if (done == 0) return;
+      qp.head = head;
+      rq.rcv_upto = head;  // applied() of the last WQE: before head moved, it was head + 1
+      qp.stats.wqes += done, qp.stats.wqebbs += done, qp.stats.bytes += bytes;
+      nic.bytes_moved_ += bytes;
+      nic.now_ += done;
+      done = bytes = 0;
+    }
+    void write_held() {
+      if (held == 0) return;
+      cq.pi += held - 1, cq.cqes_written += held - 1;
+      post_cqe(nic, cq, qp, held_idx, uint8_t(WqeOpcode::kRdmaWrite), held_len, 0, 0);
+      held = 0;
+    }
+    // A region for the run's key cache: phantom memory is declined (issue() records it).
+    const MemoryRegion* region(const MemoryRegion* m) {
+      if (m == nullptr || m->phantom) return nullptr;
+      near_cqe |= region_near_cqe(*m);
+      return m;
+    }
+
+    // qp_step's Ring: the QP's ring read without an observer; a 3-DS WQE never wraps.
+    const std::byte* first(uint64_t idx) const { return qp.sq + (idx & qp.sq_mask) * mlx5::kWqebb; }
+    const std::byte* whole(uint64_t idx, uint32_t) const { return first(idx); }
+    bool takes(const mlx5::WqeCtrlSeg& c) const { return c.opcode() == uint8_t(WqeOpcode::kRdmaWrite) && c.ds() == 3; }
+    uint32_t qpn() const { return qp.qpn; }
+    uint32_t max_ds() const { return qp.attr.max_ds; }
+    bool check_index() const { return nic.cfg_.check_wqe_index; }
+    static bool fenced(const mlx5::WqeCtrlSeg&) { return false; }  // nothing in flight
+    static bool injected_error(uint64_t) { return false; }
+    static WqeFault refused(WqeOpcode) { return {}; }  // RC only
+    ExecOutcome execute(const WqeView& v, uint32_t) {
+      if (v.npieces != 1) __builtin_unreachable();  // check_wqe: a 3-DS WRITE is one data or inline segment
+      return wqe_exec_detail::exec_write(*this, v, false, 0);
+    }
+
+    // wqe_exec.h's Port, for a WRITE without immediate.
+    std::byte* local(const WqePiece& p, uint32_t need, KeyFault* f, bool*) {
+      if (lmr == nullptr || p.lkey != lkey) {
+        lmr = region(nic.mrs_.find(lkey = p.lkey, qp.attr.pd, need, f));
+        if (lmr == nullptr) return nullptr;
+      }
+      return resolve_in(*lmr, p.addr, p.len, f);
+    }
+    static bool answer() { return true; }  // asked when the run began: nothing inside it changes it
+    static uint32_t responder_access() { return kRemoteWrite; }  // checked when the run began
+    static bool has_receive() { return false; }  // asked only for WRITE_IMM, which the ring declines
+    static void deliver_imm(uint32_t, uint64_t) {}
+    std::byte* remote(uint32_t key, uint64_t addr, uint64_t len, uint32_t need, KeyFault* f, bool*) {
+      if (rmr == nullptr || key != rkey) {
+        rmr = region(rn.mrs_.find(rkey = key, rq.attr.pd, need, f));
+        if (rmr == nullptr) return nullptr;
+      }
+      return resolve_in(*rmr, addr, len, f);
+    }
+    static void responder_error(AsyncEvent::Kind, WqeFault) {}  // the WQE is declined: issue() raises it
+    void write(std::byte* dst, uint64_t, const std::byte* src, const WqePiece& p, bool) {
+      if (held != 0 && near_cqe && (on_cqe(src, p.len) || on_cqe(dst, p.len))) {
+        store_counts();
+        write_held();
+      }
+      copy(rn, dst, src, p.len);  // Responder::store less its observer call: no observer in a run
+    }
+    static void applied() {}  // the responder's PSN is stored with the counts
+    ExecOutcome respond(const RemoteRequest& q) { return wqe_exec_detail::respond_write(*this, q); }
+  };
+
+  // Runs WriteRun over the QP's posted WQEs; returns the WQEs executed.
   [[gnu::flatten]] static size_t issue_writes(Nic& nic, Qp& qp, Port& port, size_t budget) {
     if (!nic.cfg_.batch_writes || nic.observer_ != nullptr || nic.dma_ != nullptr || !qp.inflight.empty() || qp.pending_responses != 0 ||
         qp.attr.dc || qp.retry_deadline_ns >= 0 || !port.answer())
@@ -523,82 +618,28 @@ struct Engine {
     if (rn.observer_ != nullptr || rn.dma_ != nullptr || !(rq.remote_access & kRemoteWrite) || !nic.link_steady_ || !rn.link_steady_)
       return 0;
     Cq& cq = *nic.find_cq(qp.attr.send_cqn);
-    // The regions the run's keys name, found once per key: MRs change only on the control
-    // path, which runs neither inside progress() nor (the contract above) in a hook. Each
-    // WQE's range is still checked.
-    uint32_t lkey = 0, rkey = 0;
-    const MemoryRegion *lmr = nullptr, *rmr = nullptr;
-    // A collapsed CQ that never checks the consumer index (IBGDA's send CQ) shows only its
-    // latest CQE, and nothing reads it inside the run (no hook, no observer): the run writes
-    // the last one when it ends, with pi and the counts as if it had written each. A WRITE
-    // that reads or lands on the CQE first has the CQEs so far written before it.
-    // (Such a CQ never overruns: nothing can end the run for it.)
-    const bool hold_cqes = cq.collapsed && cq.overrun_ignore && cq.delay == 0 && cq.pending.empty() &&
-                           (cq.on_write == nullptr || !*cq.on_write);
-    auto on_cqe = [&cq](const std::byte* at, uint64_t len) { return mem::overlaps(at, len, cq.ring, sizeof(mlx5::Cqe64)); };
-    // Whether the run's regions reach the CQE at all (asked when they are looked up).
-    bool near_cqe = false;
-    uint64_t held = 0, held_idx = 0;
-    uint32_t held_len = 0;
-    auto write_held = [&] {
-      if (held == 0) return;
-      cq.pi += held - 1, cq.cqes_written += held - 1;
-      post_cqe(nic, cq, qp, held_idx, uint8_t(WqeOpcode::kRdmaWrite), held_len, 0, 0);
-      held = 0;
-    };
-    // The run's counts and its QP's head in locals, stored when it ends or calls out: in
-    // memory, each was reloaded after every WQE's copy (which may alias anything).
-    uint64_t head = qp.head, done = 0, bytes = 0;
+    WriteRun r{nic, qp, rn, rq, cq};
+    r.hold_cqes = cq.collapsed && cq.overrun_ignore && cq.delay == 0 && cq.pending.empty() && (cq.on_write == nullptr || !*cq.on_write);
+    r.head = qp.head;
     const uint64_t prod = qp.prod;
-    auto store_counts = [&] {
-      if (done == 0) return;
-      qp.head = head;
-      port.rq->rcv_upto = head;  // port.applied() of the last WQE: before head moved, it was head + 1
-      qp.stats.wqes += done, qp.stats.wqebbs += done, qp.stats.bytes += bytes;
-      nic.bytes_moved_ += bytes;
-      nic.now_ += done;
-      done = bytes = 0;
-    };
     size_t n = 0;
-    WqeView v;
-    while (n < budget && head != prod) {
-      const uint64_t idx = head;
-      const std::byte* w = qp.sq + (idx & qp.sq_mask) * mlx5::kWqebb;  // a 3-DS WQE never wraps
-      const auto& ctrl = *reinterpret_cast<const mlx5::WqeCtrlSeg*>(w);
-      if (ctrl.opcode() != uint8_t(WqeOpcode::kRdmaWrite) || ctrl.ds() != 3) break;
-      const bool signaled = ctrl.cq_update();  // read before the WRITE, which may land on its own WQE (issue() does too)
-      if (check_wqe(w, qp.qpn, uint16_t(idx), nic.cfg_.check_wqe_index, qp.attr.max_ds, &v).failed()) break;
-      const WqePiece& p = v.pieces[0];  // a 3-DS WRITE's one piece: data (never 0 bytes) or inline
-      if (p.inline_data != nullptr) break;
-      KeyFault f{};
-      if (lmr == nullptr || p.lkey != lkey || rmr == nullptr || v.rkey != rkey) {
-        lmr = nic.mrs_.find(lkey = p.lkey, qp.attr.pd, 0, &f);
-        rmr = rn.mrs_.find(rkey = v.rkey, rq.attr.pd, kRemoteWrite, &f);
-        if (lmr == nullptr || rmr == nullptr || lmr->phantom || rmr->phantom) break;  // left to issue()
-        near_cqe = hold_cqes && ((lmr->host != nullptr && on_cqe(lmr->host, lmr->length)) ||
-                                 (rmr->host != nullptr && on_cqe(rmr->host, rmr->length)));
-      }
-      const std::byte* src = resolve_in(*lmr, p.addr, p.len, &f);
-      std::byte* dst = resolve_in(*rmr, v.raddr, p.len, &f);
-      if (src == nullptr || dst == nullptr) break;
-      if (held != 0 && near_cqe && (on_cqe(src, p.len) || on_cqe(dst, p.len))) {
-        store_counts();
-        write_held();
-      }
-      copy(rn, dst, src, p.len);  // Responder::store less its observer call: no observer in a run
-      head = idx + 1, ++done, bytes += p.len, ++n;
-      if (signaled && hold_cqes) {
-        ++held, held_idx = idx, held_len = p.len;
-      } else if (signaled) {
-        store_counts();  // this WQE counted, but its CQE at the engine time before its action, as issue() writes it
+    while (n < budget && r.head != prod) {
+      const uint64_t idx = r.head;
+      const Step s = qp_step(r, idx, prod, false);
+      if (s.kind != StepKind::kExecuted || s.o.fault.failed()) break;  // left to issue()
+      r.head = idx + 1, ++r.done, r.bytes += s.o.byte_cnt, ++n;
+      if (s.signaled && r.hold_cqes) {
+        ++r.held, r.held_idx = idx, r.held_len = s.o.byte_cnt;
+      } else if (s.signaled) {
+        r.store_counts();  // this WQE counted, but its CQE at the engine time before its action, as issue() writes it
         --nic.now_;
-        post_cqe(nic, cq, qp, idx, uint8_t(WqeOpcode::kRdmaWrite), p.len, 0, 0);
+        post_cqe(nic, cq, qp, idx, uint8_t(WqeOpcode::kRdmaWrite), s.o.byte_cnt, 0, 0);
         ++nic.now_;
         if (cq.overrun) break;  // an overrun CQ fails its QPs (maybe the responder too, on this NIC)
       }
     }
-    store_counts();
-    write_held();
+    r.store_counts();
+    r.write_held();
     return n;
   }
 

@@ -17,6 +17,9 @@
 //                                                   QP goes to ERR and it flushes
 //   WqeFault refused(mlx5::WqeOpcode)               what the device refuses though well formed
 //   ExecOutcome execute(const WqeView&, uint32_t imm)  execute_wqe through the engine's Port
+// and, optionally (a capability: a ring specialised for some WQEs, e.g. the CPU engine's runs
+// of plain WRITEs):
+//   bool takes(const mlx5::WqeCtrlSeg&)             false: the step declines the WQE untouched
 #pragma once
 
 #include <cstddef>
@@ -31,6 +34,7 @@ namespace doorbell::mock_nic {
 
 enum class StepKind : uint8_t {
   kPartial,   // the doorbell ends inside the WQE: it waits for the one that covers it whole
+  kDeclined,  // the ring's takes() turned it down: nothing was read past its control segment
   kFenced,    // its fence waits for earlier responses
   kFlushed,   // the QP is in ERR: it completes with WR_FLUSH_ERR
   kExecuted,  // done (o.fault says whether it failed; o.not_answered(): nobody answered yet)
@@ -54,6 +58,8 @@ DOORBELL_HD Step qp_step(Ring& q, uint64_t idx, uint64_t prod, bool in_err) {
   // Everything the step takes from the control segment is read before the WQE executes (a
   // WRITE may land on its own WQE).
   const auto& ctrl = *reinterpret_cast<const mlx5::WqeCtrlSeg*>(q.first(idx));
+  if constexpr (requires { q.takes(ctrl); })
+    if (!q.takes(ctrl)) return s.kind = StepKind::kDeclined, s;
   if (!in_err && q.fenced(ctrl)) return s.kind = StepKind::kFenced, s;
   const uint32_t ds = ctrl.ds();
   s.nbb = wqe_wqebbs(ds, q.max_ds());

@@ -97,8 +97,8 @@ struct NicConfig {
   // Without a clock (set_clock), timers run on engine actions of this many nanoseconds: a
   // step budget with the same proportions as simulated time.
   double action_ns = 100;
-  // Runs of plain RDMA WRITEs execute in one loop that checks per run what cannot change
-  // inside it (Engine::issue_writes); off, each goes through the full issue(). The two give
+  // Runs of plain RDMA WRITEs go through qp_step with a ring and port that check per run what
+  // cannot change inside it (Engine::issue_writes); off, each goes through the full issue(). The two give
   // the same results (tests/mock_nic/batch_writes_test.cc compares them).
   bool batch_writes = true;
 };

@@ -38,18 +38,19 @@ struct WqePiece {  // no initialisers: a WqeView's 63 of them are filled, not cl
   const std::byte* inline_data;  // non-null: inline, no key
 };
 
-// A WQE that passed the structural checks.
+// A WQE that passed the structural checks. No initialisers: check_wqe() sets every field
+// before it reads one (a step makes one for every WQE).
 struct WqeView {
-  mlx5::WqeOpcode op = mlx5::WqeOpcode::kNop;
-  uint8_t opmod = 0;
-  uint32_t ds = 0;
-  uint64_t raddr = 0;  // WRITE, READ, atomics
-  uint32_t rkey = 0;
-  uint32_t npieces = 0;
+  mlx5::WqeOpcode op;
+  uint8_t opmod;
+  uint32_t ds;
+  uint64_t raddr;  // WRITE, READ, atomics
+  uint32_t rkey;
+  uint32_t npieces;
   WqePiece pieces[mlx5::kMaxDs];          // [0, npieces) filled
-  uint64_t total = 0;                     // bytes over the pieces
-  uint32_t atomic_size = 0;               // atomics: 4 or 8
-  const std::byte* atomic_args = nullptr; // atomics: the atomic segment
+  uint64_t total;                         // bytes over the pieces
+  uint32_t atomic_size;                   // atomics: 4 or 8
+  const std::byte* atomic_args;           // atomics: the atomic segment
 };
 
 namespace wqe_check_detail {
