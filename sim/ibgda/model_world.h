@@ -61,8 +61,8 @@ struct WorldConfig {
   // replay logs, and a host agent that recovers failed QP pairs and watches for stalls.
   bool failover = false;
   uint32_t failover_threads = 256;    // replay logs per PE: at least the threads of a launch
-  uint32_t watchdog_polls = 24;       // polls of a stuck QP (its NIC idle) before the host acts
-  double watchdog_ns = 20e3;          // ... in simulated time (timed schedule)
+  uint32_t watchdog_polls = 24;       // polls of a stuck QP (its QUERY_QP position) before the host acts
+  double watchdog_ns = 20e3;          // ... in simulated time (timed schedule; at least the retry window)
   Processes procs;                    // one PE per process, when procs.boot is set
   // Fast mode: engine actions a NIC agent's step may run while every NIC is untimed (1: one
   // per step, as the other schedules; a test compares the two).

@@ -5,6 +5,7 @@
 //  - watches for stalls: a QP with posted work whose NIC does nothing (a lost doorbell, a
 //    stalled engine) is SUSPECTED and rung again; if that does not help, it is FAILED.
 // A pair whose peer node is dead cannot be recovered: both ends stay FAILED, marked dead.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "core/ibgda/recovery.h"
 #include "hw/gpu_sim/sim_ctx.h"
 #include "hw/mlx5_devx/driver.h"
+#include "hw/mock_nic/types.h"
 
 namespace doorbell::ibgda {
 
@@ -23,7 +25,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     uint32_t pe = 0, slot = 0, dev = 0, qi = 0;  // dev: its NIC; qi: index in that NIC's queue set
     bool backup = false;
     // Watchdog: what it last saw, for how many polls / since when, whether it rang again.
-    uint64_t seen_hw = 0, seen_nic = 0;  // the NIC's send queue position, its engine time
+    uint64_t seen_hw = 0;  // the NIC's send queue position (QUERY_QP)
     uint32_t polls = 0;
     double since_ns = 0;
     bool rerung = false;
@@ -76,8 +78,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     // The NIC flushed all it was told of (WQEs it never got a doorbell for never ran).
     bool drained(uint32_t id) const { return in_error(id) && peek(id).flushed(devqp(id).qpn); }
     // What the model shows that a host could not query (the seam's one exception, and all of
-    // it): a dead node, what the engine has heard and has in flight, and (the watchdog's
-    // "idle") the engine's time and its next timer.
+    // it): a dead node, and what the engine has heard and has in flight.
     struct Peek {
       const mock_nic::Nic& nic;
       bool dead() const { return nic.dead(); }
@@ -85,10 +86,6 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
         const mock_nic::Qp& q = *nic.qp(qpn);
         return q.head == q.prod && q.inflight.empty();
       }
-      bool idle_since(uint64_t engine_time) const {
-        return nic.next_timer_ns() == std::numeric_limits<double>::infinity() && nic.now() == engine_time;
-      }
-      uint64_t engine_time() const { return nic.now(); }
     };
     Peek peek(uint32_t id) const { return {*dev(id).nic}; }
     // The responder's next_rcv_psn (24 bits; the model's PSNs are requester WQE indices),
@@ -141,23 +138,26 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     } m{a, s};
     ModelNic n{this, ends.get()};
     auto clock = [this] { return pes_[0]->devs[0].nic->clock_ns(); };
-    // A QP with posted work whose NIC is idle (no timer either) for watchdog_polls polls
-    // (watchdog_ns simulated): SUSPECTED and rung again; still stuck after as long: failed.
-    // (Its load-then-store of the health has no scheduling point between: no CAS needed
-    // here; a real host agent would CAS, and take the post lock to ring.)
+    // A QP with posted work whose send queue position (QUERY_QP) stays put for watchdog_polls
+    // polls (watchdog_ns simulated, and never less than the QP's own retransmission window,
+    // retry_count * ack_timeout, so a QP that waits out a link outage is left to its timers):
+    // SUSPECTED and rung again; still stuck after as long: failed. (Its load-then-store of
+    // the health has no scheduling point between: no CAS needed here; a real host agent would
+    // CAS, and take the post lock to ring.)
+    const double retry_ns = cfg_.rts.retry_count * mock_nic::ack_timeout_ns(cfg_.rts.ack_timeout);  // ack_timeout 0: none
+    const double window_ns = std::isfinite(retry_ns) ? std::max(cfg_.watchdog_ns, retry_ns) : cfg_.watchdog_ns;
     auto watch = [&](uint32_t id) {
       End& e = (*ends)[id];
       const DevQp& q = dq(id);
-      // Posted work the NIC has not consumed (its position vs the doorbell record's), while
-      // the NIC does nothing and waits for no timer. Completed work nobody polled is not stuck.
+      // Posted work the NIC has not consumed (its position vs the doorbell record's).
+      // Completed work nobody polled is not stuck.
       Result<devx::QpQuery> qq = n.drv(id).query_qp(n.obj(id));
       const uint64_t prod = m.load(&q.mv->prod_idx), hw = qq ? qq->hw_sq_wqebb_counter : 0;
-      const ModelNic::Peek nic = n.peek(id);
-      if (!qq || qq->hw_sq_wqebb_counter == qq->sw_sq_wqebb_counter || !nic.idle_since(e.seen_nic) || hw != e.seen_hw) {
-        e.seen_hw = hw, e.seen_nic = nic.engine_time(), e.polls = 0, e.rerung = false, e.since_ns = a.now();
+      if (!qq || qq->hw_sq_wqebb_counter == qq->sw_sq_wqebb_counter || hw != e.seen_hw) {
+        e.seen_hw = hw, e.polls = 0, e.rerung = false, e.since_ns = a.now();
         return false;
       }
-      if (timed ? a.now() - e.since_ns < cfg_.watchdog_ns : ++e.polls < cfg_.watchdog_polls) return false;
+      if (timed ? a.now() - e.since_ns < window_ns : ++e.polls < cfg_.watchdog_polls) return false;
       e.polls = 0, e.since_ns = a.now();
       if (!e.rerung) {
         if (m.load(&q.hp->state) != uint64_t(Health::kFailed)) m.store(&q.hp->state, uint64_t(Health::kSuspected));

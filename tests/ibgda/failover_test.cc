@@ -109,6 +109,23 @@ TEST(Failover, LinkDownShorterThanTheRetryTimeoutNeedsNoFailover) {
   EXPECT_EQ(st.failed, 0u);
 }
 
+// The link is down before the first WQE is issued: the QP's position (QUERY_QP) stays put
+// behind posted work for the whole outage, as a lost doorbell's would. The watchdog, which sees
+// only QUERY_QP, waits at least the QP's retransmission window before acting, so the QP rides
+// the outage out on its own timers. (With the watchdog's window planted back to watchdog_ns
+// alone, the timed run fails the pair over.)
+TEST(Failover, WqesWaitingOutAnOutageAreNotTakenForAStall) {
+  for (const gpu_sim::Policy pol : {gpu_sim::Policy::kTimed, gpu_sim::Policy::kRandom, gpu_sim::Policy::kPct})
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      Program p = base(2, 1, 2);
+      mixed_ops(p, 2);
+      p.faults.push_back({WorldFault::kLinkDown, 1, 0, 0, 2e6});  // 2 ms < 7 ms, from the start
+      RecoveryStats st;
+      ASSERT_EQ(run_program(p, testing::sim_opts(seed, pol), &st), "") << "seed " << seed;
+      EXPECT_EQ(st.suspected + st.failed, 0u) << "policy " << int(pol) << " seed " << seed;
+    }
+}
+
 // The only doorbell of a put is lost: without a watchdog that is a hang (the library
 // scenario dropped-doorbell-hang); the host sees posted work the NIC never took and rings
 // again for the GPU.
