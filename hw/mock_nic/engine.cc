@@ -530,22 +530,22 @@ struct Engine {
     bool near_cqe = false;  // the run's regions reach the CQE at all (asked when they are looked up)
     uint64_t held = 0, held_idx = 0;
     uint32_t held_len = 0;
-    // The run's counts and its QP's head in locals, stored when it ends or calls out: in
-    // memory, each was reloaded after every WQE's copy (which may alias anything).
-    uint64_t head = 0, done = 0, bytes = 0;
+    // The run's head and bytes, stored (with the WQEs since qp.head) when it ends or calls out.
+    uint64_t head = 0, bytes = 0;
     uint32_t lkey = 0, rkey = 0;
     const MemoryRegion *lmr = nullptr, *rmr = nullptr;
 
     bool on_cqe(const std::byte* at, uint64_t len) const { return mem::overlaps(at, len, cq.ring, sizeof(mlx5::Cqe64)); }
     bool region_near_cqe(const MemoryRegion& m) const { return hold_cqes && m.host != nullptr && on_cqe(m.host, m.length); }
     void store_counts() {
+      const uint64_t done = head - qp.head;
       if (done == 0) return;
       qp.head = head;
       rq.rcv_upto = head;  // applied() of the last WQE: before head moved, it was head + 1
       qp.stats.wqes += done, qp.stats.wqebbs += done, qp.stats.bytes += bytes;
       nic.bytes_moved_ += bytes;
       nic.now_ += done;
-      done = bytes = 0;
+      bytes = 0;
     }
     void write_held() {
       if (held == 0) return;
@@ -563,7 +563,7 @@ struct Engine {
     // qp_step's Ring: the QP's ring read without an observer; a 3-DS WQE never wraps.
     const std::byte* first(uint64_t idx) const { return qp.sq + (idx & qp.sq_mask) * mlx5::kWqebb; }
     const std::byte* whole(uint64_t idx, uint32_t) const { return first(idx); }
-    bool takes(const mlx5::WqeCtrlSeg& c) const { return c.opcode() == uint8_t(WqeOpcode::kRdmaWrite) && c.ds() == 3; }
+    static bool takes(uint8_t opcode, uint32_t ds) { return opcode == uint8_t(WqeOpcode::kRdmaWrite) && ds == 3; }
     uint32_t qpn() const { return qp.qpn; }
     uint32_t max_ds() const { return qp.attr.max_ds; }
     bool check_index() const { return nic.cfg_.check_wqe_index; }
@@ -620,14 +620,13 @@ struct Engine {
     Cq& cq = *nic.find_cq(qp.attr.send_cqn);
     WriteRun r{nic, qp, rn, rq, cq};
     r.hold_cqes = cq.collapsed && cq.overrun_ignore && cq.delay == 0 && cq.pending.empty() && (cq.on_write == nullptr || !*cq.on_write);
-    r.head = qp.head;
-    const uint64_t prod = qp.prod;
-    size_t n = 0;
-    while (n < budget && r.head != prod) {
+    const uint64_t start = qp.head, prod = qp.prod, end = prod - start > budget ? start + budget : prod;
+    r.head = start;
+    while (r.head != end) {
       const uint64_t idx = r.head;
       const Step s = qp_step(r, idx, prod, false);
       if (s.kind != StepKind::kExecuted || s.o.fault.failed()) break;  // left to issue()
-      r.head = idx + 1, ++r.done, r.bytes += s.o.byte_cnt, ++n;
+      r.head = idx + 1, r.bytes += s.o.byte_cnt;
       if (s.signaled && r.hold_cqes) {
         ++r.held, r.held_idx = idx, r.held_len = s.o.byte_cnt;
       } else if (s.signaled) {
@@ -638,6 +637,7 @@ struct Engine {
         if (cq.overrun) break;  // an overrun CQ fails its QPs (maybe the responder too, on this NIC)
       }
     }
+    const size_t n = r.head - start;
     r.store_counts();
     r.write_held();
     return n;

@@ -19,7 +19,7 @@
 //   ExecOutcome execute(const WqeView&, uint32_t imm)  execute_wqe through the engine's Port
 // and, optionally (a capability: a ring specialised for some WQEs, e.g. the CPU engine's runs
 // of plain WRITEs):
-//   bool takes(const mlx5::WqeCtrlSeg&)             false: the step declines the WQE untouched
+//   bool takes(uint8_t opcode, uint32_t ds)         false: the step declines the WQE untouched
 #pragma once
 
 #include <cstddef>
@@ -58,12 +58,12 @@ DOORBELL_HD Step qp_step(Ring& q, uint64_t idx, uint64_t prod, bool in_err) {
   // Everything the step takes from the control segment is read before the WQE executes (a
   // WRITE may land on its own WQE).
   const auto& ctrl = *reinterpret_cast<const mlx5::WqeCtrlSeg*>(q.first(idx));
-  if constexpr (requires { q.takes(ctrl); })
-    if (!q.takes(ctrl)) return s.kind = StepKind::kDeclined, s;
-  if (!in_err && q.fenced(ctrl)) return s.kind = StepKind::kFenced, s;
   const uint32_t ds = ctrl.ds();
-  s.nbb = wqe_wqebbs(ds, q.max_ds());
   s.opcode = ctrl.opcode();
+  if constexpr (requires { q.takes(s.opcode, ds); })
+    if (!q.takes(s.opcode, ds)) return s.kind = StepKind::kDeclined, s;
+  if (!in_err && q.fenced(ctrl)) return s.kind = StepKind::kFenced, s;
+  s.nbb = wqe_wqebbs(ds, q.max_ds());
   // A doorbell may end inside a multi-WQEBB WQE (a driver bug or a lying DBR): the WQE waits
   // for the doorbell that covers it whole, so the head never passes the producer.
   if (prod - idx < s.nbb) return s;
