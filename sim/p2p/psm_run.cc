@@ -158,7 +158,6 @@ PsmRunResult run_psm(const PsmRunConfig& c, gpu_sim::SchedOptions so) {
     k.send.fifo = k.recv.fifo = cuda.memory().host_ptr(k.to, va);
   }
   std::vector<uint64_t> copied(c.gpus, 0);
-  std::vector<uint32_t> calls_done(c.gpus, 0);
   for (uint32_t g = 0; g < c.gpus; ++g) {
     std::vector<Connection*> out, in;
     for (const auto& k : conns) {
@@ -215,7 +214,6 @@ PsmRunResult run_psm(const PsmRunConfig& c, gpu_sim::SchedOptions so) {
           if (did) a.changed();
           else if (!a.spin("psm proxy: nothing to post or complete")) return;
         }
-        ++calls_done[g];
       }
     }, false);
   }
