@@ -101,6 +101,22 @@ inline void start(Sub& s, const Choices& c) {
 
 namespace detail {
 inline uint64_t& posted(Args& a, Sub& s, const Choices& c) { return c.offsets_per_args ? a.total_copy_size : s.posted_bytes; }
+// The window has room for the sub's next step (transmitted < done + window) and steps remain.
+inline bool window_open(const Sub& s, const Choices& c) { return s.transmitted < s.done + c.window && s.transmitted < s.nsteps; }
+// Post the next step's copy between the user's buffer (at offset `off`) and its slot, in the
+// direction of the proxy (`into_fifo`: the sender's), and record the slot's event behind it.
+template <class H>
+void post_step(H& h, Args& a, Sub& s, const Choices& c, uint32_t slot, uint64_t& off, uint64_t size, bool into_fifo) {
+  s.step_size = size;
+  s.step_buff = s.end->fifo != nullptr ? s.end->fifo + slot * c.slot_stride() : nullptr;
+  uint8_t* user = s.user != nullptr && s.step_buff != nullptr ? s.user + off : nullptr;
+  if (into_fifo) h.memcpy_async(*s.end, s.step_buff, user, size);
+  else h.memcpy_async(*s.end, user, s.step_buff, size);
+  h.record(*s.end, slot);
+  off += size;
+  ++a.copied;
+  ++s.transmitted;
+}
 template <class H>
 bool complete_oldest(H& h, Args& a, Sub& s, bool send, const Choices& c, const Plants& pl) {
   if (s.done >= s.transmitted) return false;
@@ -135,19 +151,12 @@ bool send_progress(H& h, Args& a, const Choices& c, const Plants& pl = {}) {
     Sub& s = a.subs[i];
     start(s, c);
     if (s.finished()) continue;
-    if (s.transmitted < s.done + c.window && s.transmitted < s.nsteps &&
-        (pl.sender_ignores_credit || h.load(&s.end->shm->tail) > s.base + s.transmitted)) {
+    if (detail::window_open(s, c) && (pl.sender_ignores_credit || h.load(&s.end->shm->tail) > s.base + s.transmitted)) {
       const uint32_t slot = uint32_t((s.base + s.transmitted) % c.window);
       uint64_t& off = detail::posted(a, s, c);
       const uint64_t size = std::min(c.step_bytes, s.bytes - std::min(off, s.bytes));
-      s.step_size = size;
-      s.step_buff = s.end->fifo != nullptr ? s.end->fifo + slot * c.slot_stride() : nullptr;
-      h.memcpy_async(*s.end, s.step_buff, s.user != nullptr && s.step_buff != nullptr ? s.user + off : nullptr, size);
-      h.record(*s.end, slot);
       s.end->slot_size[slot] = size;
-      off += size;
-      ++a.copied;
-      ++s.transmitted;
+      detail::post_step(h, a, s, c, slot, off, size, true);
       did = true;
     }
     did |= detail::complete_oldest(h, a, s, true, c, pl);
@@ -166,7 +175,7 @@ bool recv_progress(H& h, Args& a, const Choices& c, const Plants& pl = {}) {
     Sub& s = a.subs[i];
     start(s, c);
     if (s.finished() || s.refused) continue;
-    if (s.transmitted < s.done + c.window && s.transmitted < s.nsteps && h.load(&s.end->shm->head) > s.base + s.transmitted) {
+    if (detail::window_open(s, c) && h.load(&s.end->shm->head) > s.base + s.transmitted) {
       const uint32_t slot = uint32_t((s.base + s.transmitted) % c.window);
       uint64_t& off = detail::posted(a, s, c);
       const uint64_t size = h.load(&s.end->shm->size[slot]);
@@ -175,13 +184,7 @@ bool recv_progress(H& h, Args& a, const Choices& c, const Plants& pl = {}) {
         s.refused = true, s.bad_size = size;
         continue;
       }
-      s.step_size = size;
-      s.step_buff = s.end->fifo != nullptr ? s.end->fifo + slot * c.slot_stride() : nullptr;
-      h.memcpy_async(*s.end, s.user != nullptr && s.step_buff != nullptr ? s.user + off : nullptr, s.step_buff, size);
-      h.record(*s.end, slot);
-      off += size;
-      ++a.copied;
-      ++s.transmitted;
+      detail::post_step(h, a, s, c, slot, off, size, false);
       did = true;
     }
     did |= detail::complete_oldest(h, a, s, false, c, pl);

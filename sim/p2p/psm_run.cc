@@ -70,8 +70,7 @@ struct Host {
   uint64_t* copied;
   uint64_t load(const uint64_t* p) { return a.load64(p, "psm proxy", "control word", 0); }
   void store(uint64_t* p, uint64_t v) {
-    const bool is_size = check.names[p].find(".size[") != std::string::npos;
-    check.store(who, p, *p, v, is_size, send);
+    check.store(who, p, *p, v, check.shm_of.count(p) == 0, send);  // not head or tail: a slot's size
     a.store64(p, v);
     check.band(p);
   }
