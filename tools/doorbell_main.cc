@@ -3,6 +3,7 @@
 
 #include "tools/demo.h"
 #include "tools/devices.h"
+#include "tools/psm_search.h"
 #include "tools/replay_cmd.h"
 
 int main(int argc, char** argv) {
@@ -59,6 +60,13 @@ int main(int argc, char** argv) {
   CLI::App* l = app.add_subcommand("list", "the scenario library, one line each");
   l->add_option("dir", list_dir, "directory of scenario files");
 
+  doorbell::tools::PsmSearchOptions ps;
+  CLI::App* p = app.add_subcommand("psm-search", "search the kernel-less P2P transport's open choices for seed 004's 4 GB alltoall signature");
+  p->add_option("--gpus", ps.gpus, "GPUs")->check(CLI::Range(3u, 16u));
+  p->add_option("--gib", ps.gib_per_gpu, "GiB per GPU")->check(CLI::Range(1u, 64u));
+  p->add_option("--seeds", ps.seeds, "random-schedule seeds per configuration and pattern")->check(CLI::Range(1u, 100u));
+  p->add_option("--window", ps.window, "FIFO window (8 or 16; default both)")->check(CLI::IsMember({8u, 16u}));
+
   CLI11_PARSE(app, argc, argv);
   if (r->parsed()) {
     if (seed_opt->count() != 0) rep.seed = rep_seed;
@@ -69,5 +77,6 @@ int main(int argc, char** argv) {
   if (l->parsed()) return doorbell::tools::run_list(list_dir);
   if (d->parsed()) return doorbell::tools::run_demo(demo);
   if (v->parsed()) return doorbell::tools::run_devices(dev);
+  if (p->parsed()) return doorbell::tools::run_psm_search(ps);
   return 0;
 }

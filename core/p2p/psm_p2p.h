@@ -35,6 +35,14 @@ struct Shm {
   uint64_t size[kMaxWindow] = {};  // recvMem.connFifo[slot].size (set to kSlotFree at set-up)
 };
 
+// Where the sender's first credit comes from. The seed's set-up zeroes recvMem.tail and asks
+// itself how the first `tail > base + transmitted` can hold (its Q2); these are the answers.
+enum class FirstCredit : uint8_t {
+  kSetUp,          // recvMem.tail = window when the block is made
+  kReceiverStart,  // the receive proxy writes tail = base + window when its sub starts
+  kNone,           // the seed's code as written: tail stays 0 until the receiver emptied a slot
+};
+
 struct Choices {
   uint32_t window = 8;              // FIFO slots: NCCL_STEPS (8), or 16
   uint64_t step_bytes = 512 << 10;  // a step's bytes (SIMPLE buffer / NCCL_STEPS: 512 KiB)
@@ -42,7 +50,17 @@ struct Choices {
   // 2.21 keeps the bytes posted (totalCopySize) and the copies (copied) in the args, shared
   // by all its subs; false: per sub.
   bool offsets_per_args = false;
+  // The seed moves the connection's step counter (resources->step = base + nsteps) when a sub
+  // finishes; NCCL's own progress moves it when the sub starts, so a sub that starts while an
+  // earlier one on the connection still runs gets the next steps, not the same ones.
+  bool step_at_done = false;
+  FirstCredit first_credit = FirstCredit::kSetUp;
+  bool free_is_zero = false;  // 2.26's set-up memsets connFifo to 0, so 0 (not -1) marks a free slot
+  // net.cc's rule, which the seed copies: the receiver takes a slot once its size is not the
+  // free mark, and waits while it is; false: a free slot behind head is refused as corrupt.
+  bool recv_waits_for_size = false;
   uint64_t slot_stride() const { return chunk_bytes != 0 ? chunk_bytes : step_bytes; }
+  uint64_t free_size() const { return free_is_zero ? 0 : kSlotFree; }
 };
 
 // Planted bugs, for tests only.
@@ -90,16 +108,20 @@ struct Args {
 
 inline uint64_t steps_for(uint64_t bytes, uint64_t step_bytes) { return bytes == 0 ? 0 : (bytes + step_bytes - 1) / step_bytes; }
 
+namespace detail {
 // A sub's first round: base from the side's step counter (so back-to-back calls continue
-// the connection's steps).
-inline void start(Sub& s, const Choices& c) {
+// the connection's steps); a receiver that gives the first credit gives it now. A sub of no
+// bytes is done at once.
+template <class H>
+void start(H& h, Args& a, Sub& s, bool send, const Choices& c) {
   if (s.started) return;
   s.started = true;
   s.base = s.end->step;
   s.nsteps = steps_for(s.bytes, c.step_bytes);
+  if (!c.step_at_done) s.end->step = s.base + s.nsteps;
+  if (!send && c.first_credit == FirstCredit::kReceiverStart) h.store(&s.end->shm->tail, s.base + c.window);
+  if (s.nsteps == 0) ++a.done;
 }
-
-namespace detail {
 inline uint64_t& posted(Args& a, Sub& s, const Choices& c) { return c.offsets_per_args ? a.total_copy_size : s.posted_bytes; }
 // The window has room for the sub's next step (transmitted < done + window) and steps remain.
 inline bool window_open(const Sub& s, const Choices& c) { return s.transmitted < s.done + c.window && s.transmitted < s.nsteps; }
@@ -128,11 +150,11 @@ bool complete_oldest(H& h, Args& a, Sub& s, bool send, const Choices& c, const P
     h.store(&s.end->shm->size[slot], s.end->slot_size[slot]);
     h.store(&s.end->shm->head, s.base + s.done);
   } else {     // the slot is empty again: free it, then give the sender its credit
-    h.store(&s.end->shm->size[slot], kSlotFree);
+    h.store(&s.end->shm->size[slot], c.free_size());
     h.store(&s.end->shm->tail, s.base + s.done + c.window);
   }
   if (s.done == s.nsteps) {
-    s.end->step = s.base + s.nsteps;
+    if (c.step_at_done) s.end->step = s.base + s.nsteps;
     ++a.done;
   }
   return true;
@@ -149,7 +171,7 @@ bool send_progress(H& h, Args& a, const Choices& c, const Plants& pl = {}) {
   bool did = false;
   for (uint32_t i = 0; i < a.nsubs; ++i) {
     Sub& s = a.subs[i];
-    start(s, c);
+    detail::start(h, a, s, true, c);
     if (s.finished()) continue;
     if (detail::window_open(s, c) && (pl.sender_ignores_credit || h.load(&s.end->shm->tail) > s.base + s.transmitted)) {
       const uint32_t slot = uint32_t((s.base + s.transmitted) % c.window);
@@ -173,14 +195,18 @@ bool recv_progress(H& h, Args& a, const Choices& c, const Plants& pl = {}) {
   bool did = false;
   for (uint32_t i = 0; i < a.nsubs; ++i) {
     Sub& s = a.subs[i];
-    start(s, c);
+    detail::start(h, a, s, false, c);
     if (s.finished() || s.refused) continue;
     if (detail::window_open(s, c) && h.load(&s.end->shm->head) > s.base + s.transmitted) {
       const uint32_t slot = uint32_t((s.base + s.transmitted) % c.window);
       uint64_t& off = detail::posted(a, s, c);
       const uint64_t size = h.load(&s.end->shm->size[slot]);
+      if (size == c.free_size() && c.recv_waits_for_size) {
+        did |= detail::complete_oldest(h, a, s, false, c, pl);
+        continue;
+      }
       // The size comes from shared memory: never trusted with a copy's length.
-      if (size == kSlotFree || size == 0 || size > c.step_bytes || size > s.bytes - std::min(off, s.bytes)) {
+      if (size == c.free_size() || size == kSlotFree || size == 0 || size > c.step_bytes || size > s.bytes - std::min(off, s.bytes)) {
         s.refused = true, s.bad_size = size;
         continue;
       }
@@ -192,12 +218,12 @@ bool recv_progress(H& h, Args& a, const Choices& c, const Plants& pl = {}) {
   return did;
 }
 
-// A connection's control block and both ends, set up before the first call: every slot free,
-// the sender's credit a full window.
+// A connection's control block, set up before the first call: every slot free, the sender's
+// credit a full window (or none yet, as the choice says).
 inline void set_up(Shm& shm, const Choices& c) {
   shm.head = 0;
-  shm.tail = c.window;
-  for (uint64_t& s : shm.size) s = kSlotFree;
+  shm.tail = c.first_credit == FirstCredit::kSetUp ? c.window : 0;
+  for (uint64_t& s : shm.size) s = c.free_size();
 }
 
 }  // namespace doorbell::p2p::psm

@@ -1,13 +1,59 @@
 // The device-level workloads' sections, read straight into the configurations their runs
-// take (p2p::CeRunConfig, nvls::NvlsRunConfig), enums included.
+// take (p2p::CeRunConfig or p2p::PsmRunConfig, nvls::NvlsRunConfig), enums included.
 #include "core/nvls/collective.h"
 #include "scenarios/replay/parse_sections.h"
 #include "scenarios/replay/parse_values.h"
 
 namespace doorbell::scenario {
 
+namespace {
+
+const char* const kStreams[] = {"legacy_default", "per_thread_default", "blocking", "non_blocking"};  // StreamKind's order
+const char* stream_name(gpu_sim::StreamKind k) { return kStreams[int(k)]; }
+
+// `transport: psm`: the kernel-less transport and the seed's open choices, by name.
+P2pWorkload parse_psm(const YAML::Node& p, const Scenario& sc) {
+  only_keys(p, "p2p", {"transport", "pattern", "bytes", "step_bytes", "channels", "calls", "window", "chunk_bytes", "offsets", "step_counter",
+                       "first_credit", "free_slot", "receiver_on_free_slot", "shm", "overlap_calls", "proxy_stream", "recv_proxy_stream",
+                       "user_stream_waits"});
+  P2pWorkload w;
+  w.psm = true;
+  p2p::PsmRunConfig& c = w.psm_run;
+  p2p::psm::Choices& ch = c.choices;
+  c.alltoall = true;  // the format's defaults: an alltoall in 512 KiB steps (NCCL's 4 MiB SIMPLE buffer / 8)
+  ch.step_bytes = 512 << 10;
+  if (!p["bytes"]) fail(p, "p2p needs 'bytes' (per ordered GPU pair and call)");
+  c.bytes_per_peer = uint_of(p["bytes"], "bytes", 1, 1ull << 40);
+  if (p["pattern"]) c.alltoall = choice_of(p["pattern"], "pattern", {"alltoall", "sendrecv"}) == "alltoall";
+  if (p["step_bytes"]) ch.step_bytes = uint_of(p["step_bytes"], "step_bytes", 8, 64ull << 20);
+  if (p["channels"]) c.channels = uint32_t(uint_of(p["channels"], "channels", 1, 32));
+  if (p["calls"]) c.calls = uint32_t(uint_of(p["calls"], "calls", 1, 64));
+  if (p["window"]) ch.window = uint32_t(uint_of(p["window"], "window", 1, p2p::psm::kMaxWindow));
+  if (p["chunk_bytes"]) {
+    ch.chunk_bytes = uint_of(p["chunk_bytes"], "chunk_bytes", 8, 64ull << 20);
+    if (ch.chunk_bytes < ch.step_bytes) fail(p["chunk_bytes"], "chunk_bytes (the slot stride) below step_bytes: slots would overlap");
+  }
+  if (p["offsets"]) ch.offsets_per_args = choice_of(p["offsets"], "offsets", {"per_sub", "per_args"}) == "per_args";
+  if (p["step_counter"]) ch.step_at_done = choice_of(p["step_counter"], "step_counter", {"at_start", "at_done"}) == "at_done";
+  if (p["first_credit"]) ch.first_credit = p2p::psm::FirstCredit(index_of(p["first_credit"], "first_credit", {"set_up", "receiver_start", "none"}));
+  if (p["free_slot"]) ch.free_is_zero = choice_of(p["free_slot"], "free_slot", {"minus_one", "zero"}) == "zero";
+  if (p["receiver_on_free_slot"]) ch.recv_waits_for_size = choice_of(p["receiver_on_free_slot"], "receiver_on_free_slot", {"refuses", "waits"}) == "waits";
+  if (p["shm"]) c.shm = enum_of<p2p::ShmScope>(p["shm"], "shm", 4, p2p::shm_scope_name);
+  if (p["overlap_calls"]) c.overlap_calls = bool_of(p["overlap_calls"], "overlap_calls");
+  if (p["proxy_stream"]) c.proxy_stream = enum_of<gpu_sim::StreamKind>(p["proxy_stream"], "proxy_stream", 4, stream_name);
+  if (p["recv_proxy_stream"]) c.recv_proxy_stream = enum_of<gpu_sim::StreamKind>(p["recv_proxy_stream"], "recv_proxy_stream", 4, stream_name);
+  if (p["user_stream_waits"]) c.user_stream_waits = bool_of(p["user_stream_waits"], "user_stream_waits");
+  if (c.bytes_per_peer % c.channels != 0) fail(p["bytes"], "bytes must split evenly over the channels");
+  if (sc.pes < 2) fail(p, "p2p needs at least 2 GPUs (topology.pes)");
+  if (!sc.phantom && c.bytes_per_peer > (64ull << 20)) fail(p["bytes"], "more than 64 MiB per GPU pair needs 'memory: phantom'");
+  return w;
+}
+
+}  // namespace
+
 P2pWorkload parse_p2p(const YAML::Node& p, const Scenario& sc) {
-  only_keys(p, "p2p", {"pattern", "bytes", "step_bytes", "kernel_stream", "proxy_stream", "max_connections", "next_kernel_queued",
+  if (p["transport"] && choice_of(p["transport"], "transport", {"ce", "psm"}) == "psm") return parse_psm(p, sc);
+  only_keys(p, "p2p", {"transport", "pattern", "bytes", "step_bytes", "kernel_stream", "proxy_stream", "max_connections", "next_kernel_queued",
                        "registered_buffers", "kernel_chunk_bytes", "streams_before_proxies", "proxy_counter_bits"});
   P2pWorkload w;
   p2p::CeRunConfig& c = w.run;
@@ -15,8 +61,7 @@ P2pWorkload parse_p2p(const YAML::Node& p, const Scenario& sc) {
   c.step_bytes = 512 << 10;   // in NCCL's FIFO slots (its 4 MiB SIMPLE buffer / 8)
   if (p["next_kernel_queued"]) c.next_kernel_queued = bool_of(p["next_kernel_queued"], "next_kernel_queued");
   if (p["registered_buffers"]) c.direct = bool_of(p["registered_buffers"], "registered_buffers");
-  static const char* const kStreams[] = {"legacy_default", "per_thread_default", "blocking", "non_blocking"};  // StreamKind's order
-  const auto stream = [](gpu_sim::StreamKind k) { return kStreams[int(k)]; };
+  const auto stream = stream_name;
   if (!p["bytes"]) fail(p, "p2p needs 'bytes' (per connection)");
   c.bytes = uint_of(p["bytes"], "bytes", 1, 1ull << 40);
   if (p["pattern"]) c.alltoall = choice_of(p["pattern"], "pattern", {"alltoall", "sendrecv"}) == "alltoall";

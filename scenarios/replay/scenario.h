@@ -14,6 +14,7 @@
 #include "sim/ibgda/workload.h"
 #include "sim/nvls/nvls_run.h"
 #include "sim/p2p/ce_run.h"
+#include "sim/p2p/psm_run.h"
 
 namespace doorbell::scenario {
 
@@ -53,8 +54,11 @@ struct IbgdaWorkload {
 
 // The copy-engine transport (sim/p2p) and an NVLS collective (sim/nvls) are configured as
 // their runs take them; the runner fills in what the common part holds (GPUs, memory, seed).
+// `transport: psm` picks seed 004's kernel-less transport (sim/p2p/psm_run.h) instead.
 struct P2pWorkload {
   p2p::CeRunConfig run;
+  bool psm = false;
+  p2p::PsmRunConfig psm_run;
 };
 struct NvlsWorkload {
   nvls::NvlsRunConfig run;

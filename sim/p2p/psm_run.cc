@@ -4,8 +4,10 @@
 #include <memory>
 #include <random>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
+#include "core/exec/scope.h"
 #include "hw/gpu_sim/sim_ctx.h"
 
 namespace doorbell::p2p {
@@ -23,6 +25,17 @@ struct Connection {
   psm::End send, recv;
 };
 
+// One call on one GPU: its send and receive args (one sub per outgoing / incoming
+// connection) and the readyEvent the user recorded behind its own work.
+struct Call {
+  std::vector<psm::Sub> send_subs, recv_subs;
+  psm::Args send, recv;
+  gpu_sim::EventHandle ready = 0;
+  uint64_t done_word = 0;  // set when both args finished: what the user's stream may wait on
+  bool posted = false;
+  bool finished() const { return posted && send.finished() && recv.finished(); }
+};
+
 std::string conn_name(const Connection& k) {
   return "gpu" + std::to_string(k.from) + "->gpu" + std::to_string(k.to) + " ch" + std::to_string(k.channel);
 }
@@ -33,6 +46,7 @@ struct Checker {
   std::map<const uint64_t*, std::string> names;
   std::map<const uint64_t*, const psm::Shm*> shm_of;  // head and tail words
   uint32_t window = 0;
+  uint64_t free_size = psm::kSlotFree;
   std::string violation;
   // After a store to head or tail: the sender fills only slots it has credit for (head <=
   // tail), the receiver returns credit only for slots it emptied (tail - window <= head).
@@ -51,9 +65,9 @@ struct Checker {
       auto [it, fresh] = writer.emplace(p, who);
       if (!fresh && it->second != who) violation = n + " written by " + who + " and by " + it->second;
       else if (v < old) violation = n + " moved back from " + std::to_string(old) + " to " + std::to_string(v) + " (" + who + ")";
-    } else if (send && old != psm::kSlotFree) {
+    } else if (send && old != free_size) {
       violation = who + " filled " + n + " while it held " + std::to_string(old) + " B not yet taken";
-    } else if (!send && old == psm::kSlotFree) {
+    } else if (!send && old == free_size) {
       violation = who + " freed " + n + ", which was already free";
     }
   }
@@ -83,33 +97,62 @@ struct Host {
   bool ready() const { return cuda.query(ready_event); }
 };
 
+std::string pos(uint64_t base, uint64_t transmitted, uint64_t done) {
+  return "base " + std::to_string(base) + " + transmitted " + std::to_string(transmitted) + " (done " + std::to_string(done) + ")";
+}
+
 }  // namespace
+
+const char* shm_scope_name(ShmScope s) {
+  switch (s) {
+    case ShmScope::kConnection: return "connection";
+    case ShmScope::kRankPair: return "rank_pair";
+    case ShmScope::kUnorderedPair: return "unordered_pair";
+    case ShmScope::kPairChannel: return "pair_channel";
+  }
+  return "?";
+}
+
+std::string PsmStall::line() const {
+  if (connection.empty()) return "";
+  return connection + ": send sub at " + pos(send_base, send_transmitted, send_done) + " of " + std::to_string(nsteps) +
+         " steps sees recvMem.tail " + std::to_string(send_sees_tail) + "; receive sub at " + pos(recv_base, recv_transmitted, recv_done) +
+         " sees sendMem.head " + std::to_string(recv_sees_head);
+}
 
 PsmRunResult run_psm(const PsmRunConfig& c, gpu_sim::SchedOptions so) {
   const psm::Choices& ch = c.choices;
-  if (ch.window == 0 || ch.window > psm::kMaxWindow) return {{}, sim::RunKind::kError, "window: 1..16 slots", 0};
-  if (ch.step_bytes == 0 || c.channels == 0 || c.calls == 0) return {{}, sim::RunKind::kError, "step_bytes, channels and calls must be positive", 0};
+  if (ch.window == 0 || ch.window > psm::kMaxWindow) return {{}, sim::RunKind::kError, "window: 1..16 slots"};
+  if (ch.step_bytes == 0 || c.channels == 0 || c.calls == 0 || c.gpus < 2)
+    return {{}, sim::RunKind::kError, "step_bytes, channels and calls must be positive, and there must be 2 GPUs or more"};
   if (ch.chunk_bytes != 0 && ch.chunk_bytes < ch.step_bytes)
-    return {{}, sim::RunKind::kError, "chunk_bytes (the slot stride) below step_bytes: slots would overlap", 0};
+    return {{}, sim::RunKind::kError, "chunk_bytes (the slot stride) below step_bytes: slots would overlap"};
   const uint64_t per_channel = c.bytes_per_peer / c.channels;
-  if (per_channel * c.channels != c.bytes_per_peer) return {{}, sim::RunKind::kError, "bytes_per_peer must split evenly over the channels", 0};
+  if (per_channel * c.channels != c.bytes_per_peer) return {{}, sim::RunKind::kError, "bytes_per_peer must split evenly over the channels"};
 
   std::vector<std::unique_ptr<Connection>> conns;
   std::vector<std::unique_ptr<psm::Shm>> shms;
-  std::map<std::pair<uint32_t, uint32_t>, psm::Shm*> pair_shm;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, psm::Shm*> shared_shm;
   Checker check;
+  check.window = ch.window;
+  check.free_size = ch.free_size();
   for (uint32_t f = 0; f < c.gpus; ++f)
     for (uint32_t t = 0; t < c.gpus; ++t) {
-      if (f == t || (!c.alltoall && !(f == 0 && t == 1))) continue;
+      if (f == t || (!c.alltoall && t != (f + 1) % c.gpus)) continue;
       for (uint32_t k = 0; k < c.channels; ++k) {
         auto cn = std::make_unique<Connection>();
         cn->from = f, cn->to = t, cn->channel = k;
-        psm::Shm*& shared = pair_shm[{f, t}];
-        if (!c.shm_per_pair || shared == nullptr) {
+        const bool both_ways = c.shm == ShmScope::kUnorderedPair || c.shm == ShmScope::kPairChannel;
+        const uint32_t lo = both_ways ? std::min(f, t) : f, hi = both_ways ? std::max(f, t) : t;
+        psm::Shm*& shared = shared_shm[{lo, hi, c.shm == ShmScope::kPairChannel ? k : 0}];
+        if (c.shm == ShmScope::kConnection || shared == nullptr) {
           shms.push_back(std::make_unique<psm::Shm>());
           psm::set_up(*shms.back(), ch);
           shared = shms.back().get();
-          const std::string n = c.shm_per_pair ? "gpu" + std::to_string(f) + "->gpu" + std::to_string(t) : conn_name(*cn);
+          const std::string pair = "gpu" + std::to_string(lo) + (both_ways ? "<->gpu" : "->gpu") + std::to_string(hi);
+          const std::string n = c.shm == ShmScope::kConnection ? conn_name(*cn)
+                                : c.shm == ShmScope::kPairChannel ? pair + " ch" + std::to_string(k)
+                                                                  : pair;
           check.names[&shared->head] = n + ".head";
           check.names[&shared->tail] = n + ".tail";
           check.shm_of[&shared->head] = check.shm_of[&shared->tail] = shared;
@@ -133,14 +176,38 @@ PsmRunResult run_psm(const PsmRunConfig& c, gpu_sim::SchedOptions so) {
       }
   }
 
-  check.window = ch.window;
+  // Per GPU its calls, kept here so that the hang report and the stall can read the subs.
+  std::vector<std::vector<Call>> calls(c.gpus);
+  for (auto& v : calls) v.resize(c.calls);
+  // Each connection's earliest unfinished send and receive subs.
+  const auto stalled = [&](const Connection& k) {
+    std::pair<const psm::Sub*, const psm::Sub*> r{nullptr, nullptr};
+    for (const Call& cl : calls[k.from])
+      for (const psm::Sub& sb : cl.send_subs)
+        if (!r.first && sb.end == &k.send && !sb.finished()) r.first = &sb;
+    for (const Call& cl : calls[k.to])
+      for (const psm::Sub& sb : cl.recv_subs)
+        if (!r.second && sb.end == &k.recv && !sb.finished()) r.second = &sb;
+    return r;
+  };
   gpu_sim::Scheduler s(so);
   std::string refused;  // a receive proxy's refusal of a slot's size
   s.add_reporter([&] {
     std::string out;
-    for (const auto& k : conns)
-      out += "  psm " + conn_name(*k) + ": sendMem.head " + std::to_string(k->shm->head) + ", recvMem.tail " + std::to_string(k->shm->tail) +
-             "; send side step " + std::to_string(k->send.step) + ", receive side step " + std::to_string(k->recv.step) + "\n";
+    uint32_t shown = 0, more = 0;
+    for (const auto& k : conns) {
+      const auto [sd, rv] = stalled(*k);
+      if (!sd && !rv) continue;
+      if (++shown > 8) {
+        ++more;
+        continue;
+      }
+      out += "  psm " + conn_name(*k) + ": sendMem.head " + std::to_string(k->shm->head) + ", recvMem.tail " + std::to_string(k->shm->tail);
+      if (sd) out += "; send sub " + pos(sd->base, sd->transmitted, sd->done) + " of " + std::to_string(sd->nsteps);
+      if (rv) out += "; receive sub " + pos(rv->base, rv->transmitted, rv->done) + " of " + std::to_string(rv->nsteps);
+      out += "\n";
+    }
+    if (more != 0) out += "  psm: " + std::to_string(more) + " more connections unfinished\n";
     return out;
   });
   gpu_sim::CudaModel cuda(s, {c.gpus, 8, c.copy_bytes_per_step});
@@ -152,7 +219,7 @@ PsmRunResult run_psm(const PsmRunConfig& c, gpu_sim::SchedOptions so) {
     try {
       va = cuda.memory().malloc(k.to, ch.window * ch.slot_stride(), c.phantom);
     } catch (const std::invalid_argument& e) {
-      return {{}, sim::RunKind::kError, std::string("device memory: ") + e.what(), 0};
+      return {{}, sim::RunKind::kError, std::string("device memory: ") + e.what()};
     }
     k.send.fifo = k.recv.fifo = cuda.memory().host_ptr(k.to, va);
   }
@@ -163,64 +230,92 @@ PsmRunResult run_psm(const PsmRunConfig& c, gpu_sim::SchedOptions so) {
       if (k->from == g) out.push_back(k.get());
       if (k->to == g) in.push_back(k.get());
     }
-    if (out.empty() && in.empty()) continue;
     s.add_agent("proxy thread gpu" + std::to_string(g), [&, g, out, in](gpu_sim::AgentCtx& a) {
       const gpu_sim::StreamHandle user = cuda.create_stream(g, gpu_sim::StreamKind::kBlocking, "user stream");
-      for (Connection* k : out) {
-        EndCuda& e = ends[k->send.id];
-        e.stream = c.proxy_stream == gpu_sim::StreamKind::kLegacyDefault ? cuda.legacy_default(g) : cuda.create_stream(g, c.proxy_stream);
-        for (uint32_t s = 0; s < ch.window; ++s) e.events[s] = cuda.create_event();
-      }
-      for (Connection* k : in) {
-        EndCuda& e = ends[k->recv.id];
-        e.stream = c.proxy_stream == gpu_sim::StreamKind::kLegacyDefault ? cuda.legacy_default(g) : cuda.create_stream(g, c.proxy_stream);
-        for (uint32_t s = 0; s < ch.window; ++s) e.events[s] = cuda.create_event();
-      }
-      for (uint32_t call = 0; call < c.calls; ++call) {
-        // The user's work before the call, and the call's readyEvent behind it.
+      const auto end_cuda = [&](const psm::End& e, gpu_sim::StreamKind kind) {
+        EndCuda& ec = ends[e.id];
+        ec.stream = kind == gpu_sim::StreamKind::kLegacyDefault ? cuda.legacy_default(g) : cuda.create_stream(g, kind);
+        for (uint32_t w = 0; w < ch.window; ++w) ec.events[w] = cuda.create_event();
+      };
+      for (Connection* k : out) end_cuda(k->send, c.proxy_stream);
+      for (Connection* k : in) end_cuda(k->recv, c.recv_proxy_stream);
+      // The user's call: its work before the call, the readyEvent behind it, the args.
+      const auto post = [&](uint32_t n) {
+        Call& cl = calls[g][n];
         cuda.launch(user, "user kernel gpu" + std::to_string(g), {1, 1, 1}, [](gpu_sim::SimCtx&) {});
-        const gpu_sim::EventHandle ready = cuda.create_event();
-        cuda.record(ready, user);
-        std::vector<psm::Sub> send_subs(out.size()), recv_subs(in.size());
+        cl.ready = cuda.create_event();
+        cuda.record(cl.ready, user);
+        if (c.user_stream_waits)
+          cuda.launch(user, "user stream's wait for call " + std::to_string(n) + " gpu" + std::to_string(g), {1, 1, 1}, [&cl](gpu_sim::SimCtx& x) {
+            // Polled without naming the word's address, which would differ from run to run in the report.
+            while (x.load(exec::system_scope, exec::acquire, &cl.done_word) == 0)
+              if (!x.spin("the call's done word", nullptr, 0)) return;
+          });
+        cl.send_subs.resize(out.size()), cl.recv_subs.resize(in.size());
         for (uint32_t i = 0; i < out.size(); ++i) {
-          psm::Sub& sb = send_subs[i];
+          psm::Sub& sb = cl.send_subs[i];
           sb.end = &out[i]->send;
           sb.bytes = per_channel;
-          if (!c.phantom) sb.user = src[g][call].data() + out[i]->to * c.bytes_per_peer + out[i]->channel * per_channel;
+          if (!c.phantom) sb.user = src[g][n].data() + out[i]->to * c.bytes_per_peer + out[i]->channel * per_channel;
         }
         for (uint32_t i = 0; i < in.size(); ++i) {
-          psm::Sub& sb = recv_subs[i];
+          psm::Sub& sb = cl.recv_subs[i];
           sb.end = &in[i]->recv;
           sb.bytes = per_channel;
-          if (!c.phantom) sb.user = dst[g][call].data() + in[i]->from * c.bytes_per_peer + in[i]->channel * per_channel;
+          if (!c.phantom) sb.user = dst[g][n].data() + in[i]->from * c.bytes_per_peer + in[i]->channel * per_channel;
         }
-        psm::Args sa{send_subs.data(), uint32_t(send_subs.size())}, ra{recv_subs.data(), uint32_t(recv_subs.size())};
-        Host hs{a, cuda, ends, check, "gpu" + std::to_string(g) + " send proxy", true, ready, &copied[g]};
-        Host hr{a, cuda, ends, check, "gpu" + std::to_string(g) + " receive proxy", false, ready, &copied[g]};
-        a.changed();
-        for (;;) {
-          a.point();
-          bool did = psm::send_progress(hs, sa, ch, c.plants);
-          did |= psm::recv_progress(hr, ra, ch, c.plants);
-          for (uint32_t i = 0; i < recv_subs.size(); ++i)
-            if (recv_subs[i].refused) {
+        cl.send = {cl.send_subs.data(), uint32_t(cl.send_subs.size())};
+        cl.recv = {cl.recv_subs.data(), uint32_t(cl.recv_subs.size())};
+        cl.posted = true;
+      };
+      uint32_t first = 0, posted = 0;  // the oldest unfinished call; calls posted
+      if (c.overlap_calls)
+        while (posted < c.calls) post(posted++);
+      a.changed();
+      while (first < c.calls) {
+        if (posted == first) {
+          post(posted++);
+          a.changed();
+        }
+        a.point();
+        bool did = false;
+        for (uint32_t n = first; n < posted; ++n) {
+          Call& cl = calls[g][n];
+          Host hs{a, cuda, ends, check, "gpu" + std::to_string(g) + " send proxy", true, cl.ready, &copied[g]};
+          Host hr{a, cuda, ends, check, "gpu" + std::to_string(g) + " receive proxy", false, cl.ready, &copied[g]};
+          did |= psm::send_progress(hs, cl.send, ch, c.plants);
+          did |= psm::recv_progress(hr, cl.recv, ch, c.plants);
+          for (uint32_t i = 0; i < cl.recv_subs.size(); ++i)
+            if (const psm::Sub& sb = cl.recv_subs[i]; sb.refused) {
               if (refused.empty())
-                refused = conn_name(*in[i]) + ": the receive proxy found a slot size of " + std::to_string(recv_subs[i].bad_size) +
-                          " B at step " + std::to_string(recv_subs[i].base + recv_subs[i].transmitted) + " and stopped";
+                refused = conn_name(*in[i]) + ": the receive proxy found a slot size of " + std::to_string(sb.bad_size) + " B at step " +
+                          std::to_string(sb.base + sb.transmitted) + " and stopped";
               return;
             }
-          if (sa.finished() && ra.finished()) break;
-          if (did) a.changed();
-          else if (!a.spin("psm proxy: nothing to post or complete")) return;
         }
+        while (first < posted && calls[g][first].finished()) a.store64(&calls[g][first++].done_word, 1);
+        if (first == c.calls) break;
+        if (did) a.changed();
+        else if (!a.spin("psm proxy: nothing to post or complete")) return;
       }
     }, false);
   }
   PsmRunResult r;
   r.run = s.run();
   r.bytes_copied = cuda.bytes_copied();
-  if (!refused.empty()) r.failure = refused + "\n" + r.run.report;
-  else if (r.run.outcome != gpu_sim::Outcome::kCompleted) r.failure = std::string(gpu_sim::outcome_name(r.run.outcome)) + ":\n" + r.run.report;
+  r.first_violation = check.violation;
+  if (r.run.outcome == gpu_sim::Outcome::kHang)
+    for (const auto& k : conns) {
+      const auto [sd, rv] = stalled(*k);
+      if (!sd || !rv) continue;
+      if (!r.stall.connection.empty() && sd->base + sd->transmitted >= r.stall.send_base + r.stall.send_transmitted) continue;
+      r.stall = {conn_name(*k), sd->base, sd->transmitted, sd->done, sd->nsteps, k->shm->tail, rv->base, rv->transmitted, rv->done, k->shm->head};
+    }
+  const std::string broke = check.violation.empty() ? "" : "\n(first broken invariant: " + check.violation + ")";
+  if (!refused.empty()) r.failure = refused + broke + "\n" + r.run.report;
+  else if (r.run.outcome != gpu_sim::Outcome::kCompleted)
+    r.failure = std::string(gpu_sim::outcome_name(r.run.outcome)) + (r.stall.connection.empty() ? "" : " at " + r.stall.line()) + broke + ":\n" +
+                r.run.report;
   else if (!check.violation.empty()) r.failure = "invariant: " + check.violation;
   for (const auto& k : conns) {
     if (!r.failure.empty()) break;
@@ -228,7 +323,7 @@ PsmRunResult run_psm(const PsmRunConfig& c, gpu_sim::SchedOptions so) {
     if (k->send.step != k->recv.step || k->send.step != c.calls * psm::steps_for(per_channel, ch.step_bytes))
       r.failure = conn_name(*k) + ": the send side ended at step " + std::to_string(k->send.step) + ", the receive side at " +
                   std::to_string(k->recv.step);
-    else if (!c.shm_per_pair && (m.tail < m.head || m.tail - m.head != ch.window))
+    else if (c.shm == ShmScope::kConnection && (m.tail < m.head || m.tail - m.head != ch.window))
       r.failure = conn_name(*k) + ": ended with head " + std::to_string(m.head) + " and tail " + std::to_string(m.tail);
   }
   for (uint32_t g = 0; r.failure.empty() && !c.phantom && g < c.gpus; ++g)
