@@ -1,5 +1,5 @@
 // The device-level workloads' sections, read straight into the configurations their runs
-// take (p2p::CeRunConfig or p2p::PsmRunConfig, nvls::NvlsRunConfig), enums included.
+// take (p2p::CeRunConfig, PsmRunConfig or SmcudaRunConfig, nvls::NvlsRunConfig), enums included.
 #include "core/nvls/collective.h"
 #include "scenarios/replay/parse_sections.h"
 #include "scenarios/replay/parse_values.h"
@@ -17,7 +17,7 @@ P2pWorkload parse_psm(const YAML::Node& p, const Scenario& sc) {
                        "first_credit", "free_slot", "receiver_on_free_slot", "shm", "overlap_calls", "proxy_stream", "recv_proxy_stream",
                        "user_stream_waits"});
   P2pWorkload w;
-  w.psm = true;
+  w.transport = P2pTransport::kPsm;
   p2p::PsmRunConfig& c = w.psm_run;
   p2p::psm::Choices& ch = c.choices;
   c.alltoall = true;  // the format's defaults: an alltoall in 512 KiB steps (NCCL's 4 MiB SIMPLE buffer / 8)
@@ -49,10 +49,34 @@ P2pWorkload parse_psm(const YAML::Node& p, const Scenario& sc) {
   return w;
 }
 
+// `transport: smcuda`: two ranks' GPU-buffer sends after the lazy IPC set-up.
+P2pWorkload parse_smcuda(const YAML::Node& p, const Scenario& sc) {
+  only_keys(p, "p2p", {"transport", "messages", "bytes", "eager_bytes", "peer_access", "cuda_ready_after", "buffers", "realloc_every"});
+  P2pWorkload w;
+  w.transport = P2pTransport::kSmcuda;
+  p2p::SmcudaRunConfig& c = w.smcuda_run;
+  if (p["messages"]) c.messages = uint32_t(uint_of(p["messages"], "messages", 1, 4096));
+  if (p["bytes"]) c.max_bytes = uint_of(p["bytes"], "bytes", 1, 64ull << 20);
+  if (p["eager_bytes"]) c.options.eager_bytes = uint_of(p["eager_bytes"], "eager_bytes", 0, 64ull << 20);
+  if (p["peer_access"]) c.peer_access = bool_of(p["peer_access"], "peer_access");
+  if (const YAML::Node r = p["cuda_ready_after"]) {
+    if (!r.IsSequence() || r.size() != 2) fail(r, "cuda_ready_after is [rank 0's, rank 1's] send index");
+    for (uint32_t i = 0; i < 2; ++i) c.cuda_ready_after[i] = uint32_t(uint_of(r[i], "cuda_ready_after", 0, 4096));
+  }
+  if (p["buffers"]) c.buffers = uint32_t(uint_of(p["buffers"], "buffers", 1, 64));
+  if (p["realloc_every"]) c.realloc_every = uint32_t(uint_of(p["realloc_every"], "realloc_every", 0, 4096));
+  if (sc.pes != 2) fail(p, "smcuda runs between 2 ranks (topology.pes: 2)");
+  if (sc.phantom) fail(p, "smcuda checks every byte: no 'memory: phantom'");
+  if (uint64_t(c.messages) * c.max_bytes > (256ull << 20)) fail(p["bytes"], "messages x bytes above 256 MiB per rank");
+  return w;
+}
+
 }  // namespace
 
 P2pWorkload parse_p2p(const YAML::Node& p, const Scenario& sc) {
-  if (p["transport"] && choice_of(p["transport"], "transport", {"ce", "psm"}) == "psm") return parse_psm(p, sc);
+  const std::string transport = p["transport"] ? choice_of(p["transport"], "transport", {"ce", "psm", "smcuda"}) : "ce";
+  if (transport == "psm") return parse_psm(p, sc);
+  if (transport == "smcuda") return parse_smcuda(p, sc);
   only_keys(p, "p2p", {"transport", "pattern", "bytes", "step_bytes", "kernel_stream", "proxy_stream", "max_connections", "next_kernel_queued",
                        "registered_buffers", "kernel_chunk_bytes", "streams_before_proxies", "proxy_counter_bits"});
   P2pWorkload w;

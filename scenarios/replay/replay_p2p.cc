@@ -1,7 +1,7 @@
-// The P2P runner (workload.p2p): core/p2p's copy-engine transport (kernels and send proxies)
-// or its kernel-less one (send and receive proxies) over gpu_sim::CudaModel's streams and
-// copy engines (sim/p2p), classified as completed, hang (the report names which stream work
-// waits for which), error or wrong data.
+// The P2P runner (workload.p2p): core/p2p's copy-engine transport (kernels and send proxies),
+// its kernel-less one (send and receive proxies) or the smcuda large-message path over
+// gpu_sim::CudaModel's streams and copy engines (sim/p2p), classified as completed, hang (the
+// report names which stream work waits for which), error or wrong data.
 #include <cstdio>
 
 #include "scenarios/replay/runner.h"
@@ -41,10 +41,31 @@ Run run_psm(const Scenario& sc, const P2pWorkload& w, const RunSpec& spec) {
   return out;
 }
 
+// The smcuda large-message path: how many sends went as RGETs and through the host, and what
+// the receivers' IPC caches did.
+Run run_smcuda(const P2pWorkload& w, const RunSpec& spec) {
+  p2p::SmcudaRunConfig c = w.smcuda_run;
+  c.seed = spec.seed;
+  const p2p::SmcudaRunResult r = p2p::run_smcuda(c, spec.so);
+  Run out{{r.kind, r.failure}, r.run};
+  nlohmann::ordered_json& j = out.figures;
+  j["messages_per_rank"] = c.messages;
+  j["rgets"] = r.rgets;
+  j["host_path"] = r.eagers;
+  j["ipc_opens"] = r.opens;
+  j["cache_hits"] = r.hits;
+  j["cache_reopens"] = r.reopens;
+  j["set_up"] = r.states;
+  out.lines = "  smcuda: " + std::to_string(r.rgets) + " RGETs, " + std::to_string(r.eagers) + " host-path sends; cache " + std::to_string(r.opens) +
+              " opens, " + std::to_string(r.hits) + " hits, " + std::to_string(r.reopens) + " reopens; " + r.states + "\n";
+  return out;
+}
+
 }  // namespace
 
 Run run(const Scenario& sc, const P2pWorkload& w, const RunSpec& spec, const ReplayOptions&) {
-  if (w.psm) return run_psm(sc, w, spec);
+  if (w.transport == P2pTransport::kPsm) return run_psm(sc, w, spec);
+  if (w.transport == P2pTransport::kSmcuda) return run_smcuda(w, spec);
   p2p::CeRunConfig c = w.run;
   c.gpus = sc.pes, c.phantom = sc.phantom, c.seed = spec.seed;  // what the scenario's common part holds
   const p2p::CeRunResult r = p2p::run_ce(c, spec.so);

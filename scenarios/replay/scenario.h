@@ -15,6 +15,7 @@
 #include "sim/nvls/nvls_run.h"
 #include "sim/p2p/ce_run.h"
 #include "sim/p2p/psm_run.h"
+#include "sim/p2p/smcuda_run.h"
 
 namespace doorbell::scenario {
 
@@ -54,11 +55,14 @@ struct IbgdaWorkload {
 
 // The copy-engine transport (sim/p2p) and an NVLS collective (sim/nvls) are configured as
 // their runs take them; the runner fills in what the common part holds (GPUs, memory, seed).
-// `transport: psm` picks seed 004's kernel-less transport (sim/p2p/psm_run.h) instead.
+// `transport:` ce (the kernel + proxy transport, sim/p2p/ce_run.h), psm (seed 004's
+// kernel-less one, psm_run.h) or smcuda (seed 001's large-message path, smcuda_run.h).
+enum class P2pTransport : uint8_t { kCe, kPsm, kSmcuda };
 struct P2pWorkload {
+  P2pTransport transport = P2pTransport::kCe;
   p2p::CeRunConfig run;
-  bool psm = false;
   p2p::PsmRunConfig psm_run;
+  p2p::SmcudaRunConfig smcuda_run;
 };
 struct NvlsWorkload {
   nvls::NvlsRunConfig run;

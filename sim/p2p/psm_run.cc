@@ -340,7 +340,10 @@ PsmRunResult run_psm(const PsmRunConfig& c, gpu_sim::SchedOptions so) {
           }
         if (!r.failure.empty()) break;
       }
-  r.kind = sim::finished_or(r.run.outcome, r.failure.empty() ? sim::RunKind::kCompleted : sim::RunKind::kWrongData);
+  const sim::RunKind found = r.failure.empty()                           ? sim::RunKind::kCompleted
+                            : r.failure.rfind("invariant: ", 0) == 0 ? sim::RunKind::kBrokenInvariant
+                                                                      : sim::RunKind::kWrongData;
+  r.kind = sim::finished_or(r.run.outcome, found);
   return r;
 }
 
