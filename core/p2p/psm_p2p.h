@@ -104,6 +104,11 @@ struct Args {
   uint64_t copied = 0;         // copies posted (seed: int copied)
   uint64_t total_copy_size = 0;  // bytes posted (size_t totalCopySize)
   bool finished() const { return done == nsubs; }
+  uint64_t transmitted() const {  // the args' view: steps posted over its subs
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < nsubs; ++i) n += subs[i].transmitted;
+    return n;
+  }
 };
 
 inline uint64_t steps_for(uint64_t bytes, uint64_t step_bytes) { return bytes == 0 ? 0 : (bytes + step_bytes - 1) / step_bytes; }

@@ -317,6 +317,14 @@ PsmRunResult run_psm(const PsmRunConfig& c, gpu_sim::SchedOptions so) {
     r.failure = std::string(gpu_sim::outcome_name(r.run.outcome)) + (r.stall.connection.empty() ? "" : " at " + r.stall.line()) + broke + ":\n" +
                 r.run.report;
   else if (!check.violation.empty()) r.failure = "invariant: " + check.violation;
+  // Each byte once into a FIFO slot and once out of it: the proxies' copies add up to twice
+  // the bytes the calls carry (a step copied twice, or skipped, shows here).
+  uint64_t posted = 0;
+  for (uint64_t n : copied) posted += n;
+  const uint64_t carried = uint64_t(conns.size()) * per_channel * c.calls;
+  if (r.failure.empty() && posted != 2 * carried)
+    r.failure = "the proxies copied " + std::to_string(posted) + " B; each of the " + std::to_string(carried) +
+                " B the calls carry goes once into a slot and once out: " + std::to_string(2 * carried) + " B";
   for (const auto& k : conns) {
     if (!r.failure.empty()) break;
     const psm::Shm& m = *k->shm;
