@@ -53,6 +53,15 @@ int doorbell_shim_get_stats(doorbell_shim_stats* out) {
   return 0;
 }
 
+uint64_t doorbell_shim_checks(uint64_t i, char* buf, size_t len) {
+  Model* m = Model::get();
+  if (m == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(m->mu);
+  const std::vector<std::string>& lines = m->nic().audit();
+  if (buf != nullptr && len != 0 && i < lines.size()) std::snprintf(buf, len, "%s", lines[i].c_str());
+  return lines.size();
+}
+
 bool doorbell_shim_is_supported(ibv_device* d) { return d != nullptr && std::strcmp(d->name, "mlx5_0") == 0; }
 
 int doorbell_shim_init_obj(mlx5dv_obj* obj, uint64_t type) {

@@ -43,6 +43,12 @@ Model* Model::get(std::string* why) {
                        (unsigned long long)s.actions, (unsigned long long)s.remote_calls, (unsigned long long)s.remote_served);
         if (made->dma_ != nullptr && !made->dma_->error().empty())
           std::fprintf(stderr, "doorbell verbs shim: device copies failed: %s\n", made->dma_->error().c_str());
+        // A check that fired fails the run, whatever the program itself concluded.
+        if (const size_t n = made->report_checks(); n != 0) {
+          std::fprintf(stderr, "doorbell verbs shim (rank %u): %zu queue check(s) fired; exit status 3\n", made->rank_, n);
+          std::fflush(nullptr);
+          std::_Exit(3);
+        }
       });
     }
   }
@@ -57,6 +63,9 @@ Status Model::start(std::string* why) {
     return Status(Errc::kBadParam, "DOORBELL_SHIM_RANK " + std::to_string(rank_) + " is not below DOORBELL_SHIM_NRANKS " + std::to_string(nranks_));
   mock_nic::NicConfig cfg;
   cfg.lid = uint16_t(rank_ + 1);
+  // The harness's checks on the program's queues: on unless DOORBELL_SHIM_CHECKS=0.
+  const char* checks = std::getenv("DOORBELL_SHIM_CHECKS");
+  cfg.audit = checks == nullptr || std::strcmp(checks, "0") != 0;
   nic_ = std::make_unique<mock_nic::Nic>(mem_, cfg);
   if (Status st = fabric_.attach(*nic_); !st) return st;
   if (nranks_ > 1) {
@@ -151,7 +160,7 @@ bool Model::ring_changed() {
       for (uint32_t q : qpns_) {
         const uint64_t named = mlx5::doorbell_value(0, q);  // a doorbell for QP q: the NIC reads its QPN
         if (const mock_nic::Qp* qp = nic_->qp(q); qp != nullptr && qp->attr.uar_page == u->page && (named >> 32) != (v >> 32))
-          nic_->uar_write64(u->page, off, named);
+          nic_->uar_write64(u->page, off, named, false);
       }
       ++doorbells_;
       any = true;
@@ -190,11 +199,21 @@ void Model::run() {
       actions_ += acts;
       did += acts;
       if (links_ != nullptr) did += links_->serve();
+      if (nic_->audit().size() != reported_checks_) report_checks();
     }
     if (did != 0) idle = 0;
     else if (++idle > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));  // idle: let the CPU go
     else std::this_thread::yield();
   }
+}
+
+// Each check finding not yet said goes to stderr as it fires (mu held, or the engine stopped);
+// returns how many fired in all.
+size_t Model::report_checks() {
+  const std::vector<std::string>& lines = nic_->audit();
+  for (; reported_checks_ < lines.size(); ++reported_checks_)
+    std::fprintf(stderr, "doorbell verbs shim (rank %u, lid %u): check: %s\n", rank_, nic_->lid(), lines[reported_checks_].c_str());
+  return lines.size();
 }
 
 void Model::retire_qp(uint32_t qpn) {

@@ -63,6 +63,7 @@ class Model {
   void retire_qp(uint32_t qpn);  // before it is destroyed: its WQEs stay counted
 
   Stats stats();  // takes mu
+  size_t report_checks();  // the queue checks' new findings to stderr; how many fired in all
   void stop();    // the engine thread ends (at exit); the model stays
   bool has_dma() const { return dma_ != nullptr; }
 
@@ -87,6 +88,7 @@ class Model {
   std::vector<std::unique_ptr<UarPage>> uars_;
   std::vector<uint32_t> qpns_;
   uint64_t doorbells_ = 0, actions_ = 0, retired_wqes_ = 0;
+  size_t reported_checks_ = 0;
   std::atomic<bool> stop_{false};
   std::thread engine_;
 };

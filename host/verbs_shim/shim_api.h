@@ -15,6 +15,9 @@ struct doorbell_shim_stats {
   uint64_t doorbells, wqes, actions, remote_calls, remote_served;
 };
 int doorbell_shim_get_stats(struct doorbell_shim_stats* out);
+// The harness's checks on the program's queues (DOORBELL_SHIM_CHECKS, on by default): how many
+// fired; with buf, the i-th finding's line (truncated to len, NUL-terminated).
+uint64_t doorbell_shim_checks(uint64_t i, char* buf, size_t len);
 
 int doorbell_shim_init_obj(struct mlx5dv_obj* obj, uint64_t obj_type);
 struct ibv_qp* doorbell_shim_create_qp(struct ibv_context* ctx, struct ibv_qp_init_attr_ex* attr, struct mlx5dv_qp_init_attr* dv);

@@ -311,6 +311,7 @@ struct Engine {
   // A CQ without `oi` overran: a CQ error event, and every QP completing to it is fatal.
   static void overran(Nic& nic, Cq& cq) {
     nic.raise({AsyncEvent::kCqError, cq.cqn, 0});
+    if (nic.cfg_.audit) nic.audit_cq_overrun(cq);
     for (auto& q : nic.qps_)
       if (q && q->attr.send_cqn == cq.cqn && q->state != QpState::kErr) {
         nic.errors_.push_back({q->qpn, q->head, 0, uint8_t(CqeSyndrome::kLocalQpOpErr), vendor::kCqOverrun, nic.clock_ns()});

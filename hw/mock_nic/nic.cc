@@ -154,6 +154,7 @@ Status Nic::modify_qp(uint32_t qpn, QpState to, const QpPeer* peer) {
   }
   if (to == QpState::kRst) {
     qp->head = qp->prod = 0;
+    qp->audit_dbr = 0;
     qp->inflight.clear();
     // A reset QP completes nothing more: completions still held back (late-CQE fault) go
     // with it, or one would land in the CQ after software reset it for the next epoch.
@@ -221,7 +222,7 @@ bool Nic::sleeps_until_kicked() const { return active_.empty() && nothing_schedu
   trace(trace::kNicBadDoorbell, uint64_t(page), uint64_t(offset), uint64_t(mlx5::bswap32(uint32_t(value >> 32)) >> 8));
 }
 
-void Nic::uar_write64(uint32_t page, uint32_t offset, uint64_t value) {
+void Nic::uar_write64(uint32_t page, uint32_t offset, uint64_t value, bool bf_is_clients) {
   if (faults_.drop_doorbells > 0 || faults_.doorbell_delay > 0) return odd_doorbell(page, offset, value);
   // Bytes 4..7 of the store are the ctrl segment's qpn_ds word, big-endian.
   const uint32_t qpn_ds = mlx5::bswap32(uint32_t(value >> 32));
@@ -229,6 +230,7 @@ void Nic::uar_write64(uint32_t page, uint32_t offset, uint64_t value) {
   if (offset < mlx5::kBfOffset || offset >= mlx5::kBfOffset + 2 * mlx5::kBfSize || offset % 8 != 0 || qp == nullptr ||
       qp->attr.uar_page != page)
     return odd_doorbell(page, offset, value);
+  if (cfg_.audit) [[unlikely]] audit_doorbell(*qp, value, bf_is_clients);
   ++qp->stats.doorbells;
   qp->last_doorbell = value;
   qp->kicked = true;

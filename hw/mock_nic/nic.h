@@ -107,7 +107,9 @@ class Nic {
   Fabric* fabric() const { return fabric_; }
 
   // --- MMIO: a 64-bit store to a UAR (BlueFlame doorbell: first 8 bytes of a ctrl seg) ---
-  void uar_write64(uint32_t page, uint32_t offset, uint64_t value);
+  // `bf_is_clients`: the value is what the client stored (false: a doorbell the caller made
+  // up for a QP sharing the page, whose index means nothing).
+  void uar_write64(uint32_t page, uint32_t offset, uint64_t value, bool bf_is_clients = true);
   // The same store by modelled address; false if the address is not a UAR register.
   bool mmio_write64(uint64_t addr, uint64_t value);
 
@@ -173,6 +175,8 @@ class Nic {
   // in one progress() call ends as the same actions over as many calls would.
   bool untimed() const;
   uint64_t bad_doorbells() const { return bad_doorbells_; }
+  // NicConfig::audit's findings, a line each, in the order they fired.
+  const std::vector<std::string>& audit() const { return audit_; }
   // A weak memory model that must hear of the engine's writes to memory and of its reads of
   // WQEs and DBRs (null: none); `name` identifies this NIC in its notes.
   void set_observer(mem::Observer* o, std::string name) {
@@ -197,6 +201,8 @@ class Nic {
   size_t jump_to_timer();
   bool link_up_at_clock() const;
   void fail_qp(Qp& qp);  // to ERR from the data path (flushes follow)
+  void audit_doorbell(Qp& qp, uint64_t value, bool bf_is_clients);  // audit.cc
+  void audit_cq_overrun(const Cq& cq);
   void kick(Qp& qp);
   void odd_doorbell(uint32_t page, uint32_t offset, uint64_t value);  // uar_write64's other cases
   bool nothing_scheduled() const;  // untimed() and sleeps_until_kicked() less their own tests
@@ -240,6 +246,7 @@ class Nic {
   std::string waiting_;
   std::vector<ErrorRecord> errors_;
   std::vector<AsyncEvent> events_;
+  std::vector<std::string> audit_;
   // Every field above that a run changes, copied by save_run_state (nic.cc): a new one goes
   // there too.
   struct RunState;

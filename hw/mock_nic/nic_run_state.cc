@@ -16,7 +16,7 @@ void Nic::save_run_state() {
   s->link_steady = link_steady_;
   s->now = now_, s->rng = rng_, s->bad_doorbells = bad_doorbells_, s->bytes_moved = bytes_moved_;
   s->phantom_log = phantom_log_, s->cqe_hook = cqe_hook_, s->wake_hook = wake_hook_, s->observer = observer_, s->observer_name = observer_name_;
-  s->clock = clock_, s->waiting = waiting_, s->errors = errors_, s->events = events_;
+  s->clock = clock_, s->waiting = waiting_, s->errors = errors_, s->events = events_, s->audit = audit_;
   saved_ = std::move(s);
 }
 
@@ -39,7 +39,7 @@ Status Nic::restore_run_state() {
   link_steady_ = s.link_steady;
   now_ = s.now, rng_ = s.rng, bad_doorbells_ = s.bad_doorbells, bytes_moved_ = s.bytes_moved;
   phantom_log_ = s.phantom_log, cqe_hook_ = s.cqe_hook, wake_hook_ = s.wake_hook, observer_ = s.observer, observer_name_ = s.observer_name;
-  clock_ = s.clock, waiting_ = s.waiting, errors_ = s.errors, events_ = s.events;
+  clock_ = s.clock, waiting_ = s.waiting, errors_ = s.errors, events_ = s.events, audit_ = s.audit;
   return {};
 }
 

@@ -32,6 +32,7 @@ struct Nic::RunState {
   std::string waiting;
   std::vector<ErrorRecord> errors;
   std::vector<AsyncEvent> events;
+  std::vector<std::string> audit;
 };
 
 }  // namespace doorbell::mock_nic

@@ -92,6 +92,7 @@ struct Qp {
   std::deque<Inflight> inflight;
   Inflight staging;       // response record of the WQE being issued (reused, no allocation)
   uint64_t last_doorbell = 0;
+  uint16_t audit_dbr = 0;  // NicConfig::audit: the doorbell record at the previous doorbell
   // Requester: the head WQE (or an unanswered response) waits for the peer until this time
   // (negative: not waiting; infinity: RNR with rnr_retry 7).
   double retry_deadline_ns = -1;

@@ -90,6 +90,10 @@ struct NicConfig {
   uint32_t response_delay_max = 0;
   uint64_t seed = 1;
   bool check_wqe_index = true;      // ctrl-segment WQE index must equal the consumer's
+  // The harness's checks on a client's queues at each doorbell (audit.cc): every WQE below
+  // the new doorbell record whole, the record never moving back, the BlueFlame index within
+  // it, nothing posted to a QP in ERR; and CQ overruns. Each finding is a line in audit().
+  bool audit = false;
   // After a doorbell, the engine re-reads the send DBR whenever it drains the ring, so DBR
   // advances made while it is active are picked up without a new doorbell (as hardware
   // keeps fetching while the SQ is scheduled).
