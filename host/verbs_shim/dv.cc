@@ -135,6 +135,7 @@ mlx5dv_devx_obj* doorbell_shim_obj_create(ibv_context* ctx, const void* in, size
   if (!o) return errno = devx_errno(o.status(), "devx_obj_create"), nullptr;
   const auto op = uint16_t(DB_GET(mbox_in, in, opcode));
   if (op == prm::kCreateQp) c->model->count_qp(o->id);
+  if (op == prm::kCreateCq) c->model->count_cq(o->id);
   return reinterpret_cast<mlx5dv_devx_obj*>(new DevxObj{c, *o, op});
 }
 

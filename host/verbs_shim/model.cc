@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <chrono>
+#include <cmath>
+#include <random>
 
 #include "hw/mlx5/wqe.h"
 
@@ -66,7 +68,38 @@ Status Model::start(std::string* why) {
   // The harness's checks on the program's queues: on unless DOORBELL_SHIM_CHECKS=0.
   const char* checks = std::getenv("DOORBELL_SHIM_CHECKS");
   cfg.audit = checks == nullptr || std::strcmp(checks, "0") != 0;
+  if (const char* spec = std::getenv("DOORBELL_SHIM_FAULTS"); spec != nullptr && *spec != 0) {
+    const char* s = std::getenv("DOORBELL_SHIM_SEED");
+    const uint64_t seed = s != nullptr && *s != 0 ? std::strtoull(s, nullptr, 0) : (uint64_t(std::random_device{}()) << 32 | std::random_device{}());
+    Result<ShimFaults> f = parse_shim_faults(spec, seed);
+    if (!f) return *why = f.status().message(), f.status();
+    faults_ = std::move(*f);
+    cfg.seed = faults_.seed;
+    for (const ShimFault& x : faults_.list)
+      if (x.kind == mock_nic::kLateResponses) cfg.response_delay_max = x.count;
+    std::fprintf(stderr, "doorbell verbs shim (rank %u): faults '%s', seed %llu; repeat with DOORBELL_SHIM_FAULTS='%s' DOORBELL_SHIM_SEED=%llu\n",
+                 rank_, faults_.spec.c_str(), (unsigned long long)faults_.seed, faults_.spec.c_str(), (unsigned long long)faults_.seed);
+  }
   nic_ = std::make_unique<mock_nic::Nic>(mem_, cfg);
+  if (!faults_.list.empty()) {
+    // Fault times are the program's: wall clock from here on.
+    const auto t0 = std::chrono::steady_clock::now();
+    nic_->set_clock([t0] { return double(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()); });
+    for (const ShimFault& x : faults_.list) {
+      mock_nic::Faults& nf = nic_->faults();
+      switch (x.kind) {
+        case mock_nic::kLinkDown: nic_->set_link_down(x.at_ns, x.at_ns + x.for_ns); break;
+        case mock_nic::kStall:
+          if (x.at_ns == 0 && std::isinf(x.for_ns)) nf.stalled = true;
+          else nf.stall_from_ns = x.at_ns, nf.stall_until_ns = x.at_ns + x.for_ns;
+          break;
+        case mock_nic::kLostDoorbells: nf.drop_doorbells = x.count; break;
+        case mock_nic::kLateDoorbells: nf.doorbell_delay = x.count; break;
+        case mock_nic::kNodeDeath: nic_->set_dead(x.at_ns); break;
+        default: break;  // qp_error and late_cqes when their QP or CQ is made; late_responses above
+      }
+    }
+  }
   if (Status st = fabric_.attach(*nic_); !st) return st;
   if (nranks_ > 1) {
     const char* name = std::getenv("DOORBELL_SHIM_LINKS");
@@ -214,6 +247,20 @@ size_t Model::report_checks() {
   for (; reported_checks_ < lines.size(); ++reported_checks_)
     std::fprintf(stderr, "doorbell verbs shim (rank %u, lid %u): check: %s\n", rank_, nic_->lid(), lines[reported_checks_].c_str());
   return lines.size();
+}
+
+// A QP or CQ the program made: the faults that wait for it (qp_error on the k-th QP,
+// late_cqes on every CQ, its delay drawn from the seed).
+void Model::count_qp(uint32_t qpn) {
+  for (const ShimFault& f : faults_.list)
+    if (f.kind == mock_nic::kQpError && f.qp == qps_made_) nic_->faults().qp_errors.push_back({f.at_ns, qpn});
+  ++qps_made_;
+  qpns_.push_back(qpn);
+}
+
+void Model::count_cq(uint32_t cqn) {
+  for (const ShimFault& f : faults_.list)
+    if (f.kind == mock_nic::kLateCqes) (void)nic_->set_completion_delay(cqn, (faults_.seed ^ (uint64_t(cqn) * 0x9e3779b97f4a7c15ull)) % (f.count + 1));
 }
 
 void Model::retire_qp(uint32_t qpn) {

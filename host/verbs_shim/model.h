@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "host/verbs_shim/faults.h"
 #include "hw/mem/address_space.h"
 #include "hw/mock_nic/devx/model_devx.h"
 #include "hw/mock_nic/fabric.h"
@@ -59,7 +60,8 @@ class Model {
   };
   UarPage* add_uar(uint32_t page);
   void remove_uar(UarPage* u);
-  void count_qp(uint32_t qpn) { qpns_.push_back(qpn); }
+  void count_qp(uint32_t qpn);  // a QP the program made (DEVX CREATE_QP)
+  void count_cq(uint32_t cqn);  // a CQ the program made
   void retire_qp(uint32_t qpn);  // before it is destroyed: its WQEs stay counted
 
   Stats stats();  // takes mu
@@ -88,6 +90,8 @@ class Model {
   std::vector<std::unique_ptr<UarPage>> uars_;
   std::vector<uint32_t> qpns_;
   uint64_t doorbells_ = 0, actions_ = 0, retired_wqes_ = 0;
+  ShimFaults faults_;   // DOORBELL_SHIM_FAULTS
+  uint32_t qps_made_ = 0;
   size_t reported_checks_ = 0;
   std::atomic<bool> stop_{false};
   std::thread engine_;

@@ -6,19 +6,7 @@
 
 namespace doorbell::ibgda {
 
-const char* fault_name(WorldFault::Kind k) {
-  switch (k) {
-    case WorldFault::kQpError: return "qp_error";
-    case WorldFault::kLinkDown: return "link_down";
-    case WorldFault::kStall: return "stall_nic";
-    case WorldFault::kLostDoorbells: return "drop_doorbells";
-    case WorldFault::kLateDoorbells: return "doorbell_delay";
-    case WorldFault::kLateCqes: return "late_cqes";
-    case WorldFault::kStaleRkey: return "stale_rkey";
-    case WorldFault::kNodeDeath: return "node_death";
-  }
-  return "?";
-}
+const char* fault_name(WorldFault::Kind k) { return mock_nic::fault_kind_name(k); }
 
 std::string describe(const WorldFault& f) {
   char b[160], len[32] = "ever";

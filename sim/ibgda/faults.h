@@ -8,19 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "hw/mock_nic/fault_kind.h"
+
 namespace doorbell::ibgda {
 
+// The kinds are the NIC model's (hw/mock_nic/fault_kind.h), here on a PE's NICs: kQpError at
+// at_ns takes pe's main QP to target to ERR; kLinkDown and kStall last [at_ns, at_ns + for_ns)
+// (a stall of infinite length: for good); kStaleRkey leaves pe's key table a stale rkey for
+// target's heap; kNodeDeath kills pe's node at at_ns. Scenarios take all but kLateResponses
+// (a NIC's configuration, NicConfig::response_delay_max).
 struct WorldFault {
-  enum Kind : uint8_t {
-    kQpError,        // at at_ns, pe's main QP to target goes to ERR
-    kLinkDown,       // pe's port is down in [at_ns, at_ns + for_ns)
-    kStall,          // pe's NIC engine does nothing in [at_ns, at_ns + for_ns) (infinite: for good)
-    kLostDoorbells,  // pe's next `count` doorbells are lost
-    kLateDoorbells,  // pe's doorbells act `count` engine actions late
-    kLateCqes,       // pe's send CQEs appear `count` engine actions late
-    kStaleRkey,      // pe's key table holds a stale rkey for target's heap
-    kNodeDeath,      // pe's node dies at at_ns: nothing answers any more
-  } kind = kQpError;
+  using Kind = mock_nic::FaultKind;
+  using enum mock_nic::FaultKind;
+  Kind kind = kQpError;
   uint32_t pe = 0, target = 0;
   double at_ns = 0, for_ns = std::numeric_limits<double>::infinity();
   uint32_t count = 1;
