@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <random>
 
@@ -12,6 +13,10 @@
 namespace doorbell::shim {
 
 namespace {
+
+// SIGUSR1 asks the engine thread for the hang report (a handler may only set a flag).
+std::atomic<bool> g_report_asked{false};
+void ask_report(int) { g_report_asked.store(true, std::memory_order_relaxed); }
 
 uint32_t env_u32(const char* name, uint32_t dflt) {
   const char* v = std::getenv(name);
@@ -127,8 +132,34 @@ Status Model::start(std::string* why) {
     if (dma_ == nullptr) return *why = "DOORBELL_SHIM_DMA=cuda: " + no, Status(Errc::kNotSupported, *why);
     nic_->set_dma(dma_.get());
   }
+  if (struct sigaction old{}; sigaction(SIGUSR1, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {  // the program's own handler stays
+    struct sigaction sa{};
+    sa.sa_handler = ask_report;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, nullptr);
+  }
+  hang_ns_ = double(env_u32("DOORBELL_SHIM_HANG_S", 0)) * 1e9;
   engine_ = std::thread([this] { run(); });
   return {};
+}
+
+// The hang report (mu held): the queues as the NIC sees them, the counters, the links.
+void Model::report_hang(const char* why) {
+  std::fprintf(stderr,
+               "doorbell verbs shim (rank %u, lid %u): hang report (%s): %llu doorbells, %llu engine actions, %llu requests out, %llu served\n%s",
+               rank_, nic_->lid(), why, (unsigned long long)doorbells_, (unsigned long long)actions_,
+               (unsigned long long)(links_ ? links_->calls() : 0), (unsigned long long)(links_ ? links_->served() : 0), nic_->queue_report().c_str());
+}
+
+// Work a program is waiting for: WQEs in a doorbell record the engine has not finished, or
+// something in flight (the hang watch reports only then, not for a program that is idle).
+bool Model::work_outstanding() const {
+  for (uint32_t q : qpns_)
+    if (const mock_nic::Qp* qp = nic_->qp(q); qp != nullptr && qp->dbr != nullptr && qp->state != mock_nic::QpState::kRst &&
+                                              (uint16_t(qp->dbr->snd.get()) != uint16_t(qp->head) || !qp->inflight.empty()))
+      return true;
+  return false;
 }
 
 void Model::stop() {
@@ -208,6 +239,8 @@ void Model::run() {
   auto last = std::chrono::steady_clock::now();
   uint64_t traced_actions = ~0ull;
   size_t traced_errors = 0;
+  auto last_moved = std::chrono::steady_clock::now();
+  bool hang_said = false;
   while (!stop_.load(std::memory_order_relaxed)) {
     if (trace && std::chrono::steady_clock::now() - last > std::chrono::seconds(1)) {
       std::lock_guard<std::mutex> lock(mu);
@@ -233,6 +266,14 @@ void Model::run() {
       did += acts;
       if (links_ != nullptr) did += links_->serve();
       if (nic_->audit().size() != reported_checks_) report_checks();
+      if (g_report_asked.exchange(false, std::memory_order_relaxed)) report_hang("SIGUSR1");
+      // DOORBELL_SHIM_HANG_S: nothing moved for that long while work is outstanding.
+      const auto now = std::chrono::steady_clock::now();
+      if (did != 0) last_moved = now, hang_said = false;
+      else if (hang_ns_ > 0 && !hang_said && double((now - last_moved).count()) > hang_ns_ && work_outstanding()) {
+        report_hang("nothing moved for DOORBELL_SHIM_HANG_S with work outstanding");
+        hang_said = true;
+      }
     }
     if (did != 0) idle = 0;
     else if (++idle > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));  // idle: let the CPU go

@@ -66,6 +66,7 @@ class Model {
 
   Stats stats();  // takes mu
   size_t report_checks();  // the queue checks' new findings to stderr; how many fired in all
+  void report_hang(const char* why);  // the queues, counters and links to stderr (mu held)
   void stop();    // the engine thread ends (at exit); the model stays
   bool has_dma() const { return dma_ != nullptr; }
 
@@ -74,6 +75,7 @@ class Model {
   Status start(std::string* why);
   void run();  // the engine thread
   bool ring_changed();
+  bool work_outstanding() const;
   ~Model() = default;  // only a model that failed to start is destroyed (see get())
 
   mem::AddressSpace mem_;
@@ -92,6 +94,7 @@ class Model {
   uint64_t doorbells_ = 0, actions_ = 0, retired_wqes_ = 0;
   ShimFaults faults_;   // DOORBELL_SHIM_FAULTS
   uint32_t qps_made_ = 0;
+  double hang_ns_ = 0;  // DOORBELL_SHIM_HANG_S
   size_t reported_checks_ = 0;
   std::atomic<bool> stop_{false};
   std::thread engine_;

@@ -744,7 +744,12 @@ size_t Nic::progress(size_t budget) {
   if (!faults_.qp_errors.empty()) {
     const double now = clock_ns();
     for (Faults::QpError& e : faults_.qp_errors)
-      if (!e.fired && now >= e.at_ns) e.fired = true, (void)force_qp_error(e.qpn), ++done;
+      if (!e.fired && now >= e.at_ns) {
+        // A QP still being set up fails once it is working (RTS): a fault due before a
+        // client's QP reached RTS would otherwise meet RST, where ERR is no transition.
+        if (const Qp* q = find_qp(e.qpn); q != nullptr && q->state != QpState::kRts && q->state != QpState::kErr) continue;
+        e.fired = true, (void)force_qp_error(e.qpn), ++done;
+      }
   }
   if (faults_.stalled || dead()) return done;
   if (faults_.stall_until_ns > faults_.stall_from_ns && clock_ns() >= faults_.stall_from_ns &&

@@ -53,7 +53,7 @@ struct Faults {
     uint32_t qpn;
     bool fired = false;
   };
-  std::vector<QpError> qp_errors;  // force these QPs to ERR at these times
+  std::vector<QpError> qp_errors;  // force these QPs to ERR at these times (or when they reach RTS, if later)
 };
 
 class Nic {
@@ -155,6 +155,9 @@ class Nic {
   bool dead() const { return dead_from_ns_ >= 0 && clock_ns() >= dead_from_ns_; }
   // What the engine waits on when it cannot act (for hang reports); empty when idle.
   const std::string& waiting() const { return waiting_; }
+  // Every QP's doorbell record beside what the engine fetched, every CQ's last CQE and the
+  // client's consumer index, the error records, what the engine waits on (report.cc).
+  std::string queue_report() const;
   // Root causes: every WQE that failed other than by a flush, in order; and async events.
   const std::vector<ErrorRecord>& errors() const { return errors_; }
   const std::vector<AsyncEvent>& events() const { return events_; }
