@@ -35,6 +35,8 @@ void say(const std::string& what) {
 
 namespace {
 
+constexpr int kMaxCqe = 1 << 22;  // what query_device reports
+
 template <class T>
 T* fail(int err, const std::string& why) {
   say(why);
@@ -155,7 +157,7 @@ int ibv_query_device(ibv_context* ctx, ibv_device_attr* a) {
   a->max_qp_wr = int(x.info().max_qp_wr);
   a->max_sge = 30;
   a->max_cq = int(x.info().max_cq);
-  a->max_cqe = 1 << 22;
+  a->max_cqe = kMaxCqe;
   a->max_mr = int(x.info().max_mr);
   a->max_pd = 1 << 24;
   a->max_qp_rd_atom = a->max_qp_init_rd_atom = 16;
@@ -250,9 +252,10 @@ int ibv_dereg_mr(ibv_mr* mr) {
 }
 
 ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel, int) {
+  if (cqe <= 0 || cqe > kMaxCqe) return fail<ibv_cq>(EINVAL, "create_cq: " + std::to_string(cqe) + " entries, not in 1.." + std::to_string(kMaxCqe));
   Context* c = context_of(ctx);
   std::lock_guard<std::mutex> lock(c->model->mu);
-  Result<devx::Obj> o = c->devx->create_verbs_cq(uint32_t(cqe > 0 ? cqe : 1));
+  Result<devx::Obj> o = c->devx->create_verbs_cq(uint32_t(cqe));
   if (!o) return fail<ibv_cq>(ENOMEM, "create_cq: " + o.status().to_string());
   auto* q = new Cq{};
   q->cq.context = ctx, q->cq.channel = channel, q->cq.cq_context = cq_context, q->cq.cqe = cqe, q->cq.handle = o->id;
@@ -261,7 +264,12 @@ ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_chan
 }
 
 int ibv_destroy_cq(ibv_cq* cq) {
-  delete reinterpret_cast<Cq*>(cq);  // the model's CQ goes with its context
+  auto* q = reinterpret_cast<Cq*>(cq);
+  Context* c = context_of(cq->context);
+  std::lock_guard<std::mutex> lock(c->model->mu);
+  if (Status st = c->devx->destroy_verbs_cq(devx::Obj{q->cqn, 0}); !st)
+    return fail_code(st.code() == Errc::kNotFound ? EINVAL : EBUSY, "destroy_cq: " + st.to_string());
+  delete q;
   return 0;
 }
 

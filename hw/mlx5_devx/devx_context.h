@@ -72,6 +72,7 @@ class DevxContext {
   // Receive side, created through verbs as IBGDA hosts do: an SRQ and a CQ, by number.
   virtual Result<Obj> create_srq(uint32_t /*pdn*/, uint32_t /*max_wr*/) { return unsupported("create_srq"); }
   virtual Result<Obj> create_verbs_cq(uint32_t /*cqe*/) { return unsupported("create_verbs_cq"); }
+  virtual Status destroy_verbs_cq(const Obj& /*cq*/) { return unsupported("destroy_verbs_cq"); }
 
   // PRM object commands. `out` always receives the device's reply (status, syndrome), also
   // when the call fails. `destroy_in` is the DESTROY command the driver built; a backend

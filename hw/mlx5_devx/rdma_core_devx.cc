@@ -148,6 +148,13 @@ class RdmaCoreDevx final : public DevxContext {
     vcqs_[dv.cqn] = c;
     return Obj{dv.cqn, reinterpret_cast<uint64_t>(c)};
   }
+  Status destroy_verbs_cq(const Obj& cq) override {
+    auto it = vcqs_.find(cq.id);
+    if (it == vcqs_.end()) return Status(Errc::kNotFound, "destroy_verbs_cq: not a CQ of this context");
+    if (ibv_destroy_cq(it->second) != 0) return Status(Errc::kBadState, errno_text("ibv_destroy_cq"));
+    vcqs_.erase(it);
+    return {};
+  }
 
   Result<Obj> obj_create(const void* in, size_t inlen, void* out, size_t outlen) override {
     if (Status s = need_devx("obj_create"); !s) return s;

@@ -146,6 +146,16 @@ Result<devx::Obj> ModelDevx::create_verbs_cq(uint32_t cqe) {
   return obj(*c);
 }
 
+Status ModelDevx::destroy_verbs_cq(const devx::Obj& o) {
+  const mock_nic::Cq* cq = cqs_.count(o.id) ? nic_.cq(o.id) : nullptr;
+  if (cq == nullptr) return Status(Errc::kNotFound, "destroy_verbs_cq: not a CQ of this context");
+  void *buf = reinterpret_cast<void*>(cq->buf_va), *dbr = reinterpret_cast<void*>(cq->dbr_va);
+  if (Status st = nic_.destroy_cq(o.id); !st) return st;  // a QP still completes to it
+  cqs_.erase(o.id);
+  free(buf), free(dbr);
+  return {};
+}
+
 // ---- queue memory ----
 
 // Queue sets (CQ rings, DBRs, send rings) and the ibuf, zeroed by calloc rather than by a

@@ -36,6 +36,7 @@ class ModelDevx final : public devx::DevxContext, public devx::QueueMemory {
   Status dereg_mr(const devx::Mr& m) override;
   Result<devx::Obj> create_srq(uint32_t pdn, uint32_t max_wr) override;
   Result<devx::Obj> create_verbs_cq(uint32_t cqe) override;
+  Status destroy_verbs_cq(const devx::Obj& cq) override;
 
   // QUERY_HCA_CAP (general and atomic pages): what mlx5dv_devx_general_cmd asks the device.
   Status general_cmd(const void* in, size_t inlen, void* out, size_t outlen);
