@@ -58,6 +58,50 @@ __global__ void exchange(uint8_t* src, uint8_t* recv, uint8_t* got, uint64_t* si
   nvshmem_quiet();
 }
 
+// DEMO_TIMING=1: round trips and bandwidth through the shim. Signal ping-pong: PE 0 sets the
+// peer's word to i and waits for its own to reach i, PE 1 answers each i. Put: PE 0 puts
+// `puts` x 1 MiB and waits for them (quiet).
+__global__ void signal_pingpong(uint64_t* sig, int iters) {
+  const int me = nvshmem_my_pe(), peer = 1 - me;
+  for (int i = 1; i <= iters; ++i) {
+    if (me == 0) nvshmemx_signal_op(sig, uint64_t(i), NVSHMEM_SIGNAL_SET, peer);
+    nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, uint64_t(i));
+    if (me == 1) nvshmemx_signal_op(sig, uint64_t(i), NVSHMEM_SIGNAL_SET, peer);
+  }
+  nvshmem_quiet();
+}
+__global__ void put_stream(uint8_t* dst, const uint8_t* src, int puts) {
+  for (int i = 0; i < puts; ++i) nvshmem_putmem_nbi(dst, src, kBytes, 1);
+  nvshmem_quiet();
+}
+
+void timing(int me, uint8_t* src, uint8_t* recv) {
+  const int iters = 50, puts = 20;
+  auto* sig = static_cast<uint64_t*>(nvshmem_calloc(1, 8));  // collective: both PEs time
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  nvshmem_barrier_all();
+  CK(cudaEventRecord(a));
+  signal_pingpong<<<1, 1>>>(sig, iters);
+  CK(cudaEventRecord(b));
+  CK(cudaDeviceSynchronize());
+  float ms = 0;
+  CK(cudaEventElapsedTime(&ms, a, b));
+  if (me == 0) std::printf("timing PE 0: signal round trip %.1f us (%d round trips)\n", 1000.0 * ms / iters, iters);
+  nvshmem_barrier_all();
+  if (me == 0) {
+    CK(cudaEventRecord(a));
+    put_stream<<<1, 1>>>(recv, src, puts);
+    CK(cudaEventRecord(b));
+    CK(cudaDeviceSynchronize());
+    CK(cudaEventElapsedTime(&ms, a, b));
+    std::printf("timing PE 0: putmem_nbi 1 MiB x %d + quiet: %.3f GB/s\n", puts, double(puts) * kBytes / (ms * 1e6));
+  }
+  nvshmem_barrier_all();
+  nvshmem_free(sig);
+}
+
 int main() {
   const int rank = std::atoi(std::getenv("DEMO_RANK")), gpus = [] {
     int n = 0;
@@ -114,6 +158,7 @@ int main() {
               me, r->put_bad, r->get_bad, r->olds8[0], r->olds8[1], r->olds8[2], r->olds4[0], r->olds4[1], r->olds4[2], (long long)mine8, mine4,
               ok ? "OK" : "WRONG");
   (void)peer;
+  if (const char* t = std::getenv("DEMO_TIMING"); t != nullptr && *t == '1') timing(me, src, recv);
   nvshmem_free(src), nvshmem_free(recv), nvshmem_free(got), nvshmem_free(sig), nvshmem_free(c8), nvshmem_free(c4);
   nvshmem_finalize();
   return ok ? 0 : 1;

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <thread>
 
+#include "base/cpu_relax.h"
+
 namespace doorbell::mock_nic {
 
 // One direction of one pair: head (bytes written) and tail (bytes read) only grow; a message
@@ -128,7 +130,7 @@ size_t ShmLinks::serve() {
       out_.clear();
       if (server_) server_(from, in_, &out_);
       if (out_.size() > kMaxMessage) out_.clear();  // cannot cross: an empty answer reads as none
-      while (!responses(me_, from)->try_put(seq, out_)) std::this_thread::yield();  // the caller reads it at once
+      while (!responses(me_, from)->try_put(seq, out_)) cpu_relax();  // the caller reads it at once
       ++n;
     }
   }
@@ -157,8 +159,8 @@ bool ShmLinks::call(uint32_t to, const std::vector<uint8_t>& request, std::vecto
     if (serve() == 0 && (spins & 255) == 255) {
       if (std::chrono::steady_clock::now() > deadline)
         return *why = "links: process " + std::to_string(to) + " did not answer within " + std::to_string(int(timeout_s)) + " s", false;
-      std::this_thread::yield();
     }
+    cpu_relax();  // the answer takes microseconds: a yield could give the core away for a tick
   }
 }
 
