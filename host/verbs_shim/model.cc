@@ -143,6 +143,8 @@ Status Model::start(std::string* why) {
     sigaction(SIGUSR1, &sa, nullptr);
   }
   hang_ns_ = double(env_u32("DOORBELL_SHIM_HANG_S", 0)) * 1e9;
+  if (const char* t = std::getenv("DOORBELL_SHIM_TRACE"); t != nullptr && std::strcmp(t, "1") != 0 && *t != 0)
+    timeline_ = std::make_unique<Timeline>(t, rank_);
   engine_ = std::thread([this] { run(); });
   return {};
 }
@@ -168,6 +170,7 @@ bool Model::work_outstanding() const {
 void Model::stop() {
   stop_ = true;
   if (engine_.joinable()) engine_.join();
+  if (std::string why; timeline_ != nullptr && !timeline_->write(&why)) std::fprintf(stderr, "doorbell verbs shim: %s\n", why.c_str());
   if (links_ != nullptr) (void)links_->unlink();
 }
 
@@ -238,8 +241,10 @@ bool Model::ring_changed() {
 void Model::run() {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // the idle sleep's 50 us, not 50 us plus 50 us of slack
   auto idle_since = std::chrono::steady_clock::now();
-  // DOORBELL_SHIM_TRACE: a line a second while anything changed, and each new NIC error.
-  const bool trace = std::getenv("DOORBELL_SHIM_TRACE") != nullptr;
+  // DOORBELL_SHIM_TRACE=1: a line a second while anything changed, and each new NIC error;
+  // DOORBELL_SHIM_TRACE=file.json: the timeline instead (timeline.h).
+  const bool trace = std::getenv("DOORBELL_SHIM_TRACE") != nullptr && timeline_ == nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
   auto last = std::chrono::steady_clock::now();
   uint64_t traced_actions = ~0ull;
   size_t traced_errors = 0;
@@ -270,6 +275,8 @@ void Model::run() {
       did += acts;
       if (links_ != nullptr) did += links_->serve();
       if (nic_->audit().size() != reported_checks_) report_checks();
+      if (timeline_ != nullptr && did != 0)
+        timeline_->sample(*nic_, qpns_, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       if (g_report_asked.exchange(false, std::memory_order_relaxed)) report_hang("SIGUSR1");
       // DOORBELL_SHIM_HANG_S: nothing moved for that long while work is outstanding.
       const auto now = std::chrono::steady_clock::now();

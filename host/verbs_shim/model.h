@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "host/verbs_shim/faults.h"
+#include "host/verbs_shim/timeline.h"
 #include "hw/mem/address_space.h"
 #include "hw/mock_nic/devx/model_devx.h"
 #include "hw/mock_nic/fabric.h"
@@ -95,6 +96,7 @@ class Model {
   ShimFaults faults_;   // DOORBELL_SHIM_FAULTS
   uint32_t qps_made_ = 0;
   double hang_ns_ = 0;  // DOORBELL_SHIM_HANG_S
+  std::unique_ptr<Timeline> timeline_;  // DOORBELL_SHIM_TRACE=file.json
   size_t reported_checks_ = 0;
   std::atomic<bool> stop_{false};
   std::thread engine_;

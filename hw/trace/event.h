@@ -31,6 +31,10 @@ inline constexpr Decl kNicQpErrorForced{"mock_nic_fault_qp_error", Phase::kInsta
 inline constexpr Decl kNicAsyncEvent{"mock_nic_async_event", Phase::kInstant, {"kind", "object"}};
 inline constexpr Decl kHostDoorbell{"doorbell", Phase::kInstant, {"pe"}};  // a UAR store reached a NIC
 inline constexpr Decl kQpIndices{"ibgda_qp_indices", Phase::kCounter, {"resv", "ready", "prod", "cons"}};
+// The verbs shim's timeline of a client's queues (DOORBELL_SHIM_TRACE=file.json).
+inline constexpr Decl kShimDoorbell{"verbs_shim_doorbell", Phase::kInstant, {"qpn", "dbr"}};
+inline constexpr Decl kShimQpWork{"verbs_shim_qp", Phase::kCounter, {"dbr", "fetched", "wqes"}};
+inline constexpr Decl kShimCqes{"verbs_shim_cq", Phase::kCounter, {"cqes", "consumer"}};
 
 using Value = std::variant<std::monostate, uint64_t, double, std::string>;
 
