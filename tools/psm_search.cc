@@ -1,7 +1,6 @@
 #include "tools/psm_search.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -55,7 +54,6 @@ std::string describe(const PsmRunConfig& c) {
 std::string runs(PsmRunConfig c, bool alltoall, const PsmSearchOptions& o, Outcome* best, bool timed) {
   c.alltoall = alltoall;
   c.bytes_per_peer = (o.gib_per_gpu << 30) / (alltoall ? o.gpus : 1);
-  std::vector<std::string> seen;
   std::string out;
   for (uint64_t s = 1; s <= (timed ? 1 : o.seeds); ++s) {
     gpu_sim::SchedOptions so;
