@@ -1,6 +1,7 @@
 #include "host/verbs_shim/faults.h"
 
 #include <cstdlib>
+#include <fstream>
 
 namespace doorbell::shim {
 
@@ -20,6 +21,23 @@ bool number(const std::string& v, double* out) {
 }  // namespace
 
 Result<ShimFaults> parse_shim_faults(const std::string& spec, uint64_t seed) {
+  if (!spec.empty() && spec[0] == '@') {  // a schedule file: each line an item
+    std::ifstream f(spec.substr(1));
+    if (!f) return Status(Errc::kBadParam, "DOORBELL_SHIM_FAULTS: cannot read " + spec.substr(1));
+    std::string line, joined;
+    for (int n = 1; std::getline(f, line); ++n) {
+      if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+      line.erase(0, line.find_first_not_of(" \t"));
+      line.erase(line.find_last_not_of(" \t") + 1);
+      if (line.empty()) continue;
+      Result<ShimFaults> one = parse_shim_faults(line, seed);
+      if (!one) return Status(Errc::kBadParam, spec.substr(1) + ":" + std::to_string(n) + ": " + one.status().message());
+      joined += (joined.empty() ? "" : ";") + line;
+    }
+    Result<ShimFaults> all = parse_shim_faults(joined, seed);
+    if (all) all->spec = joined;  // the repeat line works without the file
+    return all;
+  }
   ShimFaults out;
   out.spec = spec, out.seed = seed;
   size_t item = 0;

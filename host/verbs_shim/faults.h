@@ -2,7 +2,8 @@
 // (hw/mock_nic/fault_kind.h), so that a real program — NVSHMEM, a program built on it — meets
 // them as doorbell's own protocols do in a scenario:
 //   DOORBELL_SHIM_FAULTS='link_down:at_us=2000,for_us=500000;late_cqes:count=40'
-// Items are `name[:key=value,...]` separated by ';'. Keys: at_us (when, from the model's start,
+// Items are `name[:key=value,...]` separated by ';' — or, with DOORBELL_SHIM_FAULTS=@file, one
+// per line of the file ('#' starts a comment; a mistake names the file and line). Keys: at_us (when, from the model's start,
 // wall clock), for_us (how long; default for good), count, qp (qp_error: the k-th QP the
 // program creates, from 0). late_cqes and late_responses are seeded: each CQ's delay, each
 // response's, is drawn in [0, count] engine actions from DOORBELL_SHIM_SEED (default: a seed
@@ -37,7 +38,8 @@ struct ShimFaults {
   }
 };
 
-// Parses `spec`; a mistake names the item and what is wrong with it.
+// Parses `spec` (or the file `@path` names); a mistake names the item, or the file and line,
+// and what is wrong with it.
 Result<ShimFaults> parse_shim_faults(const std::string& spec, uint64_t seed);
 
 }  // namespace doorbell::shim
