@@ -9,15 +9,13 @@
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iterator>
-#include <string>
-#include <thread>
+
+#include "gpu/nvshmem_uid.h"
 
 #define CK(x)                                                                            \
   do {                                                                                   \
@@ -170,21 +168,7 @@ int main() {
   CK(cudaGetDeviceCount(&gpus));
   CK(cudaSetDevice(rank % gpus));
   const char* uid_file = std::getenv("DEMO_UID_FILE");
-  nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
-  if (rank == 0) {
-    if (nvshmemx_get_uniqueid(&id) != 0) return std::fprintf(stderr, "nvshmemx_get_uniqueid failed\n"), 1;
-    std::ofstream(std::string(uid_file) + ".tmp", std::ios::binary).write(reinterpret_cast<char*>(&id), sizeof id);
-    std::rename((std::string(uid_file) + ".tmp").c_str(), uid_file);
-  } else {
-    for (int t = 0; !std::ifstream(uid_file).good(); ++t) {
-      if (t > 600) return std::fprintf(stderr, "no unique id from rank 0\n"), 1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    std::ifstream(uid_file, std::ios::binary).read(reinterpret_cast<char*>(&id), sizeof id);
-  }
-  nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-  nvshmemx_set_attr_uniqueid_args(rank, 2, &id, &attr);
-  if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0) return std::fprintf(stderr, "nvshmemx_init_attr failed\n"), 1;
+  if (!init_pes_from_uid_file(rank, uid_file)) return 1;
   const int me = nvshmem_my_pe(), peer = 1 - me;
 
   auto* buf = static_cast<uint8_t*>(nvshmem_malloc(kMax));   // what puts write and gets read

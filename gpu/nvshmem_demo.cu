@@ -13,12 +13,11 @@
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <thread>
+
+#include "gpu/nvshmem_uid.h"
 
 #define CK(x)                                                                           \
   do {                                                                                  \
@@ -110,21 +109,7 @@ int main() {
   }();
   const char* uid_file = std::getenv("DEMO_UID_FILE");
   CK(cudaSetDevice(rank % gpus));
-  nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
-  if (rank == 0) {
-    if (nvshmemx_get_uniqueid(&id) != 0) return std::fprintf(stderr, "nvshmemx_get_uniqueid failed\n"), 1;
-    std::ofstream(std::string(uid_file) + ".tmp", std::ios::binary).write(reinterpret_cast<char*>(&id), sizeof id);
-    std::rename((std::string(uid_file) + ".tmp").c_str(), uid_file);
-  } else {
-    for (int t = 0; !std::ifstream(uid_file).good(); ++t) {
-      if (t > 600) return std::fprintf(stderr, "no unique id from rank 0\n"), 1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    std::ifstream(uid_file, std::ios::binary).read(reinterpret_cast<char*>(&id), sizeof id);
-  }
-  nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-  nvshmemx_set_attr_uniqueid_args(rank, 2, &id, &attr);
-  if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0) return std::fprintf(stderr, "nvshmemx_init_attr failed\n"), 1;
+  if (!init_pes_from_uid_file(rank, uid_file)) return 1;
   const int me = nvshmem_my_pe(), peer = 1 - me;
   auto step = [me](const char* what) { std::printf("demo PE %d: %s\n", me, what), std::fflush(stdout); };
   step("initialized");

@@ -31,11 +31,6 @@ struct ShimFaults {
   std::string spec;  // as given
   uint64_t seed = 0;
   std::vector<ShimFault> list;
-  bool any(mock_nic::FaultKind k) const {
-    for (const ShimFault& f : list)
-      if (f.kind == k) return true;
-    return false;
-  }
 };
 
 // Parses `spec` (or the file `@path` names); a mistake names the item, or the file and line,

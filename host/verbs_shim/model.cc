@@ -3,7 +3,6 @@
 #include <sys/prctl.h>
 
 #include <chrono>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -93,20 +92,8 @@ Status Model::start(std::string* why) {
     // Fault times are the program's: wall clock from here on.
     const auto t0 = std::chrono::steady_clock::now();
     nic_->set_clock([t0] { return double(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()); });
-    for (const ShimFault& x : faults_.list) {
-      mock_nic::Faults& nf = nic_->faults();
-      switch (x.kind) {
-        case mock_nic::kLinkDown: nic_->set_link_down(x.at_ns, x.at_ns + x.for_ns); break;
-        case mock_nic::kStall:
-          if (x.at_ns == 0 && std::isinf(x.for_ns)) nf.stalled = true;
-          else nf.stall_from_ns = x.at_ns, nf.stall_until_ns = x.at_ns + x.for_ns;
-          break;
-        case mock_nic::kLostDoorbells: nf.drop_doorbells = x.count; break;
-        case mock_nic::kLateDoorbells: nf.doorbell_delay = x.count; break;
-        case mock_nic::kNodeDeath: nic_->set_dead(x.at_ns); break;
-        default: break;  // qp_error and late_cqes when their QP or CQ is made; late_responses above
-      }
-    }
+    // The node's faults now; qp_error and late_cqes when their QP or CQ is made, late_responses above.
+    for (const ShimFault& x : faults_.list) (void)nic_->inject(x.kind, x.at_ns, x.for_ns, x.count);
   }
   if (Status st = fabric_.attach(*nic_); !st) return st;
   if (nranks_ > 1) {

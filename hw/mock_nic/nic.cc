@@ -282,6 +282,20 @@ void Nic::set_link_down(double from_ns, double until_ns) {
   link_steady_ = dead_from_ns_ < 0 && link_down_until_ns_ <= link_down_from_ns_;
 }
 
+bool Nic::inject(FaultKind k, double at_ns, double for_ns, uint32_t count) {
+  switch (k) {
+    case kLinkDown: set_link_down(at_ns, at_ns + for_ns); return true;
+    case kStall:
+      if (at_ns == 0 && std::isinf(for_ns)) faults_.stalled = true;
+      else faults_.stall_from_ns = at_ns, faults_.stall_until_ns = at_ns + for_ns;
+      return true;
+    case kLostDoorbells: faults_.drop_doorbells = count; return true;
+    case kLateDoorbells: faults_.doorbell_delay = count; return true;
+    case kNodeDeath: set_dead(at_ns); return true;
+    default: return false;
+  }
+}
+
 void Nic::set_dead(double from_ns) {
   dead_from_ns_ = std::max(from_ns, 0.0);
   link_steady_ = false;

@@ -19,6 +19,7 @@
 #include "hw/mem/observer.h"
 #include "hw/mock_nic/cq.h"
 #include "hw/mock_nic/dma.h"
+#include "hw/mock_nic/fault_kind.h"
 #include "hw/mock_nic/mr_table.h"
 #include "hw/mock_nic/qp.h"
 #include "hw/mock_nic/types.h"
@@ -125,6 +126,10 @@ class Nic {
   // The port is down in [from_ns, until_ns) of the NIC's clock: packets in either direction
   // are lost, so requesters retransmit until their retry timers expire.
   void set_link_down(double from_ns, double until_ns);
+  // A fault of the NIC's node (fault_kind.h): link_down and stall_nic for [at_ns, at_ns +
+  // for_ns) (a stall from 0 for ever: for good), drop_doorbells / doorbell_delay `count`,
+  // node_death at at_ns. False for the kinds that need a QP, a CQ or keys (the caller's).
+  bool inject(FaultKind k, double at_ns, double for_ns, uint32_t count);
   // The node is gone (from `from_ns` of its clock on; 0: now): nothing answers, nothing runs.
   void set_dead(double from_ns = 0);
   Status force_qp_error(uint32_t qpn);

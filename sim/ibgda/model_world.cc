@@ -365,20 +365,7 @@ void ModelWorld::inject(const std::vector<WorldFault>& faults) {
         }
       continue;
     }
-    for (Dev& dv : pes_[f.pe]->devs) {
-      mock_nic::Faults& nf = dv.nic->faults();
-      switch (f.kind) {
-        case WorldFault::kLinkDown: dv.nic->set_link_down(f.at_ns, f.at_ns + f.for_ns); break;
-        case WorldFault::kStall:
-          if (f.at_ns == 0 && std::isinf(f.for_ns)) nf.stalled = true;
-          else nf.stall_from_ns = f.at_ns, nf.stall_until_ns = f.at_ns + f.for_ns;
-          break;
-        case WorldFault::kLostDoorbells: nf.drop_doorbells = f.count; break;
-        case WorldFault::kLateDoorbells: nf.doorbell_delay = f.count; break;
-        case WorldFault::kNodeDeath: dv.nic->set_dead(f.at_ns); break;
-        default: break;
-      }
-    }
+    for (Dev& dv : pes_[f.pe]->devs) (void)dv.nic->inject(f.kind, f.at_ns, f.for_ns, f.count);
   }
 }
 

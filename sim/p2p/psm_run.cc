@@ -81,17 +81,13 @@ struct Host {
   std::string who;
   bool send;
   gpu_sim::EventHandle ready_event;
-  uint64_t* copied;
   uint64_t load(const uint64_t* p) { return a.load64(p, "psm proxy", "control word", 0); }
   void store(uint64_t* p, uint64_t v) {
     check.store(who, p, *p, v, check.shm_of.count(p) == 0, send);  // not head or tail: a slot's size
     a.store64(p, v);
     check.band(p);
   }
-  void memcpy_async(const psm::End& e, void* dst, const void* src, uint64_t n) {
-    *copied += n;
-    cuda.memcpy_async(ends[e.id].stream, dst, src, n);
-  }
+  void memcpy_async(const psm::End& e, void* dst, const void* src, uint64_t n) { cuda.memcpy_async(ends[e.id].stream, dst, src, n); }
   void record(const psm::End& e, uint32_t slot) { cuda.record(ends[e.id].events[slot], ends[e.id].stream); }
   bool query(const psm::End& e, uint32_t slot) const { return cuda.query(ends[e.id].events[slot]); }
   bool ready() const { return cuda.query(ready_event); }
@@ -223,7 +219,6 @@ PsmRunResult run_psm(const PsmRunConfig& c, gpu_sim::SchedOptions so) {
     }
     k.send.fifo = k.recv.fifo = cuda.memory().host_ptr(k.to, va);
   }
-  std::vector<uint64_t> copied(c.gpus, 0);
   for (uint32_t g = 0; g < c.gpus; ++g) {
     std::vector<Connection*> out, in;
     for (const auto& k : conns) {
@@ -281,8 +276,8 @@ PsmRunResult run_psm(const PsmRunConfig& c, gpu_sim::SchedOptions so) {
         bool did = false;
         for (uint32_t n = first; n < posted; ++n) {
           Call& cl = calls[g][n];
-          Host hs{a, cuda, ends, check, "gpu" + std::to_string(g) + " send proxy", true, cl.ready, &copied[g]};
-          Host hr{a, cuda, ends, check, "gpu" + std::to_string(g) + " receive proxy", false, cl.ready, &copied[g]};
+          Host hs{a, cuda, ends, check, "gpu" + std::to_string(g) + " send proxy", true, cl.ready};
+          Host hr{a, cuda, ends, check, "gpu" + std::to_string(g) + " receive proxy", false, cl.ready};
           did |= psm::send_progress(hs, cl.send, ch, c.plants);
           did |= psm::recv_progress(hr, cl.recv, ch, c.plants);
           for (uint32_t i = 0; i < cl.recv_subs.size(); ++i)
@@ -319,8 +314,7 @@ PsmRunResult run_psm(const PsmRunConfig& c, gpu_sim::SchedOptions so) {
   else if (!check.violation.empty()) r.failure = "invariant: " + check.violation;
   // Each byte once into a FIFO slot and once out of it: the proxies' copies add up to twice
   // the bytes the calls carry (a step copied twice, or skipped, shows here).
-  uint64_t posted = 0;
-  for (uint64_t n : copied) posted += n;
+  const uint64_t posted = r.bytes_copied;
   const uint64_t carried = uint64_t(conns.size()) * per_channel * c.calls;
   if (r.failure.empty() && posted != 2 * carried)
     r.failure = "the proxies copied " + std::to_string(posted) + " B; each of the " + std::to_string(carried) +
