@@ -62,6 +62,14 @@ uint64_t doorbell_shim_checks(uint64_t i, char* buf, size_t len) {
   return lines.size();
 }
 
+size_t doorbell_shim_profile(char* buf, size_t len, int restart) {
+  Model* m = Model::get();
+  if (m == nullptr) return 0;
+  const std::string p = m->profile(restart != 0);
+  if (buf != nullptr && len != 0) std::snprintf(buf, len, "%s", p.c_str());
+  return p.size();
+}
+
 bool doorbell_shim_is_supported(ibv_device* d) { return d != nullptr && std::strcmp(d->name, "mlx5_0") == 0; }
 
 int doorbell_shim_init_obj(mlx5dv_obj* obj, uint64_t type) {

@@ -20,6 +20,10 @@ namespace {
 std::atomic<bool> g_report_asked{false};
 void ask_report(int) { g_report_asked.store(true, std::memory_order_relaxed); }
 
+uint64_t steady_ns() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
 uint32_t env_u32(const char* name, uint32_t dflt) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != 0 ? uint32_t(std::strtoul(v, nullptr, 10)) : dflt;
@@ -50,6 +54,7 @@ Model* Model::get(std::string* why) {
                        "actions, %llu requests to other processes, %llu served for them\n",
                        made->rank_, made->nic_->lid(), (unsigned long long)s.doorbells, (unsigned long long)s.wqes,
                        (unsigned long long)s.actions, (unsigned long long)s.remote_calls, (unsigned long long)s.remote_served);
+        if (std::getenv("DOORBELL_SHIM_QUIET") == nullptr) std::fputs(made->profile().c_str(), stderr);
         if (made->dma_ != nullptr && !made->dma_->error().empty())
           std::fprintf(stderr, "doorbell verbs shim: device copies failed: %s\n", made->dma_->error().c_str());
         // A check that fired fails the run, whatever the program itself concluded.
@@ -113,7 +118,7 @@ Status Model::start(std::string* why) {
     for (uint32_t r = 0; r < nranks_; ++r)
       if (r != rank_)
         if (Status st = fabric_.attach_remote(uint16_t(r + 1), links_.get(), r); !st) return st;
-    links_->set_server([this](uint32_t, const std::vector<uint8_t>& req, std::vector<uint8_t>* ans) { fabric_.serve(req, ans); });
+    links_->set_server([this](uint32_t, const uint8_t* req, size_t len, mock_nic::ShmLinks::Reply& r) { fabric_.serve(req, len, r); });
   }
   // DOORBELL_SHIM_DMA=cuda: registered memory may be device memory (the CUDA plugin moves it).
   if (const char* dma = std::getenv("DOORBELL_SHIM_DMA"); dma != nullptr && std::strcmp(dma, "cuda") == 0) {
@@ -121,6 +126,10 @@ Status Model::start(std::string* why) {
     dma_ = make_cuda_dma(int(env_u32("DOORBELL_SHIM_CUDA_DEVICE", 0)), &no);
     if (dma_ == nullptr) return *why = "DOORBELL_SHIM_DMA=cuda: " + no, Status(Errc::kNotSupported, *why);
     nic_->set_dma(dma_.get());
+    // The links' rings page-locked: a WRITE's bytes go from device memory into them, and a
+    // READ's out of them, at copy-engine speed (pageable memory is a third as fast).
+    if (std::string no; links_ != nullptr && !dma_->pin(links_->segment(), links_->segment_size(), &no))
+      std::fprintf(stderr, "doorbell verbs shim: the links stay pageable (%s)\n", no.c_str());
   }
   if (struct sigaction old{}; sigaction(SIGUSR1, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {  // the program's own handler stays
     struct sigaction sa{};
@@ -205,14 +214,26 @@ void Model::remove_uar(UarPage* u) {
 // A BlueFlame word that changed is a doorbell (the program stored a new ctrl segment's first
 // 8 bytes there): the model takes it as that store. Only the last store to a word is seen, so
 // when QPs share the page every one of them is rung (each then reads its own doorbell record).
-bool Model::ring_changed() {
+bool Model::ring_changed(uint64_t now_ns) {
   bool any = false;
+  for (uint32_t q : qpns_)  // the profile's proxy clock starts when a record moves
+    if (const mock_nic::Qp* qp = nic_->qp(q); qp != nullptr && qp->dbr != nullptr) {
+      DbrWatch& w = dbr_watch_[q];
+      if (const uint16_t d = uint16_t(qp->dbr->snd.get()); d != w.dbr) {
+        w.dbr = d;
+        if (!w.moved) w.moved = true, w.since_ns = now_ns;
+      }
+    }
   for (auto& u : uars_)
     for (int b = 0; b < 2; ++b) {
       const uint32_t off = mlx5::kBfOffset + b * mlx5::kBfSize;
       const uint64_t v = __atomic_load_n(reinterpret_cast<const uint64_t*>(u->mem + off), __ATOMIC_ACQUIRE);
       if (v == u->seen[b]) continue;
       u->seen[b] = v;
+      look_gap_ns_ += now_ns - last_look_ns_;
+      for (uint32_t q : qpns_)
+        if (const mock_nic::Qp* qp = nic_->qp(q); qp != nullptr && qp->attr.uar_page == u->page)
+          if (DbrWatch& w = dbr_watch_[q]; w.moved) proxy_ns_ += now_ns - w.since_ns, ++proxy_n_, w.moved = false;
       nic_->uar_write64(u->page, off, v);
       for (uint32_t q : qpns_) {
         const uint64_t named = mlx5::doorbell_value(0, q);  // a doorbell for QP q: the NIC reads its QPN
@@ -237,6 +258,7 @@ void Model::run() {
   size_t traced_errors = 0;
   auto last_moved = std::chrono::steady_clock::now();
   bool hang_said = false;
+  last_look_ns_ = steady_ns();
   while (!stop_.load(std::memory_order_relaxed)) {
     if (trace && std::chrono::steady_clock::now() - last > std::chrono::seconds(1)) {
       std::lock_guard<std::mutex> lock(mu);
@@ -256,8 +278,10 @@ void Model::run() {
     size_t did = 0;
     {
       std::lock_guard<std::mutex> lock(mu);
-      did += ring_changed() ? 1 : 0;
+      const uint64_t look = steady_ns();
+      did += ring_changed(look) ? 1 : 0;
       const size_t acts = nic_->progress(1024);
+      if (acts != 0) progress_ns_ += steady_ns() - look;
       actions_ += acts;
       did += acts;
       if (links_ != nullptr) did += links_->serve();
@@ -265,6 +289,7 @@ void Model::run() {
       if (timeline_ != nullptr && did != 0)
         timeline_->sample(*nic_, qpns_, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       if (g_report_asked.exchange(false, std::memory_order_relaxed)) report_hang("SIGUSR1");
+      last_look_ns_ = steady_ns();  // a doorbell's watch delay runs from here to the next look
       // DOORBELL_SHIM_HANG_S: nothing moved for that long while work is outstanding.
       const auto now = std::chrono::steady_clock::now();
       if (did != 0) last_moved = now, hang_said = false;
@@ -276,7 +301,7 @@ void Model::run() {
     // Busy, the thread stays on its core (a NIC's engine does not sleep): a yield could give
     // the core away for a scheduler tick. Idle for 200 us, it sleeps 50 us at a time.
     if (did != 0) idle_since = std::chrono::steady_clock::now();
-    else if (std::chrono::steady_clock::now() - idle_since > std::chrono::microseconds(200)) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    else if (std::chrono::steady_clock::now() - idle_since > std::chrono::microseconds(200)) std::this_thread::sleep_for(std::chrono::microseconds(50)), ++sleeps_;
     else cpu_relax();
   }
 }
@@ -313,8 +338,59 @@ void Model::retire_qp(uint32_t qpn) {
     }
 }
 
+Model::Tallies Model::tallies() {
+  Tallies t;
+  t.proxy_ns = proxy_ns_, t.proxy_n = proxy_n_, t.watch_ns = look_gap_ns_, t.doorbells = doorbells_, t.sleeps = sleeps_;
+  t.progress_ns = progress_ns_, t.wqes = stats_locked().wqes;
+  if (links_ != nullptr) t.calls = links_->calls(), t.call_ns = links_->call_ns(), t.served = links_->served(), t.serve_ns = links_->serve_ns();
+  if (dma_ != nullptr) t.copies = dma_->tallies();
+  return t;
+}
+
+std::string Model::profile(bool restart) {
+  std::lock_guard<std::mutex> lock(mu);
+  const Tallies now = tallies(), &b = since_;
+  const auto us = [](uint64_t ns, uint64_t n) { return n != 0 ? double(ns) / 1e3 / double(n) : 0.0; };
+  const uint64_t wqes = now.wqes - b.wqes, proxy_n = now.proxy_n - b.proxy_n, dbs = now.doorbells - b.doorbells;
+  const uint64_t calls = now.calls - b.calls, served = now.served - b.served;
+  char line[640];
+  const std::string who = "doorbell verbs shim (rank " + std::to_string(rank_) + ") profile" + (restarted_ ? " (since the last restart): " : ": ");
+  std::snprintf(line, sizeof line,
+                "client proxy (doorbell record moved -> BlueFlame store) %llu, %.1f us each; doorbell watch: %.1f us from the "
+                "engine's previous pass to the look that saw it, %llu idle sleeps; engine: %llu WQEs, %.2f us of progress each (its "
+                "link calls and copies included)\n",
+                (unsigned long long)proxy_n, us(now.proxy_ns - b.proxy_ns, proxy_n), us(now.watch_ns - b.watch_ns, dbs),
+                (unsigned long long)(now.sleeps - b.sleeps), (unsigned long long)wqes, us(now.progress_ns - b.progress_ns, wqes));
+  std::string out = who + line;
+  if (links_ != nullptr) {
+    std::snprintf(line, sizeof line,
+                  "link: %llu requests, %.1f us each to the answer (serving the peer meanwhile included); %llu served, %.1f us each\n",
+                  (unsigned long long)calls, us(now.call_ns - b.call_ns, calls), (unsigned long long)served, us(now.serve_ns - b.serve_ns, served));
+    out += who + line;
+  }
+  if (!now.copies.empty()) {
+    std::string c;
+    for (size_t k = 0; k < now.copies.size(); ++k) {
+      const mock_nic::Dma::Tally& t = now.copies[k];
+      const mock_nic::Dma::Tally was = k < b.copies.size() ? b.copies[k] : mock_nic::Dma::Tally{t.what, 0, 0, 0};
+      const uint64_t n = t.n - was.n, ns = t.ns - was.ns;
+      if (n == 0) continue;
+      std::snprintf(line, sizeof line, "%s%s %llu, %.1f us each, %.2f GB/s", c.empty() ? "" : "; ", t.what, (unsigned long long)n, us(ns, n),
+                    ns != 0 ? double(t.bytes - was.bytes) / double(ns) : 0.0);
+      c += line;
+    }
+    out += who + "device copies: " + (c.empty() ? "none" : c) + "\n";
+  }
+  if (restart) since_ = now, restarted_ = true;
+  return out;
+}
+
 Stats Model::stats() {
   std::lock_guard<std::mutex> lock(mu);
+  return stats_locked();
+}
+
+Stats Model::stats_locked() {
   Stats s;
   s.doorbells = doorbells_, s.actions = actions_, s.wqes = retired_wqes_;
   for (uint32_t q : qpns_)

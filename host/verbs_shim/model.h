@@ -66,6 +66,9 @@ class Model {
   void retire_qp(uint32_t qpn);  // before it is destroyed: its WQEs stay counted
 
   Stats stats();  // takes mu
+  // Where the time went since the start, or since the last profile(true): one line per part
+  // (the client's proxy, the doorbell watch, the engine, the link, the device copies). Takes mu.
+  std::string profile(bool restart = false);
   size_t report_checks();  // the queue checks' new findings to stderr; how many fired in all
   void report_hang(const char* why);  // the queues, counters and links to stderr (mu held)
   void stop();    // the engine thread ends (at exit); the model stays
@@ -75,7 +78,7 @@ class Model {
   Model() = default;
   Status start(std::string* why);
   void run();  // the engine thread
-  bool ring_changed();
+  bool ring_changed(uint64_t now_ns);
   bool work_outstanding() const;
   ~Model() = default;  // only a model that failed to start is destroyed (see get())
 
@@ -98,6 +101,26 @@ class Model {
   double hang_ns_ = 0;  // DOORBELL_SHIM_HANG_S
   std::unique_ptr<Timeline> timeline_;  // DOORBELL_SHIM_TRACE=file.json
   size_t reported_checks_ = 0;
+  // The profile's clocks (steady ns): a QP's doorbell record seen moving before its
+  // BlueFlame store (the client's proxy between the two), the engine's looks, its progress.
+  struct DbrWatch {
+    uint16_t dbr = 0;
+    bool moved = false;
+    uint64_t since_ns = 0;
+  };
+  std::map<uint32_t, DbrWatch> dbr_watch_;
+  uint64_t proxy_ns_ = 0, proxy_n_ = 0;
+  uint64_t last_look_ns_ = 0, look_gap_ns_ = 0, sleeps_ = 0;
+  uint64_t progress_ns_ = 0;
+  struct Tallies {
+    uint64_t proxy_ns = 0, proxy_n = 0, watch_ns = 0, doorbells = 0, sleeps = 0, progress_ns = 0, wqes = 0;
+    uint64_t calls = 0, call_ns = 0, served = 0, serve_ns = 0;
+    std::vector<mock_nic::Dma::Tally> copies;
+  };
+  Tallies tallies();  // mu held
+  Tallies since_;     // the profile's start
+  bool restarted_ = false;
+  Stats stats_locked();
   std::atomic<bool> stop_{false};
   std::thread engine_;
 };

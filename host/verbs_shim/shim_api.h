@@ -18,6 +18,10 @@ int doorbell_shim_get_stats(struct doorbell_shim_stats* out);
 // The harness's checks on the program's queues (DOORBELL_SHIM_CHECKS, on by default): how many
 // fired; with buf, the i-th finding's line (truncated to len, NUL-terminated).
 uint64_t doorbell_shim_checks(uint64_t i, char* buf, size_t len);
+// Where the time went since the start or the last restart (one line per part: the client's
+// proxy, the doorbell watch, the engine, the link, the device copies) into buf (truncated to
+// len, NUL-terminated); restart != 0 starts the next interval. Returns the text's length.
+size_t doorbell_shim_profile(char* buf, size_t len, int restart);
 
 int doorbell_shim_init_obj(struct mlx5dv_obj* obj, uint64_t obj_type);
 struct ibv_qp* doorbell_shim_create_qp(struct ibv_context* ctx, struct ibv_qp_init_attr_ex* attr, struct mlx5dv_qp_init_attr* dv);

@@ -1,5 +1,6 @@
 #include "hw/cuda/cuda_dma.h"
 
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct Current {
   bool ok;
 };
 
+uint64_t now_ns() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
 }  // namespace
 
 Result<std::unique_ptr<CudaDma>> CudaDma::create(bool legacy_stream) {
@@ -34,11 +39,28 @@ Result<std::unique_ptr<CudaDma>> CudaDma::create(bool legacy_stream) {
   if (legacy_stream) s = CU_STREAM_LEGACY;
   else if (CUresult r = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
     return Status(Errc::kNoResource, "cuda dma: cuStreamCreate: " + driver_error(r));
-  return std::unique_ptr<CudaDma>(new CudaDma(ctx, s));
+  void* stage = nullptr;
+  if (CUresult r = cuMemHostAlloc(&stage, kStageBytes, CU_MEMHOSTALLOC_PORTABLE); r != CUDA_SUCCESS) {
+    if (s != CU_STREAM_LEGACY) cuStreamDestroy(s);
+    return Status(Errc::kNoResource, "cuda dma: cuMemHostAlloc: " + driver_error(r));
+  }
+  return std::unique_ptr<CudaDma>(new CudaDma(ctx, s, static_cast<std::byte*>(stage)));
 }
 
 CudaDma::~CudaDma() {
+  Current cur(ctx_);
+  for (void* p : pinned_) cuMemHostUnregister(p);
+  if (stream_ != nullptr) cuStreamSynchronize(stream_);  // posted writes still read stage_
+  cuMemFreeHost(stage_);
   if (stream_ != nullptr && stream_ != CU_STREAM_LEGACY) cuStreamDestroy(stream_);
+}
+
+bool CudaDma::pin(void* p, size_t len, std::string* why) {
+  Current cur(ctx_);
+  if (CUresult r = cuMemHostRegister(p, len, CU_MEMHOSTREGISTER_PORTABLE); r != CUDA_SUCCESS)
+    return *why = "cuMemHostRegister: " + driver_error(r), false;
+  pinned_.push_back(p);
+  return true;
 }
 
 bool CudaDma::ok(CUresult r, const char* what) {
@@ -56,9 +78,44 @@ bool CudaDma::device(const void* p) const {
 
 bool CudaDma::move(void* dst, const void* src, size_t len) {
   ++copies_, bytes_ += len;
-  if (!device(dst) && !device(src)) return std::memmove(dst, src, len), true;  // host to host: no copy engine
-  return ok(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), len, stream_), "cuMemcpyAsync") &&
-         ok(cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  const uint64_t t0 = now_ns();
+  const bool to = device(dst), from = device(src);
+  Count& k = !to && !from ? host_ : to && from ? dev_dev_ : to ? to_dev_ : from_dev_;
+  bool done = true;
+  if (!to && !from) std::memmove(dst, src, len);  // host to host: no copy engine
+  else
+    done = ok(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), len, stream_), "cuMemcpyAsync") &&
+           ok(cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  if (to || from) staged_ = 0;  // waited for: every posted write before it is done too
+  if (!in_atomic_) ++k.n, k.bytes += len, k.ns += now_ns() - t0;
+  return done;
+}
+
+void CudaDma::post(std::byte* dst, const std::byte* src, size_t len) {
+  if (len == 0) return;
+  Current cur(ctx_);
+  if (len > kPostMax || !device(dst) || device(src)) return (void)move(dst, src, len);
+  const uint64_t t0 = now_ns();
+  if (staged_ + len > kStageBytes) flush();  // the ring is full of writes in flight: let them land
+  std::byte* s = stage_ + staged_;
+  std::memcpy(s, src, len);
+  staged_ += (len + 15) & ~size_t(15);
+  ok(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(s), len, stream_), "cuMemcpyAsync");
+  ++copies_, bytes_ += len;
+  if (!in_atomic_) ++posted_.n, posted_.bytes += len, posted_.ns += now_ns() - t0;
+}
+
+void CudaDma::flush() {
+  if (staged_ == 0) return;
+  Current cur(ctx_);
+  ok(cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  staged_ = 0;
+}
+
+std::vector<mock_nic::Dma::Tally> CudaDma::tallies() const {
+  const auto t = [](const char* what, const Count& c) { return Tally{what, c.n, c.bytes, c.ns}; };
+  return {t("to device, waited for", to_dev_), t("to device, posted", posted_), t("from device", from_dev_),
+          t("device to device", dev_dev_), t("host to host", host_), t("atomics", atomics_)};
 }
 
 void CudaDma::copy(std::byte* dst, const std::byte* src, size_t len) {
@@ -75,10 +132,15 @@ void CudaDma::copy(std::byte* dst, const std::byte* src, size_t len) {
 
 template <class T, class Op>
 T CudaDma::rmw(std::byte* t, Op op) {
+  const uint64_t t0 = now_ns();
+  in_atomic_ = true;
   T old{};
-  if (!move(&old, t, sizeof old)) return old;  // unread: the word is left alone
-  const T next = op(old);
-  if (next != old) move(t, &next, sizeof next);
+  if (move(&old, t, sizeof old)) {  // unread: the word is left alone
+    const T next = op(old);
+    if (next != old) post(t, reinterpret_cast<const std::byte*>(&next), sizeof next);  // read first: it saw every earlier write
+  }
+  in_atomic_ = false;
+  ++atomics_.n, atomics_.bytes += sizeof(T), atomics_.ns += now_ns() - t0;
   return old;
 }
 

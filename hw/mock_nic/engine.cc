@@ -130,10 +130,14 @@ struct Engine {
       c.wqe_counter = uint16_t(s->consumed++);
       c.byte_cnt = uint32_t(bytes);
       c.imm = imm;
+      if (rn->dma_ != nullptr) rn->dma_->flush();  // the data this CQE announces has landed
       rn->find_cq(rq->attr.recv_cqn)->post(c, rn->now_);
     }
+    // A WRITE's bytes: posted where a Dma moves them (the requester's answer does not wait
+    // for them to land; a later read or CQE through this NIC does).
     void store(std::byte* dst, const std::byte* src, uint32_t len) {
       wrote(*rn, dst, len);
+      if (rn->dma_ != nullptr) return rn->dma_->post(dst, src, len);
       copy(*rn, dst, src, len);
     }
     uint64_t fetch_add64(std::byte* t, uint64_t v) {
@@ -208,7 +212,11 @@ struct Engine {
     ExecOutcome respond(const RemoteRequest& q) {
       if (!looked_up) look_up();
       if (far != nullptr) return respond_far(*far, q);
-      return mock_nic::respond(*this, q);  // the responder is in this process: its half runs here and now
+      // The responder is in this process: its half runs here and now. Its NIC's posted writes
+      // land before this NIC's CQE for them (post_cqe flushes this NIC's own).
+      const ExecOutcome o = mock_nic::respond(*this, q);
+      if (rn != nullptr && rn->dma_ != nullptr && rn->dma_ != nic.dma_) rn->dma_->flush();
+      return o;
     }
     // The request goes to the responder's process; its answer comes back (READ data, results).
     // A WRITE or READ larger than one link message crosses in segments of kLinkSegment bytes
@@ -221,12 +229,13 @@ struct Engine {
       const bool read = q.op == mlx5::WqeOpcode::kRdmaRead;
       if (!(write || read) || (write && q.phantom) || q.total <= kLinkSegment)
         return send_far(far, q, 0, 0, resp != nullptr ? &resp->data : nullptr);
-      std::vector<std::byte> got, part;
       std::vector<WqePiece> pieces;  // a WRITE segment's part of the gather list, sliced (encode_request gathers it)
       std::vector<const std::byte*> srcs;
       uint32_t k = 0;                // the piece where the next segment begins, and how far into it
       uint64_t into = 0;
       ExecOutcome o;
+      std::vector<std::byte>* data = read && resp != nullptr ? &resp->data : nullptr;  // each segment's data at its place
+      if (data != nullptr) data->reserve(q.total);
       for (uint64_t off = 0; off < q.total; off += kLinkSegment) {
         const uint64_t len = std::min<uint64_t>(kLinkSegment, q.total - off);
         pieces.clear(), srcs.clear();
@@ -240,41 +249,44 @@ struct Engine {
         RemoteRequest seg = q;
         seg.raddr = q.raddr + off, seg.total = len, seg.with_imm = q.with_imm && off + len == q.total;
         seg.npieces = uint32_t(pieces.size()), seg.pieces = pieces.data(), seg.src = srcs.data();
-        o = send_far(far, seg, q.total, off, read ? &part : nullptr);
+        o = send_far(far, seg, q.total, off, data);
         if (o.fault.failed()) return o;
-        got.insert(got.end(), part.begin(), part.end());
       }
-      if (read && resp != nullptr) resp->data = std::move(got);  // send_far cleared its phantom flag
       o.byte_cnt = uint32_t(q.total);
       return o;
     }
     // One request over the link and its answer (READ data or an atomic's result into *data).
+    // The request is written straight into the link (a WRITE's bytes gathered there from the
+    // WQE's memory), the answer read there.
     ExecOutcome send_far(const RemotePeer& far, const RemoteRequest& q, uint64_t msg_len, uint64_t msg_off, std::vector<std::byte>* data) {
-      std::vector<uint8_t> msg, answer;
-      wire::encode_request(q, nic.lid(), qp.peer.lid, qp.qpn, qp.peer.qpn, qp.head, msg_len, msg_off, &msg,
-                           [this](std::byte* d, const std::byte* s, size_t n) { copy(nic, d, s, n); });
       std::string why;
-      if (!far.links->call(far.process, msg, &answer, &why)) {
+      ExecOutcome o;
+      const bool answered = far.links->call(
+          far.process, wire::request_bytes(q),
+          [&](uint8_t* p) {
+            wire::encode_request(q, nic.lid(), qp.peer.lid, qp.qpn, qp.peer.qpn, qp.head, msg_len, msg_off, p,
+                                 [this](std::byte* d, const std::byte* s, size_t n) { copy(nic, d, s, n); });
+          },
+          [&](const uint8_t* p, size_t n) { o = wire::decode_response(p, n, data, msg_off); }, &why);
+      if (!answered) {
         nic.trace(trace::kNicLinkError, uint64_t(qp.qpn), why);
-        ExecOutcome o;  // no answer: as a peer that does not answer (the retry timer runs)
+        o = {};  // no answer: as a peer that does not answer (the retry timer runs)
         o.fault = {mlx5::CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady};
         return o;
       }
-      std::vector<std::byte> got;
-      const ExecOutcome o = wire::decode_response(answer, &got);
-      if (!o.fault.failed() && data != nullptr) {
-        if (resp != nullptr) resp->phantom = false;
-        *data = std::move(got);
-      }
+      if (!o.fault.failed() && data != nullptr && resp != nullptr) resp->phantom = false;
       return o;
     }
   };
 
   // The responder's half for a request from another process: the QP it names must be
   // connected back to the requester; READ data and atomic results go back in the answer.
+  // READ data and atomic results go straight into the answer's room (`out`, `cap` bytes), in
+  // the link's ring.
   struct RemoteResponder : Responder {
     const wire::RequestHeader& h;
-    std::vector<std::byte>* data;
+    std::byte* out;
+    size_t cap, len = 0;
     bool answer() { return answers(*rn, rq, h.src_lid, h.src_qpn); }
     // A segmented message's first segment: the whole range must pass before any of it lands.
     std::byte* remote(uint32_t rkey, uint64_t addr, uint64_t len, uint32_t need, KeyFault* f, bool* ph) {
@@ -284,8 +296,14 @@ struct Engine {
     // ... and its last delivers the immediate with the whole length.
     void deliver_imm(uint32_t imm, uint64_t bytes) { Responder::deliver_imm(imm, h.msg_len != 0 ? h.msg_len : bytes); }
     void write(std::byte* dst, uint64_t, const std::byte* src, const WqePiece& p, bool) { store(dst, src, p.len); }
-    void read_response(const std::byte* src, uint64_t, uint64_t len, bool) { copy_into(*rn, data, src, len); }
-    void atomic_result(const std::byte* bytes, uint32_t size) { data->assign(bytes, bytes + size); }
+    void read_response(const std::byte* src, uint64_t, uint64_t n, bool) {
+      len = std::min<uint64_t>(n, cap);  // the room is the request's length: it all fits
+      if (len != 0) copy(*rn, out, src, len);
+    }
+    void atomic_result(const std::byte* bytes, uint32_t size) {
+      len = std::min<size_t>(size, cap);
+      std::memcpy(out, bytes, len);
+    }
     void applied() { rq->rcv_upto = h.psn + 1; }
   };
 
@@ -305,6 +323,7 @@ struct Engine {
   static void post_cqe(Nic& nic, Cq& cq, const Qp& qp, uint64_t idx, uint8_t wqe_op, uint32_t byte_cnt, uint8_t synd, uint8_t vend) {
     const mlx5::Completion c = mlx5::requester_completion(qp.qpn, idx, wqe_op, byte_cnt, synd, vend);
     const bool was = cq.overrun;
+    if (nic.dma_ != nullptr) nic.dma_->flush();  // what this NIC posted lands before the CQE (a loopback WRITE's data)
     if (!cq.post(c, nic.now_) && !was) overran(nic, cq);
   }
 
@@ -804,20 +823,27 @@ size_t Nic::jump_to_timer() {
   return 1;
 }
 
-void Nic::serve_remote(const std::vector<uint8_t>& request, std::vector<uint8_t>* answer) {
+void Nic::serve_remote(const uint8_t* request, size_t len, ShmLinks::Reply& reply) {
   wire::RequestHeader h;
   RemoteRequest q;
   WqePiece piece;
   const std::byte* src = nullptr;
-  std::vector<std::byte> data;
   ExecOutcome o;
-  if (!wire::decode_request(request, &h, &q, &piece, &src)) {
+  size_t data = 0;
+  const bool ok = wire::decode_request(request, len, &h, &q, &piece, &src);
+  // Room for the answer: its header, then a READ's data or an atomic's result.
+  const size_t room = sizeof(wire::AnswerHeader) + (!ok ? 0 : q.op == mlx5::WqeOpcode::kRdmaRead ? size_t(q.total) : q.atomic_size != 0 ? 32 : 0);
+  uint8_t* out = reply.room(room);
+  if (out == nullptr) return;  // cannot cross: no answer, as a lost packet
+  if (!ok) {
     o.fault = {mlx5::CqeSyndrome::kRemoteInvalReqErr, vendor::kBadSegment};  // not a request: refused
   } else {
-    Engine::RemoteResponder r{{this, find_qp(h.dst_qpn)}, h, &data};
+    Engine::RemoteResponder r{{this, find_qp(h.dst_qpn)}, h, reinterpret_cast<std::byte*>(out + sizeof(wire::AnswerHeader)),
+                              room - sizeof(wire::AnswerHeader)};
     o = respond(r, q);
+    data = r.len;
   }
-  wire::encode_answer(o, data, answer);
+  reply.done(wire::encode_answer(o, data, out));
 }
 
 bool Nic::idle() const {

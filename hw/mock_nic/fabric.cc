@@ -32,13 +32,13 @@ Nic* Fabric::by_gid(const uint8_t gid[16]) const {
   return nullptr;
 }
 
-void Fabric::serve(const std::vector<uint8_t>& request, std::vector<uint8_t>* answer) const {
+void Fabric::serve(const uint8_t* request, size_t len, ShmLinks::Reply& reply) const {
   wire::RequestHeader h;
-  if (request.size() >= sizeof h) std::memcpy(&h, request.data(), sizeof h);
-  if (Nic* n = by_lid(h.dst_lid)) return n->serve_remote(request, answer);
+  if (len >= sizeof h) std::memcpy(&h, request, sizeof h);
+  if (Nic* n = by_lid(h.dst_lid)) return n->serve_remote(request, len, reply);
   ExecOutcome o;
   o.fault = {mlx5::CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady};
-  wire::encode_answer(o, {}, answer);
+  if (uint8_t* out = reply.room(sizeof(wire::AnswerHeader))) reply.done(wire::encode_answer(o, 0, out));
 }
 
 double Fabric::now_ns() const {

@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "base/status.h"
+#include "hw/mock_nic/link.h"
 
 namespace doorbell::mock_nic {
 
 class Nic;
-class ShmLinks;
 
 // A NIC of another process: its LID is reached over the link to that process.
 struct RemotePeer {
@@ -31,7 +31,7 @@ class Fabric {
   // Answer a request that came over the link from another process: the NIC of this process
   // the request names by LID runs its responder half. A LID no NIC here owns is a packet
   // nobody takes: the requester sees it unanswered (and retries, as for a silent peer).
-  void serve(const std::vector<uint8_t>& request, std::vector<uint8_t>* answer) const;
+  void serve(const uint8_t* request, size_t len, ShmLinks::Reply& reply) const;
   // The fabric's step clock: the furthest engine time of its NICs, in nanoseconds.
   double now_ns() const;
   // One progress round over every NIC; returns the actions performed.

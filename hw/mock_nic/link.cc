@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -16,34 +17,43 @@
 namespace doorbell::mock_nic {
 
 // One direction of one pair: head (bytes written) and tail (bytes read) only grow; a message
-// is a 4-byte length, an 8-byte sequence number (an answer carries its request's, so an
-// answer that comes after its caller gave up is told apart) and its bytes, padded to 8; one
-// that would cross the end starts again at the front after a skip marker.
+// is a 4-byte length, 4 spare, an 8-byte sequence number (an answer carries its request's, so
+// an answer that comes after its caller gave up is told apart) and its bytes, padded to 16;
+// one that would cross the end starts again at the front after a skip marker.
 struct ShmLinks::Ring {
   alignas(64) std::atomic<uint64_t> head;
   alignas(64) std::atomic<uint64_t> tail;
   alignas(64) uint8_t data[kRingBytes];
 
   static constexpr uint32_t kSkip = 0xffffffffu;
-  static size_t padded(size_t n) { return (12 + n + 7) & ~size_t(7); }
+  static size_t padded(size_t n) { return (16 + n + 15) & ~size_t(15); }  // payloads 16-byte aligned, for copies
 
-  // Writer: false while there is no room (the reader has not caught up).
-  bool try_put(uint64_t seq, const std::vector<uint8_t>& m) {
+  // Writer: room for a message of up to `cap` bytes, written in place at the returned pointer
+  // and then published; null while there is none (the reader has not caught up). *at: where
+  // its length word goes; *base: the head it starts from.
+  uint8_t* reserve(size_t cap, size_t* at, uint64_t* base) {
     const uint64_t h = head.load(std::memory_order_relaxed), t = tail.load(std::memory_order_acquire);
-    const size_t need = padded(m.size()), at = size_t(h % kRingBytes), to_end = kRingBytes - at;
+    const size_t need = padded(cap), pos = size_t(h % kRingBytes), to_end = kRingBytes - pos;
     const size_t skip = need > to_end ? to_end : 0;
-    if (h + skip + need - t > kRingBytes) return false;
-    if (skip != 0) std::memcpy(data + at, &kSkip, 4);
-    const size_t pos = skip != 0 ? 0 : at;
-    const uint32_t len = uint32_t(m.size());
-    std::memcpy(data + pos, &len, 4);
-    std::memcpy(data + pos + 4, &seq, 8);
-    if (!m.empty()) std::memcpy(data + pos + 12, m.data(), m.size());
-    head.store(h + skip + need, std::memory_order_release);
-    return true;
+    if (h + skip + need - t > kRingBytes) return nullptr;
+    if (skip != 0) std::memcpy(data + pos, &kSkip, 4);
+    *at = skip != 0 ? 0 : pos;
+    *base = h + skip;
+    return data + *at + 16;
   }
-  // Reader: false when empty.
-  bool try_get(uint64_t* seq, std::vector<uint8_t>* m) {
+  void publish(size_t at, uint64_t base, uint64_t seq, size_t len) {
+    const uint32_t n = uint32_t(len);
+    std::memcpy(data + at, &n, 4);
+    std::memcpy(data + at + 8, &seq, 8);
+    head.store(base + padded(len), std::memory_order_release);
+  }
+  // Reader: the oldest message in place (false when empty), released once read.
+  struct View {
+    const uint8_t* p;
+    size_t len;
+    uint64_t seq, next_tail;
+  };
+  bool peek(View* v) const {
     uint64_t t = tail.load(std::memory_order_relaxed);
     if (head.load(std::memory_order_acquire) == t) return false;
     size_t at = size_t(t % kRingBytes);
@@ -53,11 +63,11 @@ struct ShmLinks::Ring {
       t += kRingBytes - at, at = 0;
       std::memcpy(&len, data, 4);
     }
-    std::memcpy(seq, data + at + 4, 8);
-    m->assign(data + at + 12, data + at + 12 + len);
-    tail.store(t + padded(len), std::memory_order_release);
+    std::memcpy(&v->seq, data + at + 8, 8);
+    v->p = data + at + 16, v->len = len, v->next_tail = t + padded(len);
     return true;
   }
+  void release(const View& v) { tail.store(v.next_tail, std::memory_order_release); }
 };
 
 // The rings, then a cache line of round counters per process.
@@ -121,16 +131,28 @@ Status ShmLinks::unlink() {
   return {};
 }
 
+uint8_t* ShmLinks::Reply::room(size_t cap) {
+  if (cap > kMaxMessage) return nullptr;
+  if (p_ == nullptr)
+    while ((p_ = ring_->reserve(cap, &at_, &base_)) == nullptr) cpu_relax();  // the caller reads it at once
+  cap_ = cap;
+  return p_;
+}
+
 size_t ShmLinks::serve() {
   size_t n = 0;
   for (uint32_t from = 0; from < n_; ++from) {
     if (from == me_) continue;
-    uint64_t seq = 0;
-    while (requests(from, me_)->try_get(&seq, &in_)) {
-      out_.clear();
-      if (server_) server_(from, in_, &out_);
-      if (out_.size() > kMaxMessage) out_.clear();  // cannot cross: an empty answer reads as none
-      while (!responses(me_, from)->try_put(seq, out_)) cpu_relax();  // the caller reads it at once
+    Ring::View v;
+    while (requests(from, me_)->peek(&v)) {
+      Reply r;
+      r.ring_ = responses(me_, from);
+      const auto t0 = std::chrono::steady_clock::now();
+      if (server_) server_(from, v.p, v.len, r);
+      serve_ns_ += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+      requests(from, me_)->release(v);
+      if (r.p_ == nullptr) r.room(0);  // no answer given: an empty one, read as none
+      r.ring_->publish(r.at_, r.base_, v.seq, std::min(r.len_, r.cap_));
       ++n;
     }
   }
@@ -140,21 +162,44 @@ size_t ShmLinks::serve() {
 
 bool ShmLinks::call(uint32_t to, const std::vector<uint8_t>& request, std::vector<uint8_t>* response, std::string* why,
                     double timeout_s) {
-  if (request.size() > kMaxMessage) {
-    *why = "links: a request of " + std::to_string(request.size()) + " bytes is larger than the link's " + std::to_string(kMaxMessage);
+  return call(
+      to, request.size(), [&request](uint8_t* p) { std::memcpy(p, request.data(), request.size()); },
+      [response](const uint8_t* p, size_t n) { response->assign(p, p + n); }, why, timeout_s);
+}
+
+bool ShmLinks::call(uint32_t to, size_t len, const Fill& fill, const Take& take, std::string* why, double timeout_s) {
+  if (len > kMaxMessage) {
+    *why = "links: a request of " + std::to_string(len) + " bytes is larger than the link's " + std::to_string(kMaxMessage);
     return false;
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::duration<double>(timeout_s);
+  // Every way out adds the call's wall time.
+  struct Timed {
+    std::chrono::steady_clock::time_point t0;
+    uint64_t* ns;
+    ~Timed() { *ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()); }
+  } timed{start, &call_ns_};
   const uint64_t seq = ++next_seq_;
-  while (!requests(me_, to)->try_put(seq, request)) {
+  Ring* out = requests(me_, to);
+  size_t at;
+  uint64_t base;
+  uint8_t* p;
+  while ((p = out->reserve(len, &at, &base)) == nullptr) {
     serve();
     if (std::chrono::steady_clock::now() > deadline) return *why = "links: process " + std::to_string(to) + " takes no requests", false;
   }
+  fill(p);
+  out->publish(at, base, seq, len);
+  Ring* in = responses(to, me_);
   for (uint32_t spins = 0;; ++spins) {
-    uint64_t got = 0;
-    if (responses(to, me_)->try_get(&got, response)) {
-      if (got == seq) return ++calls_, true;
-      continue;  // the late answer of a call that gave up: not this one's
+    Ring::View v;
+    if (in->peek(&v)) {
+      const bool mine = v.seq == seq;  // else the late answer of a call that gave up: not this one's
+      if (mine) take(v.p, v.len);
+      in->release(v);
+      if (mine) return ++calls_, true;
+      continue;
     }
     if (serve() == 0 && (spins & 255) == 255) {
       if (std::chrono::steady_clock::now() > deadline)

@@ -4,6 +4,9 @@
 // length-prefixed messages). A request is answered before its sender goes on (RC's one
 // outstanding request per QP is all the model needs), and a process waiting for an answer
 // serves the requests that reach it meanwhile, so two NICs asking each other cannot deadlock.
+// Messages are written and read in place in the rings (a WRITE's payload is gathered straight
+// into its request, a READ's data straight into its answer), so where the segment is pinned
+// for the GPU (Dma::pin) device memory is copied to and from it with no bounce.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +22,8 @@
 namespace doorbell::mock_nic {
 
 class ShmLinks {
+  struct Ring;  // one direction of one pair (link.cc)
+
  public:
   static constexpr size_t kRingBytes = 2u << 20;            // per direction and pair
   static constexpr size_t kMaxMessage = kRingBytes / 2 - 64;  // a request's payload must fit
@@ -33,13 +38,43 @@ class ShmLinks {
   uint64_t calls() const { return calls_; }    // requests this process sent and had answered
   uint64_t served() const { return served_; }  // requests it answered for the others
   uint32_t me() const { return me_; }
+  // Wall time (ns) in call(), serving included, and in answering the others' requests (the
+  // server, wherever serve() ran): a profile's link figures.
+  uint64_t call_ns() const { return call_ns_; }
+  uint64_t serve_ns() const { return serve_ns_; }
 
-  // How this process answers a request from process `from` (the NIC's responder half).
-  using Server = std::function<void(uint32_t from, const std::vector<uint8_t>& request, std::vector<uint8_t>* response)>;
+  // The shared segment (for Dma::pin).
+  void* segment() const { return base_; }
+  size_t segment_size() const { return bytes_; }
+
+  // Where a server writes its answer, in place in the response ring: room(cap) gives space for
+  // up to `cap` bytes (null if cap is over kMaxMessage), done(n) says how many it wrote. An
+  // answer never given is empty (the caller reads it as none).
+  class Reply {
+   public:
+    uint8_t* room(size_t cap);
+    void done(size_t n) { len_ = n; }
+
+   private:
+    friend class ShmLinks;
+    Ring* ring_ = nullptr;
+    uint8_t* p_ = nullptr;
+    size_t cap_ = 0, len_ = 0;
+    uint64_t base_ = 0;  // the ring's head before this answer (past any skip)
+    size_t at_ = 0;      // where its length word goes
+  };
+  // How this process answers a request from process `from` (the NIC's responder half); the
+  // request is read in place and is valid only during the call.
+  using Server = std::function<void(uint32_t from, const uint8_t* request, size_t len, Reply& reply)>;
   void set_server(Server s) { server_ = std::move(s); }
 
-  // Send `request` to process `to` and wait for its response, serving inbound requests while
-  // waiting. False (and *why) if `to` does not answer within `timeout_s`.
+  // Send a request of `len` bytes, written in place by fill(p), to process `to` and wait for
+  // its answer, read in place by take(p, n); inbound requests are served while waiting. False
+  // (and *why) if the request is over kMaxMessage or `to` does not answer within `timeout_s`.
+  using Fill = std::function<void(uint8_t* p)>;
+  using Take = std::function<void(const uint8_t* p, size_t n)>;
+  bool call(uint32_t to, size_t len, const Fill& fill, const Take& take, std::string* why, double timeout_s = 60);
+  // The same with the request and answer as vectors.
   bool call(uint32_t to, const std::vector<uint8_t>& request, std::vector<uint8_t>* response, std::string* why,
             double timeout_s = 60);
   // Serve every request waiting now; returns how many.
@@ -50,7 +85,6 @@ class ShmLinks {
   bool serve_until_all_done(std::string* why, double timeout_s = 60);
 
  private:
-  struct Ring;
   ShmLinks(void* base, size_t bytes, uint32_t n, uint32_t me, std::string name)
       : base_(base), bytes_(bytes), n_(n), me_(me), name_(std::move(name)) {}
   Ring* requests(uint32_t from, uint32_t to) const;
@@ -63,9 +97,9 @@ class ShmLinks {
   uint32_t n_, me_;
   std::string name_;
   Server server_;
-  std::vector<uint8_t> in_, out_;  // scratch
   uint64_t rounds_ = 0;            // rounds this process finished
   uint64_t calls_ = 0, served_ = 0;
+  uint64_t call_ns_ = 0, serve_ns_ = 0;
   uint64_t next_seq_ = 0;          // this process's requests, numbered
 };
 

@@ -20,6 +20,7 @@
 #include "hw/mock_nic/cq.h"
 #include "hw/mock_nic/dma.h"
 #include "hw/mock_nic/fault_kind.h"
+#include "hw/mock_nic/link.h"
 #include "hw/mock_nic/mr_table.h"
 #include "hw/mock_nic/qp.h"
 #include "hw/mock_nic/types.h"
@@ -154,7 +155,7 @@ class Nic {
   double next_timer_ns() const;
   // Answer a request from a NIC in another process (link.h, wire.h): the responder half
   // against this NIC's QPs and memory.
-  void serve_remote(const std::vector<uint8_t>& request, std::vector<uint8_t>* answer);
+  void serve_remote(const uint8_t* request, size_t len, ShmLinks::Reply& reply);
   // Asked at every request, of both ends: one flag while no outage and no death is set.
   bool link_up() const { return link_steady_ || link_up_at_clock(); }
   bool dead() const { return dead_from_ns_ >= 0 && clock_ns() >= dead_from_ns_; }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -36,64 +37,72 @@ struct AnswerHeader {
   uint32_t data = 0;  // bytes after the header
 };
 
-// A request for the link: the header, then a WRITE's pieces gathered into one payload by
-// `copy(dst, src, len)` (the NIC's: its sources may be device memory). (Phantom memory does
-// not cross processes: a phantom WRITE carries no bytes.)
-// `msg_len` / `msg_off`: a segment of a longer message (RequestHeader).
+// A request's length on the link: the header, then a WRITE's bytes (a phantom WRITE carries
+// none: phantom memory does not cross processes).
+inline size_t request_bytes(const RemoteRequest& q) {
+  const bool write = q.op == mlx5::WqeOpcode::kRdmaWrite || q.op == mlx5::WqeOpcode::kRdmaWriteImm;
+  return sizeof(RequestHeader) + (write && !q.phantom ? size_t(q.total) : 0);
+}
+
+// A request written at `out` (request_bytes(q) of room, in the link's ring): the header, then a
+// WRITE's pieces gathered by `copy(dst, src, len)` (the NIC's: its sources may be device
+// memory). `msg_len` / `msg_off`: a segment of a longer message (RequestHeader).
 template <class Copy>
 void encode_request(const RemoteRequest& q, uint16_t src_lid, uint16_t dst_lid, uint32_t src_qpn, uint32_t dst_qpn, uint64_t psn,
-                    uint64_t msg_len, uint64_t msg_off, std::vector<uint8_t>* out, Copy&& copy) {
+                    uint64_t msg_len, uint64_t msg_off, uint8_t* out, Copy&& copy) {
   RequestHeader h;
   h.msg_len = msg_len, h.msg_off = msg_off;
   h.src_lid = src_lid, h.dst_lid = dst_lid, h.op = uint8_t(q.op), h.with_imm = q.with_imm;
   h.src_qpn = src_qpn, h.dst_qpn = dst_qpn, h.psn = psn;
   h.imm = q.imm, h.rkey = q.rkey, h.raddr = q.raddr, h.total = q.total, h.atomic_size = q.atomic_size;
   if (q.atomic_args != nullptr) std::memcpy(h.atomic_args, q.atomic_args, sizeof h.atomic_args);
-  const bool write = q.op == mlx5::WqeOpcode::kRdmaWrite || q.op == mlx5::WqeOpcode::kRdmaWriteImm;
-  h.payload = write && !q.phantom ? uint32_t(q.total) : 0;
-  out->resize(sizeof h + h.payload);
-  std::memcpy(out->data(), &h, sizeof h);
-  auto* p = reinterpret_cast<std::byte*>(out->data() + sizeof h);
+  h.payload = uint32_t(request_bytes(q) - sizeof h);
+  std::memcpy(out, &h, sizeof h);
+  auto* p = reinterpret_cast<std::byte*>(out + sizeof h);
   for (uint32_t k = 0; k < q.npieces && h.payload != 0; ++k) copy(p, q.src[k], q.pieces[k].len), p += q.pieces[k].len;
 }
 
-// The request in `in` as the responder half takes it: one piece over the payload. False if
-// the bytes are not a request.
-inline bool decode_request(const std::vector<uint8_t>& in, RequestHeader* h, RemoteRequest* q, WqePiece* piece,
-                           const std::byte** src) {
-  if (in.size() < sizeof *h) return false;
-  std::memcpy(h, in.data(), sizeof *h);
-  if (h->magic != kRequestMagic || in.size() != sizeof *h + h->payload) return false;
+// The request at [in, in + n) as the responder half takes it: one piece over the payload,
+// read in place. False if the bytes are not a request.
+inline bool decode_request(const uint8_t* in, size_t n, RequestHeader* h, RemoteRequest* q, WqePiece* piece, const std::byte** src) {
+  if (n < sizeof *h) return false;
+  std::memcpy(h, in, sizeof *h);
+  if (h->magic != kRequestMagic || n != sizeof *h + h->payload) return false;
   q->op = mlx5::WqeOpcode(h->op), q->rkey = h->rkey, q->raddr = h->raddr, q->total = h->total;
   q->with_imm = h->with_imm != 0, q->imm = h->imm, q->atomic_size = h->atomic_size;
   q->atomic_args = h->atomic_size != 0 ? reinterpret_cast<const std::byte*>(h->atomic_args) : nullptr;
   *piece = {0, 0, uint32_t(h->total), nullptr};
-  *src = reinterpret_cast<const std::byte*>(in.data() + sizeof *h);
+  *src = reinterpret_cast<const std::byte*>(in + sizeof *h);
   q->npieces = h->total != 0 ? 1 : 0, q->pieces = piece, q->src = src, q->phantom = false;
   return true;
 }
 
-inline void encode_answer(const ExecOutcome& o, const std::vector<std::byte>& data, std::vector<uint8_t>* out) {
+// The answer's header at `out`; its `data_len` bytes of READ data or atomic result are
+// already in place after it. Returns the answer's length.
+inline size_t encode_answer(const ExecOutcome& o, size_t data_len, uint8_t* out) {
   AnswerHeader a;
   a.syndrome = uint8_t(o.fault.syndrome), a.vendor = o.fault.vendor, a.delayed = o.delayed, a.byte_cnt = o.byte_cnt;
-  a.data = uint32_t(data.size());
-  out->resize(sizeof a + data.size());
-  std::memcpy(out->data(), &a, sizeof a);
-  if (!data.empty()) std::memcpy(out->data() + sizeof a, data.data(), data.size());
+  a.data = uint32_t(data_len);
+  std::memcpy(out, &a, sizeof a);
+  return sizeof a + data_len;
 }
 
-inline ExecOutcome decode_response(const std::vector<uint8_t>& in, std::vector<std::byte>* data) {
+// The answer at [in, in + n). Its READ data or atomic result, if it did not fail and `data` is
+// given, goes to (*data)[at, ...) (a segment's place in the whole message), which it grows to.
+inline ExecOutcome decode_response(const uint8_t* in, size_t n, std::vector<std::byte>* data, size_t at = 0) {
   ExecOutcome o;
   AnswerHeader a;
-  if (in.size() < sizeof a) {  // a malformed answer: as none at all
+  if (n < sizeof a) {  // a malformed answer: as none at all
     o.fault = {mlx5::CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady};
     return o;
   }
-  std::memcpy(&a, in.data(), sizeof a);
+  std::memcpy(&a, in, sizeof a);
   o.fault = {mlx5::CqeSyndrome(a.syndrome), a.vendor};
   o.delayed = a.delayed != 0, o.byte_cnt = a.byte_cnt;
-  const auto* d = reinterpret_cast<const std::byte*>(in.data() + sizeof a);
-  data->assign(d, d + std::min<size_t>(a.data, in.size() - sizeof a));
+  if (data == nullptr || o.fault.failed()) return o;
+  const size_t len = std::min<size_t>(a.data, n - sizeof a);
+  data->resize(at + len);
+  if (len != 0) std::memcpy(data->data() + at, in + sizeof a, len);
   return o;
 }
 

@@ -273,7 +273,7 @@ Status ModelWorld::build() {
     pes_.push_back(std::move(pe));
   }
   if (cfg_.procs.links != nullptr)  // requests from the other processes: the NIC they name answers
-    cfg_.procs.links->set_server([this](uint32_t, const std::vector<uint8_t>& req, std::vector<uint8_t>* ans) { fabric_.serve(req, ans); });
+    cfg_.procs.links->set_server([this](uint32_t, const uint8_t* req, size_t len, mock_nic::ShmLinks::Reply& r) { fabric_.serve(req, len, r); });
   for (bool backup : {false, true})
     if (!backup || cfg_.failover)
       if (Status st = connect_all(backup); !st) return st;

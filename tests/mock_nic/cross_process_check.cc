@@ -56,7 +56,7 @@ int main() {
   Rig rig(1, cfg);
   Nic& nic = rig.nic();
   if (Status s = rig.fabric.attach_remote(uint16_t(peer + 1), links, peer); !s) return fail(me, s.to_string());
-  links->set_server([&rig](uint32_t, const std::vector<uint8_t>& req, std::vector<uint8_t>* ans) { rig.fabric.serve(req, ans); });
+  links->set_server([&rig](uint32_t, const uint8_t* req, size_t len, ShmLinks::Reply& r) { rig.fabric.serve(req, len, r); });
 
   const uint32_t all = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic;
   const uint64_t src = rig.alloc(4096), dst = rig.alloc(4096), words = rig.alloc(64), got = rig.alloc(4096);

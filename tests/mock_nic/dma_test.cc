@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "tests/mock_nic/rig.h"
 
@@ -53,11 +55,13 @@ class AliasDma : public mock_nic::Dma {
   const char* name() const override { return "alias"; }
   uint64_t copies = 0, bytes = 0, atomics = 0;
 
- private:
+ protected:
   std::byte* tr(const std::byte* p) const {  // device addresses to the backend's view
     if (p >= device_ && p < device_ + kBytes) return alias_ + (p - device_);
     return const_cast<std::byte*>(p);
   }
+
+ private:
   std::byte* device_ = nullptr;
   std::byte* alias_ = nullptr;
 };
@@ -106,6 +110,53 @@ TEST(Dma, DeviceMemoryIsMovedOnlyThroughTheDma) {
   EXPECT_EQ(old[2], 12u);
   EXPECT_EQ(dma.atomics, 3u);
   EXPECT_GE(dma.copies, 7u);  // each WRITE, the READ's response and landing, each atomic's result
+}
+
+// A Dma whose posted writes land only when something orders them: a later copy or atomic
+// (they share its stream) or flush().
+class DeferringDma : public AliasDma {
+ public:
+  void post(std::byte* dst, const std::byte* src, size_t len) override {
+    ++posted;
+    waiting.push_back({dst, std::vector<std::byte>(tr(src), tr(src) + len)});  // the source may be reused at once
+  }
+  void flush() override {
+    for (auto& [dst, bytes] : waiting) AliasDma::copy(dst, bytes.data(), bytes.size());
+    waiting.clear();
+  }
+  void copy(std::byte* dst, const std::byte* src, size_t len) override { flush(), AliasDma::copy(dst, src, len); }
+  uint64_t fetch_add64(std::byte* t, uint64_t v) override { return flush(), AliasDma::fetch_add64(t, v); }
+  uint64_t posted = 0;
+  std::vector<std::pair<std::byte*, std::vector<std::byte>>> waiting;
+};
+
+// A WRITE's bytes are posted, not waited for; the CQE behind them must not come first (the
+// engine flushes before it writes a CQE), or a client polling it would read stale data.
+TEST(Dma, PostedWritesLandBeforeTheCqeBehindThem) {
+  DeferringDma dma;
+  Rig rig(2);
+  for (int i = 0; i < 2; ++i) rig.nic(i).set_dma(&dma);
+  ASSERT_TRUE(rig.mem.map_external(dma.device(), kBytes, mem::MemKind::kGpu, "device").is_ok());
+  const uint64_t dev = reinterpret_cast<uint64_t>(dma.device());
+  const uint32_t dkey0 = rig.reg(dev, kBytes, kAll, 0), dkey1 = rig.reg(dev, kBytes, kAll, 1);
+  for (size_t i = 0; i < 64; ++i) *dma.backing(i) = std::byte(i + 1);
+  SendQueue a = rig.make_sq(0), b = rig.make_sq(1);
+  rig.connect(a, b);
+  const char msg[] = "posted";
+  a.write_inline(msg, sizeof msg, dkey1, dev + 4096);
+  a.write(dkey0, dev, 64, dkey1, dev + 8192);
+  a.ring_doorbell();
+  ASSERT_TRUE(rig.run());
+  int cqes = 0;
+  while (const Cqe64* c = a.poll()) {
+    ASSERT_EQ(c->opcode(), uint8_t(CqeOpcode::kReq)) << "an error CQE";
+    ++cqes;
+  }
+  ASSERT_EQ(cqes, 2);
+  EXPECT_EQ(dma.posted, 2u);  // both WRITEs' bytes were posted
+  EXPECT_TRUE(dma.waiting.empty()) << dma.waiting.size() << " posted write(s) still on their way after the CQE";
+  EXPECT_EQ(std::memcmp(dma.backing(4096), msg, sizeof msg), 0);
+  for (size_t i = 0; i < 64; ++i) ASSERT_EQ(*dma.backing(8192 + i), std::byte(i + 1)) << i;
 }
 
 }  // namespace

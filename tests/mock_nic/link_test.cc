@@ -20,9 +20,12 @@ TEST(ShmLinks, RequestsAndAnswersWrapTheRingsInOrder) {
   ASSERT_TRUE(b.is_ok()) << b.status().to_string();
   ASSERT_TRUE((*a)->unlink().is_ok());
   // Process 1 answers each request with its bytes reversed.
-  (*b)->set_server([](uint32_t from, const std::vector<uint8_t>& req, std::vector<uint8_t>* ans) {
+  (*b)->set_server([](uint32_t from, const uint8_t* req, size_t len, ShmLinks::Reply& r) {
     EXPECT_EQ(from, 0u);
-    ans->assign(req.rbegin(), req.rend());
+    uint8_t* ans = r.room(len);
+    ASSERT_NE(ans, nullptr);
+    for (size_t k = 0; k < len; ++k) ans[k] = req[len - 1 - k];
+    r.done(len);
   });
   std::thread server([&] {
     std::string why;
