@@ -80,6 +80,7 @@ Status Model::start(std::string* why) {
   // The harness's checks on the program's queues: on unless DOORBELL_SHIM_CHECKS=0.
   const char* checks = std::getenv("DOORBELL_SHIM_CHECKS");
   cfg.audit = checks == nullptr || std::strcmp(checks, "0") != 0;
+  cfg.async_link_writes = true;  // a WRITE to the other process does not wait for its answer
   if (const char* spec = std::getenv("DOORBELL_SHIM_FAULTS"); spec != nullptr && *spec != 0) {
     const char* s = std::getenv("DOORBELL_SHIM_SEED");
     const uint64_t seed = s != nullptr && *s != 0 ? std::strtoull(s, nullptr, 0) : (uint64_t(std::random_device{}()) << 32 | std::random_device{}());
@@ -161,6 +162,11 @@ bool Model::work_outstanding() const {
                                               (uint16_t(qp->dbr->snd.get()) != uint16_t(qp->head) || !qp->inflight.empty()))
       return true;
   return false;
+}
+
+bool Model::nic_idle() {
+  std::lock_guard<std::mutex> lock(mu);
+  return nic_->idle();
 }
 
 void Model::stop() {
@@ -299,9 +305,11 @@ void Model::run() {
       }
     }
     // Busy, the thread stays on its core (a NIC's engine does not sleep): a yield could give
-    // the core away for a scheduler tick. Idle for 200 us, it sleeps 50 us at a time.
+    // the core away for a scheduler tick. Idle for 200 us, with nothing in flight (a WRITE's
+    // answer due from the peer is work), it sleeps 50 us at a time.
     if (did != 0) idle_since = std::chrono::steady_clock::now();
-    else if (std::chrono::steady_clock::now() - idle_since > std::chrono::microseconds(200)) std::this_thread::sleep_for(std::chrono::microseconds(50)), ++sleeps_;
+    else if (std::chrono::steady_clock::now() - idle_since > std::chrono::microseconds(200) && nic_idle())
+      std::this_thread::sleep_for(std::chrono::microseconds(50)), ++sleeps_;
     else cpu_relax();
   }
 }

@@ -80,6 +80,7 @@ class Model {
   void run();  // the engine thread
   bool ring_changed(uint64_t now_ns);
   bool work_outstanding() const;
+  bool nic_idle();  // nothing in flight at the NIC (takes mu)
   ~Model() = default;  // only a model that failed to start is destroyed (see get())
 
   mem::AddressSpace mem_;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/cpu_relax.h"
 #include "hw/mem/range.h"
 #include "hw/mlx5/wqe.h"
 #include "hw/mock_nic/fabric.h"
@@ -32,6 +33,8 @@ using mlx5::WqeOpcode;
 
 // The largest WRITE / READ part one link message carries (the link's MTU, far below its ring).
 constexpr uint64_t kLinkSegment = 256 << 10;
+// WRITEs of one QP in flight without their answers (NicConfig::async_link_writes), at most.
+constexpr uint32_t kMaxAsyncWrites = 256;
 
 struct Engine {
   // The memory model hears of the engine's writes and of its WQE / DBR reads.
@@ -172,7 +175,39 @@ struct Engine {
     Nic* peer_nic = nullptr;
     Qp* peer_qp = nullptr;
     const RemotePeer* far = nullptr;
+    // A WRITE sent without waiting (NicConfig::async_link_writes): its link requests.
+    uint64_t async_seq = 0;
+    uint32_t async_n = 0;
+    // A READ from another process whose data goes from each answer, in the link's ring,
+    // straight to its scatter list (placing; places: each piece's memory, resolved at issue).
+    bool placing = false;
+    std::vector<std::byte*> places;
     Port(Nic& n, Qp& q) : nic(n), qp(q) {}
+
+    // Where a Dma moves the data (the ring is then page-locked), nothing observes the NIC and
+    // responses are not delayed, a READ's data is placed as its answers come: no staging copy.
+    bool place_now() {
+      if (nic.dma_ == nullptr || nic.observer_ != nullptr || nic.cfg_.response_delay_max != 0 || resp == nullptr) return false;
+      places.clear();
+      for (const auto& s : resp->scatter) {
+        KeyFault f{};
+        std::byte* d = nic.mrs_.resolve(s.lkey, qp.attr.pd, s.addr, s.len, kLocalWrite, &f);
+        if (d == nullptr) return false;  // landing says why
+        places.push_back(d);
+      }
+      return true;
+    }
+    // Bytes [off, off + n) of the READ's message to their places in the scatter list.
+    void place(uint64_t off, const std::byte* src, uint64_t n) {
+      uint64_t at = 0;
+      for (size_t k = 0; k < resp->scatter.size() && n != 0; at += resp->scatter[k].len, ++k) {
+        const uint64_t len = resp->scatter[k].len;
+        if (off >= at + len) continue;
+        const uint64_t into = off - at, m = std::min(n, len - into);
+        copy(nic, places[k] + into, src, m);
+        src += m, off += m, n -= m;
+      }
+    }
 
     void look_up() {
       looked_up = true;
@@ -224,18 +259,24 @@ struct Engine {
     // so the responder checks the whole range before a byte lands, as a ConnectX checks the
     // RETH at a message's first packet. Immediate data goes with the last segment, with the
     // whole length. (A phantom WRITE carries no bytes: one request.)
+    // With NicConfig::async_link_writes a WRITE's segments go out without waiting (post_far);
+    // the WQE is then in flight until land_due() takes their answers.
     ExecOutcome respond_far(const RemotePeer& far, const RemoteRequest& q) {
       const bool write = q.op == mlx5::WqeOpcode::kRdmaWrite || q.op == mlx5::WqeOpcode::kRdmaWriteImm;
       const bool read = q.op == mlx5::WqeOpcode::kRdmaRead;
-      if (!(write || read) || (write && q.phantom) || q.total <= kLinkSegment)
+      const bool async = write && !q.phantom && nic.cfg_.async_link_writes;
+      placing = read && !q.phantom && q.total != 0 && place_now();
+      if (!(write || read) || (write && q.phantom) || q.total <= kLinkSegment) {
+        if (async) return (void)post_far(far, q, 0, 0), posted(q);
         return send_far(far, q, 0, 0, resp != nullptr ? &resp->data : nullptr);
+      }
       std::vector<WqePiece> pieces;  // a WRITE segment's part of the gather list, sliced (encode_request gathers it)
       std::vector<const std::byte*> srcs;
       uint32_t k = 0;                // the piece where the next segment begins, and how far into it
       uint64_t into = 0;
       ExecOutcome o;
       std::vector<std::byte>* data = read && resp != nullptr ? &resp->data : nullptr;  // each segment's data at its place
-      if (data != nullptr) data->reserve(q.total);
+      if (data != nullptr && !placing) data->reserve(q.total);
       for (uint64_t off = 0; off < q.total; off += kLinkSegment) {
         const uint64_t len = std::min<uint64_t>(kLinkSegment, q.total - off);
         pieces.clear(), srcs.clear();
@@ -249,9 +290,43 @@ struct Engine {
         RemoteRequest seg = q;
         seg.raddr = q.raddr + off, seg.total = len, seg.with_imm = q.with_imm && off + len == q.total;
         seg.npieces = uint32_t(pieces.size()), seg.pieces = pieces.data(), seg.src = srcs.data();
+        if (async) {
+          if (!post_far(far, seg, q.total, off)) return posted(q);
+          continue;
+        }
         o = send_far(far, seg, q.total, off, data);
         if (o.fault.failed()) return o;
       }
+      if (async) return posted(q);
+      o.byte_cnt = uint32_t(q.total);
+      return o;
+    }
+    // One request sent without waiting; false (its WQE's requests sent so far forgotten) if
+    // the peer took none.
+    bool post_far(const RemotePeer& far, const RemoteRequest& q, uint64_t msg_len, uint64_t msg_off) {
+      std::string why;
+      const uint64_t seq = far.links->send(
+          far.process, wire::request_bytes(q),
+          [&](uint8_t* p) {
+            wire::encode_request(q, nic.lid(), qp.peer.lid, qp.qpn, qp.peer.qpn, qp.head, msg_len, msg_off, p,
+                                 [this](std::byte* d, const std::byte* s, size_t n) { copy(nic, d, s, n); });
+          },
+          &why);
+      if (seq == 0) {
+        nic.trace(trace::kNicLinkError, uint64_t(qp.qpn), why);
+        for (uint32_t k = 0; k < async_n; ++k) far.links->forget(far.process, async_seq + k);
+        async_n = 0;
+        return false;
+      }
+      if (async_n++ == 0) async_seq = seq;
+      return true;
+    }
+    // What issue() sees of a WRITE sent without waiting: in flight (or, if the peer took none of
+    // it, not answered: tried again under the retry timer).
+    ExecOutcome posted(const RemoteRequest& q) const {
+      ExecOutcome o;
+      if (async_n == 0) return o.fault = {mlx5::CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady}, o;
+      o.delayed = true;
       o.byte_cnt = uint32_t(q.total);
       return o;
     }
@@ -267,14 +342,21 @@ struct Engine {
             wire::encode_request(q, nic.lid(), qp.peer.lid, qp.qpn, qp.peer.qpn, qp.head, msg_len, msg_off, p,
                                  [this](std::byte* d, const std::byte* s, size_t n) { copy(nic, d, s, n); });
           },
-          [&](const uint8_t* p, size_t n) { o = wire::decode_response(p, n, data, msg_off); }, &why);
+          [&](const uint8_t* p, size_t n) {
+            if (!placing) return (void)(o = wire::decode_response(p, n, data, msg_off));
+            const uint8_t* bytes;
+            size_t len;
+            o = wire::decode_response(p, n, &bytes, &len);
+            if (!o.fault.failed()) place(msg_off, reinterpret_cast<const std::byte*>(bytes), len);
+          },
+          &why);
       if (!answered) {
         nic.trace(trace::kNicLinkError, uint64_t(qp.qpn), why);
         o = {};  // no answer: as a peer that does not answer (the retry timer runs)
         o.fault = {mlx5::CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady};
         return o;
       }
-      if (!o.fault.failed() && data != nullptr && resp != nullptr) resp->phantom = false;
+      if (!o.fault.failed() && data != nullptr && resp != nullptr) resp->phantom = false, resp->placed = placing;
       return o;
     }
   };
@@ -312,6 +394,7 @@ struct Engine {
     qp.staging.data.clear();
     qp.staging.scatter.clear();
     qp.staging.phantom = false;
+    qp.staging.placed = false;
     return qp.staging;
   }
 
@@ -344,7 +427,7 @@ struct Engine {
   static void land(Nic& nic, Qp& qp, Inflight& e) {
     e.landed = true;
     --qp.pending_responses;
-    if (e.phantom) return;  // recorded at issue
+    if (e.phantom || e.placed) return;  // recorded, or placed, at issue
     size_t off = 0;
     for (const auto& s : e.scatter) {
       KeyFault f{};
@@ -419,13 +502,23 @@ struct Engine {
     uint32_t qpn() const { return qp.qpn; }
     uint32_t max_ds() const { return qp.attr.max_ds; }
     bool check_index() const { return nic.cfg_.check_wqe_index; }
-    bool fenced(const mlx5::WqeCtrlSeg& c) const { return c.fence_mode() != 0 && qp.pending_responses != 0; }
+    // The fence bit waits for responses in flight; while WRITEs sent without waiting are in
+    // flight, anything but another WRITE waits too (a READ or atomic then never executes at
+    // the responder ahead of a WRITE that may yet have to be sent again), as does a WRITE
+    // past kMaxAsyncWrites.
+    bool fenced(const mlx5::WqeCtrlSeg& c) const {
+      if (c.fence_mode() != 0 && qp.pending_responses != 0) return true;
+      if (qp.async_writes == 0) return false;
+      const auto op = WqeOpcode(c.opcode());
+      return qp.async_writes >= kMaxAsyncWrites || !(op == WqeOpcode::kRdmaWrite || op == WqeOpcode::kRdmaWriteImm || op == WqeOpcode::kNop);
+    }
     static bool injected_error(uint64_t) { return false; }  // faults come through Faults, at the QP
     WqeFault refused(WqeOpcode op) const {  // said plainly rather than misread as RC
       return qp.attr.dc && op != WqeOpcode::kNop ? WqeFault{CqeSyndrome::kLocalQpOpErr, vendor::kDcNotModelled} : WqeFault{};
     }
     ExecOutcome execute(const WqeView& v, uint32_t imm) const {
       port->resp = v.op == WqeOpcode::kRdmaRead || v.atomic_size != 0 ? &stage(qp) : nullptr;
+      port->async_n = 0;
       return execute_wqe(*port, v, imm);
     }
   };
@@ -434,6 +527,7 @@ struct Engine {
   static bool flush_one(Nic& nic, Qp& qp) {
     if (!qp.inflight.empty()) {
       Inflight& e = qp.inflight.front();
+      drop_async(nic, qp, e);
       if (!e.landed) --qp.pending_responses;
       post_cqe(nic, qp, e.wqe_idx, e.wqe_opcode, 0, uint8_t(CqeSyndrome::kWrFlushErr), vendor::kFlushed);
       qp.inflight.pop_front();
@@ -467,7 +561,7 @@ struct Engine {
       const double rnr_ns = rnr && port.rq != nullptr ? rnr_nak_ns(port.rq->timers.min_rnr_nak) : 0;
       if (!retries_left_out(nic, qp, rnr, rnr_ns)) return false;  // not answered yet: try again later
       o.fault.vendor = rnr ? vendor::kRnrTimeout : vendor::kRetryTimeout;
-    } else if (qp.retry_deadline_ns >= 0) {
+    } else if (qp.retry_deadline_ns >= 0 && port.async_n == 0) {  // (a WRITE sent without waiting is not answered yet)
       qp.retry_deadline_ns = -1;  // answered
       qp.rnr_wait = false;
     }
@@ -490,7 +584,9 @@ struct Engine {
     nic.bytes_moved_ += o.byte_cnt;
     const bool signaled = s.signaled;
     if (o.delayed) {
-      Inflight& resp = qp.staging;
+      // A WRITE in flight has no response to land: its record starts empty (the staging
+      // record still holds the last READ's or atomic's scatter list and data).
+      Inflight& resp = port.async_n != 0 ? stage(qp) : qp.staging;
       resp.wqe_idx = idx;
       resp.wqe_opcode = uint8_t(op);
       resp.signaled = signaled;
@@ -498,8 +594,11 @@ struct Engine {
       resp.due = response_due(nic, qp);
       resp.landed = false;
       resp.syndrome = resp.vendor = 0;
+      resp.link_seq = port.async_seq, resp.link_n = port.async_n, resp.link_got = 0, resp.link_unanswered = false;
+      qp.async_writes += resp.link_n != 0 ? 1 : 0;
+      port.async_n = 0;
       ++qp.pending_responses;
-      if (resp.due <= nic.now_ && qp.inflight.empty()) {
+      if (resp.due <= nic.now_ && qp.inflight.empty() && resp.link_n == 0) {
         land(nic, qp, resp);  // response already here: no queueing
         if (resp.syndrome == 0) {
           if (signaled) post_cqe(nic, qp, idx, uint8_t(op), o.byte_cnt, 0, 0);
@@ -692,11 +791,41 @@ struct Engine {
       const bool far = rn == nullptr && far_peer(nic, qp) != nullptr;  // answered at issue
       if (!nic.link_up() || (!far && (rn == nullptr || !rn->link_up()))) {
         if (!retries_left_out(nic, qp, false, 0)) break;
+        drop_async(nic, qp, e);
         e.landed = true;
         --qp.pending_responses;
         e.syndrome = uint8_t(CqeSyndrome::kTransportRetryExcErr);
         e.vendor = vendor::kRetryTimeout;
         qp.error_pending = true;
+      } else if (e.link_n != 0) {  // a WRITE sent without waiting: its answers decide
+        const RemotePeer& far_end = *far_peer(nic, qp);
+        if (!take_answers(far_end, e)) {
+          if (!head_waits_for_writes(qp)) break;
+          // The next WQE (a READ or atomic) waits for this answer: wait for it here, serving
+          // the peer meanwhile, as a request that waits for its answer does (poll() gives up
+          // after its timeout).
+          do far_end.links->serve(), cpu_relax();
+          while (!take_answers(far_end, e));
+        }
+        drop_async(nic, qp, e);
+        if (e.link_unanswered) {
+          const bool rnr = e.syndrome == uint8_t(CqeSyndrome::kRnrRetryExcErr);
+          if (!retries_left_out(nic, qp, rnr, 0)) {
+            resend(nic, qp);
+            ++n;
+            break;
+          }
+          e.vendor = rnr ? vendor::kRnrTimeout : vendor::kRetryTimeout;
+        } else if (!qp.rnr_wait) {
+          qp.retry_deadline_ns = -1;
+        }
+        if (e.syndrome != 0) {
+          e.landed = true;
+          --qp.pending_responses;
+          qp.error_pending = true;
+        } else {
+          land(nic, qp, e);
+        }
       } else {
         if (!qp.rnr_wait) qp.retry_deadline_ns = -1;
         land(nic, qp, e);
@@ -705,6 +834,53 @@ struct Engine {
       ++n;
     }
     return n;
+  }
+
+  // The WQE at the head is posted whole and is one that waits for WRITEs in flight (fenced()).
+  static bool head_waits_for_writes(const Qp& qp) {
+    if (qp.async_writes == 0 || qp.head == qp.prod || !head_whole(qp)) return false;
+    mlx5::WqeCtrlSeg ctrl;
+    std::memcpy(&ctrl, qp.sq + (qp.head & qp.sq_mask) * mlx5::kWqebb, sizeof ctrl);
+    const auto op = WqeOpcode(ctrl.opcode());
+    return !(op == WqeOpcode::kRdmaWrite || op == WqeOpcode::kRdmaWriteImm || op == WqeOpcode::kNop);
+  }
+
+  // The answers of a WRITE sent without waiting, in order, as far as they came; true once all
+  // did. The first that is not a success decides (later segments of a refused or unanswered
+  // one find the responder in ERR or still not answering).
+  static bool take_answers(const RemotePeer& far, Inflight& e) {
+    while (e.link_got < e.link_n) {
+      ExecOutcome o;
+      const ShmLinks::Poll r =
+          far.links->poll(far.process, e.link_seq + e.link_got, [&o](const uint8_t* p, size_t n) { o = wire::decode_response(p, n, nullptr); });
+      if (r == ShmLinks::Poll::kNotYet) return false;
+      if (r == ShmLinks::Poll::kLost) o.fault = {CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady};
+      ++e.link_got;
+      if (e.link_unanswered || e.syndrome != 0 || !o.fault.failed()) continue;
+      e.link_unanswered = o.not_answered();
+      e.syndrome = uint8_t(o.fault.syndrome), e.vendor = o.fault.vendor;
+    }
+    return true;
+  }
+
+  // A WRITE sent without waiting leaves flight: answers not taken yet are dropped when they come.
+  static void drop_async(Nic& nic, Qp& qp, Inflight& e) {
+    if (e.link_n == 0) return;
+    if (const RemotePeer* far = far_peer(nic, qp))
+      for (uint32_t k = e.link_got; k < e.link_n; ++k) far->links->forget(far->process, e.link_seq + k);
+    e.link_n = 0;
+    --qp.async_writes;
+  }
+
+  // The WRITE at the front was not answered: it and everything after it (WRITEs, by fenced())
+  // go again from its index, as an RC requester goes back to the first unacknowledged PSN.
+  static void resend(Nic& nic, Qp& qp) {
+    qp.head = qp.inflight.front().wqe_idx;
+    for (Inflight& e : qp.inflight) {
+      drop_async(nic, qp, e);
+      if (!e.landed) --qp.pending_responses;
+    }
+    qp.inflight.clear();
   }
 
   static size_t run_qp(Nic& nic, Qp& qp, size_t budget) {
@@ -844,6 +1020,10 @@ void Nic::serve_remote(const uint8_t* request, size_t len, ShmLinks::Reply& repl
     data = r.len;
   }
   reply.done(wire::encode_answer(o, data, out));
+}
+
+void Nic::forget_link_requests(Qp& qp) {
+  for (Inflight& e : qp.inflight) Engine::drop_async(*this, qp, e);
 }
 
 bool Nic::idle() const {

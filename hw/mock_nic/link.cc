@@ -167,11 +167,79 @@ bool ShmLinks::call(uint32_t to, const std::vector<uint8_t>& request, std::vecto
       [response](const uint8_t* p, size_t n) { response->assign(p, p + n); }, why, timeout_s);
 }
 
-bool ShmLinks::call(uint32_t to, size_t len, const Fill& fill, const Take& take, std::string* why, double timeout_s) {
+void ShmLinks::keep(uint32_t from, uint64_t seq, const uint8_t* p, size_t n) {
+  Pending& pd = pending_[from];
+  if (pd.sent.count(seq) != 0) pd.kept[seq].assign(p, p + n);
+}
+
+void ShmLinks::keep_arrived(uint32_t from) {
+  Ring* in = responses(from, me_);
+  Ring::View v;
+  while (in->peek(&v)) keep(from, v.seq, v.p, v.len), in->release(v);
+}
+
+// Room for a request to `to`, serving inbound requests (and keeping arrived answers, which
+// must not fill the peer's answer ring while it waits to answer) until there is.
+uint8_t* ShmLinks::reserve_request(uint32_t to, size_t len, size_t* at, uint64_t* base, std::string* why, double timeout_s) {
   if (len > kMaxMessage) {
     *why = "links: a request of " + std::to_string(len) + " bytes is larger than the link's " + std::to_string(kMaxMessage);
-    return false;
+    return nullptr;
   }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  uint8_t* p;
+  while ((p = requests(me_, to)->reserve(len, at, base)) == nullptr) {
+    serve();
+    keep_arrived(to);
+    if (std::chrono::steady_clock::now() > deadline) return *why = "links: process " + std::to_string(to) + " takes no requests", nullptr;
+  }
+  return p;
+}
+
+uint64_t ShmLinks::send(uint32_t to, size_t len, const Fill& fill, std::string* why, double timeout_s) {
+  size_t at;
+  uint64_t base;
+  uint8_t* p = reserve_request(to, len, &at, &base, why, timeout_s);
+  if (p == nullptr) return 0;
+  const uint64_t seq = ++next_seq_;
+  fill(p);
+  requests(me_, to)->publish(at, base, seq, len);
+  pending_[to].sent[seq] = std::chrono::steady_clock::now();
+  return seq;
+}
+
+ShmLinks::Poll ShmLinks::poll(uint32_t to, uint64_t seq, const Take& take, double timeout_s) {
+  Pending& pd = pending_[to];
+  const auto sent = pd.sent.find(seq);
+  if (sent == pd.sent.end()) return Poll::kLost;  // forgotten
+  if (auto k = pd.kept.find(seq); k != pd.kept.end()) {
+    take(k->second.data(), k->second.size());
+    call_ns_ += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - sent->second).count());
+    pd.kept.erase(k), pd.sent.erase(sent), ++calls_;
+    return Poll::kTaken;
+  }
+  Ring* in = responses(to, me_);
+  Ring::View v;
+  while (in->peek(&v)) {
+    if (v.seq == seq) {
+      take(v.p, v.len);
+      in->release(v);
+      call_ns_ += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - sent->second).count());
+      pd.sent.erase(sent), ++calls_;
+      return Poll::kTaken;
+    }
+    keep(to, v.seq, v.p, v.len);
+    in->release(v);
+  }
+  if (std::chrono::steady_clock::now() - sent->second > std::chrono::duration<double>(timeout_s)) return pd.sent.erase(sent), Poll::kLost;
+  return Poll::kNotYet;
+}
+
+void ShmLinks::forget(uint32_t to, uint64_t seq) {
+  pending_[to].sent.erase(seq);
+  pending_[to].kept.erase(seq);
+}
+
+bool ShmLinks::call(uint32_t to, size_t len, const Fill& fill, const Take& take, std::string* why, double timeout_s) {
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::duration<double>(timeout_s);
   // Every way out adds the call's wall time.
@@ -180,23 +248,20 @@ bool ShmLinks::call(uint32_t to, size_t len, const Fill& fill, const Take& take,
     uint64_t* ns;
     ~Timed() { *ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()); }
   } timed{start, &call_ns_};
-  const uint64_t seq = ++next_seq_;
-  Ring* out = requests(me_, to);
   size_t at;
   uint64_t base;
-  uint8_t* p;
-  while ((p = out->reserve(len, &at, &base)) == nullptr) {
-    serve();
-    if (std::chrono::steady_clock::now() > deadline) return *why = "links: process " + std::to_string(to) + " takes no requests", false;
-  }
+  uint8_t* p = reserve_request(to, len, &at, &base, why, timeout_s);
+  if (p == nullptr) return false;
+  const uint64_t seq = ++next_seq_;
   fill(p);
-  out->publish(at, base, seq, len);
+  requests(me_, to)->publish(at, base, seq, len);
   Ring* in = responses(to, me_);
   for (uint32_t spins = 0;; ++spins) {
     Ring::View v;
     if (in->peek(&v)) {
-      const bool mine = v.seq == seq;  // else the late answer of a call that gave up: not this one's
+      const bool mine = v.seq == seq;  // else a send()'s (kept) or the late answer of a call that gave up (dropped)
       if (mine) take(v.p, v.len);
+      else keep(to, v.seq, v.p, v.len);
       in->release(v);
       if (mine) return ++calls_, true;
       continue;

@@ -9,10 +9,12 @@
 // for the GPU (Dma::pin) device memory is copied to and from it with no bounce.
 #pragma once
 
-#include <cstddef>
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,8 +40,9 @@ class ShmLinks {
   uint64_t calls() const { return calls_; }    // requests this process sent and had answered
   uint64_t served() const { return served_; }  // requests it answered for the others
   uint32_t me() const { return me_; }
-  // Wall time (ns) in call(), serving included, and in answering the others' requests (the
-  // server, wherever serve() ran): a profile's link figures.
+  // Wall time (ns) from each request to its answer (in call(), serving included; from send()
+  // to the poll() that took it), and in answering the others' requests (the server, wherever
+  // serve() ran): a profile's link figures.
   uint64_t call_ns() const { return call_ns_; }
   uint64_t serve_ns() const { return serve_ns_; }
 
@@ -77,6 +80,15 @@ class ShmLinks {
   // The same with the request and answer as vectors.
   bool call(uint32_t to, const std::vector<uint8_t>& request, std::vector<uint8_t>* response, std::string* why,
             double timeout_s = 60);
+  // Requests whose answers are taken later (the NIC's WRITEs in flight): send() posts one and
+  // returns its number (0 and *why if `to` takes none within timeout_s); poll() takes its
+  // answer once it came (kLost: none within timeout_s of the send; the number is then
+  // forgotten, as by forget()). Answers come in the order their requests went; one that
+  // arrives while another is awaited is kept until polled.
+  uint64_t send(uint32_t to, size_t len, const Fill& fill, std::string* why, double timeout_s = 60);
+  enum class Poll { kNotYet, kTaken, kLost };
+  Poll poll(uint32_t to, uint64_t seq, const Take& take, double timeout_s = 60);
+  void forget(uint32_t to, uint64_t seq);  // its answer, when it comes, is dropped
   // Serve every request waiting now; returns how many.
   size_t serve();
   // Say this process is done with its next round (its own requests answered), then serve the
@@ -86,7 +98,7 @@ class ShmLinks {
 
  private:
   ShmLinks(void* base, size_t bytes, uint32_t n, uint32_t me, std::string name)
-      : base_(base), bytes_(bytes), n_(n), me_(me), name_(std::move(name)) {}
+      : base_(base), bytes_(bytes), n_(n), me_(me), name_(std::move(name)), pending_(n) {}
   Ring* requests(uint32_t from, uint32_t to) const;
   Ring* responses(uint32_t from, uint32_t to) const;  // the responses `from` sends back to `to`
   std::atomic<uint64_t>* done(uint32_t p) const;      // the last round process p finished
@@ -97,6 +109,17 @@ class ShmLinks {
   uint32_t n_, me_;
   std::string name_;
   Server server_;
+  // Per peer: requests sent with send() and not yet polled (by number, when sent), and their
+  // answers that came while something else was awaited.
+  struct Pending {
+    std::map<uint64_t, std::chrono::steady_clock::time_point> sent;
+    std::map<uint64_t, std::vector<uint8_t>> kept;
+  };
+  std::vector<Pending> pending_;
+  // An arrived answer that is not `seq`'s: kept if a send() awaits it, dropped if its caller gave up.
+  void keep(uint32_t from, uint64_t seq, const uint8_t* p, size_t n);
+  void keep_arrived(uint32_t from);  // every answer that came, kept
+  uint8_t* reserve_request(uint32_t to, size_t len, size_t* at, uint64_t* base, std::string* why, double timeout_s);
   uint64_t rounds_ = 0;            // rounds this process finished
   uint64_t calls_ = 0, served_ = 0;
   uint64_t call_ns_ = 0, serve_ns_ = 0;

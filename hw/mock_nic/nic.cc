@@ -155,6 +155,7 @@ Status Nic::modify_qp(uint32_t qpn, QpState to, const QpPeer* peer) {
   if (to == QpState::kRst) {
     qp->head = qp->prod = 0;
     qp->audit_dbr = 0;
+    forget_link_requests(*qp);
     qp->inflight.clear();
     // A reset QP completes nothing more: completions still held back (late-CQE fault) go
     // with it, or one would land in the CQ after software reset it for the next epoch.

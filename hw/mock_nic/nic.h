@@ -214,6 +214,7 @@ class Nic {
   void audit_cq_overrun(const Cq& cq);
   void kick(Qp& qp);
   void odd_doorbell(uint32_t page, uint32_t offset, uint64_t value);  // uar_write64's other cases
+  void forget_link_requests(Qp& qp);  // its WRITEs in flight to another process: answers dropped
   bool nothing_scheduled() const;  // untimed() and sleeps_until_kicked() less their own tests
   template <class... A>
   void trace(const trace::Decl& d, A&&... a) {

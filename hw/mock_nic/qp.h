@@ -50,6 +50,12 @@ struct Inflight {
   };
   std::vector<Scatter> scatter;  // where the payload lands
   bool phantom = false;          // phantom memory on either side: nothing to land
+  bool placed = false;           // READ data already in its scatter list (placed from the link at issue)
+  // A WRITE to another process sent without waiting (NicConfig::async_link_writes): its
+  // segments' link requests [link_seq, link_seq + link_n), link_got of their answers taken.
+  uint64_t link_seq = 0;
+  uint32_t link_n = 0, link_got = 0;
+  bool link_unanswered = false;  // one answer said the responder did not answer (resend)
 };
 
 // A shared receive queue: receive WQEs counted, consumed by WRITE_IMM (and SEND, later).
@@ -89,6 +95,7 @@ struct Qp {
   bool active = false;    // on the NIC's active list
   bool error_pending = false;  // a failed WQE waits in `inflight` to be retired
   uint32_t pending_responses = 0;
+  uint32_t async_writes = 0;  // in `inflight` with link requests awaiting answers
   std::deque<Inflight> inflight;
   Inflight staging;       // response record of the WQE being issued (reused, no allocation)
   uint64_t last_doorbell = 0;

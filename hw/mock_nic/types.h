@@ -105,6 +105,11 @@ struct NicConfig {
   // cannot change inside it (Engine::issue_writes); off, each goes through the full issue(). The two give
   // the same results (tests/mock_nic/batch_writes_test.cc compares them).
   bool batch_writes = true;
+  // RDMA WRITEs to a responder in another process go out without waiting for their answers
+  // (ShmLinks::send); each stays in flight until its answer is polled, in order. A WRITE not
+  // answered sends it and everything after it again; READs and atomics wait until no WRITE is
+  // in flight. Off, every request waits for its answer (ShmLinks::call).
+  bool async_link_writes = false;
 };
 
 }  // namespace doorbell::mock_nic

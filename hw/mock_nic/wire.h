@@ -106,4 +106,15 @@ inline ExecOutcome decode_response(const uint8_t* in, size_t n, std::vector<std:
   return o;
 }
 
+// The answer at [in, in + n), its READ data or atomic result left in place (*bytes, *len).
+inline ExecOutcome decode_response(const uint8_t* in, size_t n, const uint8_t** bytes, size_t* len) {
+  ExecOutcome o = decode_response(in, n, nullptr);
+  AnswerHeader a;
+  *bytes = nullptr, *len = 0;
+  if (n < sizeof a || o.fault.failed()) return o;
+  std::memcpy(&a, in, sizeof a);
+  *bytes = in + sizeof a, *len = std::min<size_t>(a.data, n - sizeof a);
+  return o;
+}
+
 }  // namespace doorbell::mock_nic::wire

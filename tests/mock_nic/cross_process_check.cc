@@ -8,7 +8,13 @@
 // second pair, a 2 MiB READ and a 1.5 MiB WRITE cross in segments (larger than one link
 // message), and a segmented WRITE whose range ends past the peer's region is refused whole:
 // REMOTE_ACCESS_ERR, and not one of its bytes lands; a segmented, gathered WRITE_IMM completes one
-// receive at the peer with the immediate and the whole length.
+// receive at the peer with the immediate and the whole length. Last, three WRITEs to a
+// responder whose QP was reset (it does not answer) are retried until it is connected again,
+// then complete with every byte in place. With --async-writes the NICs send WRITEs without
+// waiting for their answers (NicConfig::async_link_writes): unanswered ones are sent again;
+// with --dma the NICs move bytes through a Dma (plain copies here), as behind a GPU: WRITEs
+// are posted at the responder, READ data placed from the link as it comes.
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -22,6 +28,23 @@ using namespace doorbell::mock_nic;
 using namespace doorbell::mock_nic::driver;
 
 namespace {
+
+// Copies as a Dma makes them (its post() and flush() are the defaults: the copy at once).
+class HostDma : public Dma {
+ public:
+  void copy(std::byte* dst, const std::byte* src, size_t len) override { ++copies, std::memmove(dst, src, len); }
+  uint64_t fetch_add64(std::byte* t, uint64_t v) override { return __atomic_fetch_add(reinterpret_cast<uint64_t*>(t), v, __ATOMIC_ACQ_REL); }
+  uint64_t cas64(std::byte* t, uint64_t cmp, uint64_t swap) override {
+    __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(t), &cmp, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return cmp;
+  }
+  uint32_t cas32(std::byte* t, uint32_t cmp, uint32_t swap) override {
+    __atomic_compare_exchange_n(reinterpret_cast<uint32_t*>(t), &cmp, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return cmp;
+  }
+  const char* name() const override { return "host"; }
+  uint64_t copies = 0;
+};
 
 struct Handle {  // what each process publishes
   uint16_t lid;
@@ -39,7 +62,9 @@ int fail(uint32_t rank, const std::string& why) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  bool async = false, dma = false;
+  for (int i = 1; i < argc; ++i) async |= std::strcmp(argv[i], "--async-writes") == 0, dma |= std::strcmp(argv[i], "--dma") == 0;
   auto b = bootstrap::from_env();
   if (!b) return fail(0, b.status().to_string());
   bootstrap::Bootstrap& boot = **b;
@@ -53,8 +78,15 @@ int main() {
 
   NicConfig cfg;
   cfg.lid = uint16_t(me + 1);
+  cfg.async_link_writes = async;
   Rig rig(1, cfg);
   Nic& nic = rig.nic();
+  HostDma host_dma;
+  if (dma) nic.set_dma(&host_dma);
+  // Timers on the wall clock (the retry below must outlast the peer's reconnecting, not jump
+  // to its deadline when the engine idles).
+  const auto t0 = std::chrono::steady_clock::now();
+  nic.set_clock([t0] { return double(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()); });
   if (Status s = rig.fabric.attach_remote(uint16_t(peer + 1), links, peer); !s) return fail(me, s.to_string());
   links->set_server([&rig](uint32_t, const uint8_t* req, size_t len, ShmLinks::Reply& r) { rig.fabric.serve(req, len, r); });
 
@@ -193,8 +225,43 @@ int main() {
     for (uint64_t i = 0; i < kImmBytes; ++i)
       if (rig.mem.as<uint8_t>(big)[i] != pattern(peer, gathered(i))) return fail(me, "segmented WRITE_IMM: byte " + std::to_string(i));
   }
+  // A fetch-add whose old value lands in rank 0's memory, then a WRITE on the same QP: the
+  // WRITE lands nothing at rank 0 (its old value, overwritten meanwhile, stays so).
+  if (me == 0) {
+    q3.atomic(mlx5::WqeOpcode::kAtomicFa, 1, 0, key_got, got + 2048, ks[peer].words, p.words + 16);
+    q3.ring_doorbell();
+    if (!good_cqes(q3, 1)) return fail(me, "a fetch-add on the third QP did not complete");
+    rig.mem.as<uint64_t>(got + 2048)[0] = 0x5a5a5a5a;
+    q3.write(key_src, src, 64, ks[peer].dst, p.dst + 3072);
+    q3.ring_doorbell();
+    if (!good_cqes(q3, 1)) return fail(me, "a WRITE after a fetch-add did not complete");
+    if (const uint64_t v = rig.mem.as<uint64_t>(got + 2048)[0]; v != 0x5a5a5a5a)
+      return fail(me, "a WRITE landed a stale fetch-add result in the requester's memory: " + std::to_string(v));
+  }
+  if (!links->serve_until_all_done(&why)) return fail(me, why);
+  // Rank 1 resets its third QP: rank 0's WRITEs to it go unanswered and are retried (and,
+  // sent without waiting, sent again) until rank 1 connects it again.
+  if (me == 1 && !nic.modify_qp(q3.qpn, QpState::kRst)) return fail(me, "resetting the third QP");
+  if (!links->serve_until_all_done(&why)) return fail(me, why);
+  if (me == 0) {
+    for (uint32_t k = 0; k < 3; ++k) q3.write(key_src, src + 256 * k, 200, ks[peer].dst, p.dst + 2048 + 256 * k);
+    q3.ring_doorbell();
+    const Qp* mine3 = nic.qp(q3.qpn);
+    for (int spins = 0; mine3->retry_deadline_ns < 0 && spins < 10'000'000; ++spins) nic.progress(), links->serve();
+    if (mine3->retry_deadline_ns < 0) return fail(me, "WRITEs to a reset QP were not retried");
+  }
+  if (!links->serve_until_all_done(&why)) return fail(me, why);
+  if (me == 1) rig.connect_to(q3, p.lid, p.qpn3);
+  if (!links->serve_until_all_done(&why)) return fail(me, why);
+  if (me == 0 && !good_cqes(q3, 3)) return fail(me, "WRITEs retried until the responder answered did not all complete");
+  if (!links->serve_until_all_done(&why)) return fail(me, why);
+  if (me == 1)
+    for (uint64_t k = 0; k < 3; ++k)
+      for (uint64_t i = 0; i < 200; ++i)
+        if (rig.mem.as<uint8_t>(dst)[2048 + 256 * k + i] != pattern(peer, 256 * k + i))
+          return fail(me, "a retried WRITE: byte " + std::to_string(256 * k + i));
   if (!boot.barrier()) return fail(me, "bootstrap");
-  std::printf("rank %u: cross-process NIC models: WRITE, READ, fetch-add, compare-swap, segmented READ / WRITE / WRITE_IMM and a wrong rkey over the links: OK (%llu WQEs executed here)\n",
-              me, (unsigned long long)nic.qp(q.qpn)->stats.wqes);
+  std::printf("rank %u: cross-process NIC models: WRITE, READ, fetch-add, compare-swap, segmented READ / WRITE / WRITE_IMM, a wrong rkey and WRITEs retried until answered over the links%s%s: OK (%llu WQEs executed here)\n",
+              me, async ? ", WRITEs sent without waiting" : "", dma ? ", bytes through a Dma" : "", (unsigned long long)nic.qp(q.qpn)->stats.wqes);
   return 0;
 }
