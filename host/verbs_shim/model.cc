@@ -10,6 +10,7 @@
 #include <random>
 
 #include "base/cpu_relax.h"
+#include "base/steady_ns.h"
 #include "hw/mlx5/wqe.h"
 
 namespace doorbell::shim {
@@ -19,10 +20,6 @@ namespace {
 // SIGUSR1 asks the engine thread for the hang report (a handler may only set a flag).
 std::atomic<bool> g_report_asked{false};
 void ask_report(int) { g_report_asked.store(true, std::memory_order_relaxed); }
-
-uint64_t steady_ns() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
 
 uint32_t env_u32(const char* name, uint32_t dflt) {
   const char* v = std::getenv(name);

@@ -1,8 +1,9 @@
 #include "hw/cuda/cuda_dma.h"
 
-#include <chrono>
 #include <cstring>
 #include <vector>
+
+#include "base/steady_ns.h"
 
 namespace doorbell::cuda {
 
@@ -24,10 +25,6 @@ struct Current {
   }
   bool ok;
 };
-
-uint64_t now_ns() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
 
 }  // namespace
 
@@ -78,7 +75,7 @@ bool CudaDma::device(const void* p) const {
 
 bool CudaDma::move(void* dst, const void* src, size_t len) {
   ++copies_, bytes_ += len;
-  const uint64_t t0 = now_ns();
+  const uint64_t t0 = steady_ns();
   const bool to = device(dst), from = device(src);
   Count& k = !to && !from ? host_ : to && from ? dev_dev_ : to ? to_dev_ : from_dev_;
   bool done = true;
@@ -87,7 +84,7 @@ bool CudaDma::move(void* dst, const void* src, size_t len) {
     done = ok(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), len, stream_), "cuMemcpyAsync") &&
            ok(cuStreamSynchronize(stream_), "cuStreamSynchronize");
   if (to || from) staged_ = 0;  // waited for: every posted write before it is done too
-  if (!in_atomic_) ++k.n, k.bytes += len, k.ns += now_ns() - t0;
+  if (!in_atomic_) ++k.n, k.bytes += len, k.ns += steady_ns() - t0;
   return done;
 }
 
@@ -95,14 +92,14 @@ void CudaDma::post(std::byte* dst, const std::byte* src, size_t len) {
   if (len == 0) return;
   Current cur(ctx_);
   if (len > kPostMax || !device(dst) || device(src)) return (void)move(dst, src, len);
-  const uint64_t t0 = now_ns();
+  const uint64_t t0 = steady_ns();
   if (staged_ + len > kStageBytes) flush();  // the ring is full of writes in flight: let them land
   std::byte* s = stage_ + staged_;
   std::memcpy(s, src, len);
   staged_ += (len + 15) & ~size_t(15);
   ok(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(s), len, stream_), "cuMemcpyAsync");
   ++copies_, bytes_ += len;
-  if (!in_atomic_) ++posted_.n, posted_.bytes += len, posted_.ns += now_ns() - t0;
+  if (!in_atomic_) ++posted_.n, posted_.bytes += len, posted_.ns += steady_ns() - t0;
 }
 
 void CudaDma::flush() {
@@ -132,7 +129,7 @@ void CudaDma::copy(std::byte* dst, const std::byte* src, size_t len) {
 
 template <class T, class Op>
 T CudaDma::rmw(std::byte* t, Op op) {
-  const uint64_t t0 = now_ns();
+  const uint64_t t0 = steady_ns();
   in_atomic_ = true;
   T old{};
   if (move(&old, t, sizeof old)) {  // unread: the word is left alone
@@ -140,7 +137,7 @@ T CudaDma::rmw(std::byte* t, Op op) {
     if (next != old) post(t, reinterpret_cast<const std::byte*>(&next), sizeof next);  // read first: it saw every earlier write
   }
   in_atomic_ = false;
-  ++atomics_.n, atomics_.bytes += sizeof(T), atomics_.ns += now_ns() - t0;
+  ++atomics_.n, atomics_.bytes += sizeof(T), atomics_.ns += steady_ns() - t0;
   return old;
 }
 

@@ -362,9 +362,8 @@ struct Engine {
   };
 
   // The responder's half for a request from another process: the QP it names must be
-  // connected back to the requester; READ data and atomic results go back in the answer.
-  // READ data and atomic results go straight into the answer's room (`out`, `cap` bytes), in
-  // the link's ring.
+  // connected back to the requester; READ data and atomic results go straight into the
+  // answer's room (`out`, `cap` bytes) in the link's ring.
   struct RemoteResponder : Responder {
     const wire::RequestHeader& h;
     std::byte* out;
@@ -508,9 +507,7 @@ struct Engine {
     // past kMaxAsyncWrites.
     bool fenced(const mlx5::WqeCtrlSeg& c) const {
       if (c.fence_mode() != 0 && qp.pending_responses != 0) return true;
-      if (qp.async_writes == 0) return false;
-      const auto op = WqeOpcode(c.opcode());
-      return qp.async_writes >= kMaxAsyncWrites || !(op == WqeOpcode::kRdmaWrite || op == WqeOpcode::kRdmaWriteImm || op == WqeOpcode::kNop);
+      return qp.async_writes != 0 && (qp.async_writes >= kMaxAsyncWrites || !passes_writes_in_flight(WqeOpcode(c.opcode())));
     }
     static bool injected_error(uint64_t) { return false; }  // faults come through Faults, at the QP
     WqeFault refused(WqeOpcode op) const {  // said plainly rather than misread as RC
@@ -836,13 +833,16 @@ struct Engine {
     return n;
   }
 
+  // What may be issued while WRITEs are in flight without their answers: more WRITEs (and NOPs).
+  static bool passes_writes_in_flight(WqeOpcode op) {
+    return op == WqeOpcode::kRdmaWrite || op == WqeOpcode::kRdmaWriteImm || op == WqeOpcode::kNop;
+  }
   // The WQE at the head is posted whole and is one that waits for WRITEs in flight (fenced()).
   static bool head_waits_for_writes(const Qp& qp) {
     if (qp.async_writes == 0 || qp.head == qp.prod || !head_whole(qp)) return false;
     mlx5::WqeCtrlSeg ctrl;
     std::memcpy(&ctrl, qp.sq + (qp.head & qp.sq_mask) * mlx5::kWqebb, sizeof ctrl);
-    const auto op = WqeOpcode(ctrl.opcode());
-    return !(op == WqeOpcode::kRdmaWrite || op == WqeOpcode::kRdmaWriteImm || op == WqeOpcode::kNop);
+    return !passes_writes_in_flight(WqeOpcode(ctrl.opcode()));
   }
 
   // The answers of a WRITE sent without waiting, in order, as far as they came; true once all

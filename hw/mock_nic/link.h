@@ -1,9 +1,10 @@
 // The wire between NIC models in different processes of one host: a POSIX shared-memory
 // segment holding, for every ordered pair of processes (i, j), a ring of requests i -> j and
 // a ring of their responses j -> i. Each ring has one writer and one reader (byte ring,
-// length-prefixed messages). A request is answered before its sender goes on (RC's one
-// outstanding request per QP is all the model needs), and a process waiting for an answer
-// serves the requests that reach it meanwhile, so two NICs asking each other cannot deadlock.
+// length-prefixed messages). call() waits for its request's answer; send() / poll() let a
+// NIC keep WRITEs in flight and take their answers later, in order. A process waiting for an
+// answer, or for room, serves the requests that reach it (and keeps arrived answers) meanwhile,
+// so two NICs asking each other cannot deadlock.
 // Messages are written and read in place in the rings (a WRITE's payload is gathered straight
 // into its request, a READ's data straight into its answer), so where the segment is pinned
 // for the GPU (Dma::pin) device memory is copied to and from it with no bounce.
