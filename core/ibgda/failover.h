@@ -129,7 +129,7 @@ DOORBELL_HD int verdict(C& ctx, const DevQp& qp, uint64_t epoch, uint64_t idx) {
 // Issue a non-blocking put / get / add on the main QP or its backup; once posted it goes
 // into the thread's replay log (which has room). A call that did not post (the QP failed
 // under it) is issued again on the other path.
-// (post_rma / add_on fail only before their submit completes: a failure posted nothing.)
+// (post_rma / amo_on fail only before their submit completes: a failure posted nothing.)
 template <class C>
 DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
   ReplayLog& log = my_log(ctx, st);
@@ -138,7 +138,7 @@ DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
     if (OpResult r = enter_path(ctx, st, e.slot, &p); r != OpResult::kOk) return r;
     OpResult r;
     uint32_t n = 1;
-    if (e.kind == LogEntry::kAdd) r = add_on(ctx, st, *p.qp, e.a, e.b, e.pe, &e.begin);
+    if (e.kind == LogEntry::kAdd) r = amo_on(ctx, st, *p.qp, amo_add(e.b, 8), e.a, e.pe, &e.begin, &n);
     else
       r = post_rma(ctx, st, *p.qp, e.kind == LogEntry::kPut ? mlx5::WqeOpcode::kRdmaWrite : mlx5::WqeOpcode::kRdmaRead, e.a,
                    e.b, e.bytes, e.pe, &e.begin, &n);
@@ -211,13 +211,13 @@ DOORBELL_HD OpResult nbi_failover(C& ctx, const DevState& st, const LogEntry& e)
 
 // A fetching atomic with failover: reconciled by the recovery's verdict, never applied twice.
 template <class C>
-DOORBELL_HD OpResult fetch_failover(C& ctx, const DevState& st, uint32_t slot, mlx5::WqeOpcode op, uint64_t off, uint32_t pe,
-                                    uint64_t swap_add, uint64_t compare, uint64_t* result) {
+DOORBELL_HD OpResult fetch_failover(C& ctx, const DevState& st, uint32_t slot, const Amo& a, uint64_t off, uint32_t pe,
+                                    uint64_t* result) {
   for (uint32_t attempt = 0; attempt < kFailoverAttempts; ++attempt) {
     Path p;
     if (OpResult r = enter_path(ctx, st, slot, &p); r != OpResult::kOk) return r;
     FetchOutcome f;
-    const OpResult r = fetch_atomic_on(ctx, st, *p.qp, op, off, pe, swap_add, compare, &f);
+    const OpResult r = fetch_atomic_on(ctx, st, *p.qp, a, off, pe, &f);
     note_outcome(ctx, *p.qp, r);
     const uint64_t epoch = ctx.load(exec::gpu_scope, exec::relaxed, &p.qp->hp->epoch);
     leave(ctx, *p.qp);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/ibgda/failover.h"
 
@@ -162,73 +163,96 @@ DOORBELL_HD OpResult put_nbi_block(C& ctx, const DevState& st, uint64_t dest, ui
 
 // ---- atomics ----
 
-// Fetching atomic: on the warp's QP, result through its ibuf ring.
+// Fetching atomic: on the warp's QP, result through its ibuf ring. A 4-byte result lands
+// big-endian, as a ConnectX returns it (NVSHMEM swaps it too); an 8-byte one as it is.
 template <class C>
-DOORBELL_HD OpResult fetch_atomic(C& ctx, const DevState& st, mlx5::WqeOpcode op, uint64_t off, uint32_t pe, uint64_t swap_add,
-                                  uint64_t compare, uint64_t* result) {
+DOORBELL_HD OpResult fetch_atomic(C& ctx, const DevState& st, const Amo& a, uint64_t off, uint32_t pe, uint64_t* result) {
   const QpSelector sel{QpSelector::kByWarp, 0};
-  if (st.backups != nullptr) return fetch_failover(ctx, st, select_slot(ctx, st, pe, sel), op, off, pe, swap_add, compare, result);
-  FetchOutcome f;
-  const OpResult r = fetch_atomic_on(ctx, st, select_qp(ctx, st, pe, sel), op, off, pe, swap_add, compare, &f);
-  if (r == OpResult::kOk) *result = f.value;
+  uint64_t v = 0;
+  OpResult r;
+  if (st.backups != nullptr) {
+    r = fetch_failover(ctx, st, select_slot(ctx, st, pe, sel), a, off, pe, &v);
+  } else {
+    FetchOutcome f;
+    r = fetch_atomic_on(ctx, st, select_qp(ctx, st, pe, sel), a, off, pe, &f);
+    v = f.value;
+  }
+  if (r == OpResult::kOk) *result = a.bytes == 4 ? mlx5::bswap32(uint32_t(v)) : v;
   return r;
 }
 
-template <class C>
-DOORBELL_HD OpResult atomic_fetch_add(C& ctx, const DevState& st, uint64_t off, uint64_t v, uint32_t pe, uint64_t* old) {
-  return fetch_atomic(ctx, st, mlx5::WqeOpcode::kAtomicFa, off, pe, v, 0, old);
+// The AMOs NVSHMEM has, fetching and not, on 8-byte (T = uint64_t) or 4-byte (uint32_t)
+// words; each posts the one WQE NVSHMEM 3.4.5 posts for it (Amo). Non-fetching ones name T
+// (atomic_set<uint32_t>(...)); 8 bytes when they do not.
+template <class T, class C>
+DOORBELL_HD OpResult fetch_amo(C& ctx, const DevState& st, const Amo& a, uint64_t off, uint32_t pe, T* old) {
+  uint64_t v = 0;
+  const OpResult r = fetch_atomic(ctx, st, a, off, pe, &v);
+  if (r == OpResult::kOk) *old = T(v);
+  return r;
 }
-template <class C>
-DOORBELL_HD OpResult atomic_compare_swap(C& ctx, const DevState& st, uint64_t off, uint64_t cmp, uint64_t v, uint32_t pe,
-                                         uint64_t* old) {
+template <class T, class C>
+DOORBELL_HD OpResult atomic_fetch_add(C& ctx, const DevState& st, uint64_t off, std::type_identity_t<T> v, uint32_t pe, T* old) {
+  return fetch_amo(ctx, st, amo_add(v, sizeof(T)), off, pe, old);
+}
+template <class T, class C>
+DOORBELL_HD OpResult atomic_compare_swap(C& ctx, const DevState& st, uint64_t off, std::type_identity_t<T> cmp, std::type_identity_t<T> v,
+                                         uint32_t pe, T* old) {
   const bool x = planted(st.opt.plant.cas_swapped);
-  return fetch_atomic(ctx, st, mlx5::WqeOpcode::kAtomicCs, off, pe, x ? cmp : v, x ? v : cmp, old);
+  return fetch_amo(ctx, st, amo_compare_swap(x ? v : cmp, x ? cmp : v, sizeof(T)), off, pe, old);
+}
+template <class T, class C>
+DOORBELL_HD OpResult atomic_swap(C& ctx, const DevState& st, uint64_t off, std::type_identity_t<T> v, uint32_t pe, T* old) {
+  return fetch_amo(ctx, st, amo_swap(v, sizeof(T)), off, pe, old);
+}
+template <class T, class C>
+DOORBELL_HD OpResult atomic_fetch_or(C& ctx, const DevState& st, uint64_t off, std::type_identity_t<T> v, uint32_t pe, T* old) {
+  return fetch_amo(ctx, st, amo_or(v, sizeof(T)), off, pe, old);
+}
+template <class T, class C>
+DOORBELL_HD OpResult atomic_fetch_and(C& ctx, const DevState& st, uint64_t off, std::type_identity_t<T> v, uint32_t pe, T* old) {
+  return fetch_amo(ctx, st, amo_and(v, sizeof(T)), off, pe, old);
+}
+template <class T, class C>
+DOORBELL_HD OpResult atomic_fetch_xor(C& ctx, const DevState& st, uint64_t off, std::type_identity_t<T> v, uint32_t pe, T* old) {
+  return fetch_amo(ctx, st, amo_xor(v, sizeof(T)), off, pe, old);
 }
 
-// Operations mlx5 has no single 8-byte, one-WQEBB atomic for (swap, and, or, xor): a
-// compare-and-swap loop on the remote word.
-template <class C, class F>
-DOORBELL_HD OpResult atomic_fetch_op(C& ctx, const DevState& st, uint64_t off, uint32_t pe, F next, uint64_t* old) {
-  uint64_t cur;
-  if (OpResult r = atomic_fetch_add(ctx, st, off, 0, pe, &cur); r != OpResult::kOk) return r;
-  for (;;) {
-    uint64_t seen;
-    if (OpResult r = atomic_compare_swap(ctx, st, off, cur, next(cur), pe, &seen); r != OpResult::kOk) return r;
-    if (seen == cur) break;
-    cur = seen;
-  }
-  *old = cur;
-  return OpResult::kOk;
-}
-
+// Non-fetching atomic: the result lands in ibuf slot 0 and nobody waits for it. (Under
+// failover only add is logged for replay; the others go as they are.)
 template <class C>
-DOORBELL_HD OpResult atomic_swap(C& ctx, const DevState& st, uint64_t off, uint64_t v, uint32_t pe, uint64_t* old) {
-  return atomic_fetch_op(ctx, st, off, pe, [v](uint64_t) { return v; }, old);
+DOORBELL_HD OpResult nonfetch_amo(C& ctx, const DevState& st, const Amo& a, uint64_t off, uint32_t pe) {
+  uint64_t idx;
+  uint32_t n;
+  return amo_on(ctx, st, select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0}), a, off, pe, &idx, &n);
 }
-template <class C>
-DOORBELL_HD OpResult atomic_fetch_or(C& ctx, const DevState& st, uint64_t off, uint64_t v, uint32_t pe, uint64_t* old) {
-  return atomic_fetch_op(ctx, st, off, pe, [v](uint64_t c) { return c | v; }, old);
-}
-template <class C>
-DOORBELL_HD OpResult atomic_fetch_and(C& ctx, const DevState& st, uint64_t off, uint64_t v, uint32_t pe, uint64_t* old) {
-  return atomic_fetch_op(ctx, st, off, pe, [v](uint64_t c) { return c & v; }, old);
-}
-template <class C>
-DOORBELL_HD OpResult atomic_fetch_xor(C& ctx, const DevState& st, uint64_t off, uint64_t v, uint32_t pe, uint64_t* old) {
-  return atomic_fetch_op(ctx, st, off, pe, [v](uint64_t c) { return c ^ v; }, old);
-}
-
-// Non-fetching add: the result lands in ibuf slot 0 and nobody waits for it.
-template <class C>
-DOORBELL_HD OpResult atomic_add(C& ctx, const DevState& st, uint64_t off, uint64_t v, uint32_t pe) {
+template <class T = uint64_t, class C>
+DOORBELL_HD OpResult atomic_add(C& ctx, const DevState& st, uint64_t off, std::type_identity_t<T> v, uint32_t pe) {
   const QpSelector sel{QpSelector::kByWarp, 0};
-  if (st.backups != nullptr) {
+  if (st.backups != nullptr && sizeof(T) == 8) {
     LogEntry e;
     e.kind = LogEntry::kAdd, e.slot = select_slot(ctx, st, pe, sel), e.pe = pe, e.a = off, e.b = v;
     return nbi_failover(ctx, st, e);
   }
-  uint64_t idx;
-  return add_on(ctx, st, select_qp(ctx, st, pe, sel), off, v, pe, &idx);
+  // (NVSHMEM posts an 8-byte non-fetching add as MASKED_FA; it stays ATOMIC_FA here until the
+  // GPU checks, which use it, have run the masked form.)
+  return nonfetch_amo(ctx, st, amo_add(v, sizeof(T)), off, pe);
+}
+template <class T = uint64_t, class C>
+DOORBELL_HD OpResult atomic_set(C& ctx, const DevState& st, uint64_t off, std::type_identity_t<T> v, uint32_t pe) {
+  return nonfetch_amo(ctx, st, amo_swap(v, sizeof(T)), off, pe);
+}
+template <class T = uint64_t, class C>
+DOORBELL_HD OpResult atomic_and(C& ctx, const DevState& st, uint64_t off, std::type_identity_t<T> v, uint32_t pe) {
+  return nonfetch_amo(ctx, st, amo_and(v, sizeof(T)), off, pe);
+}
+template <class T = uint64_t, class C>
+DOORBELL_HD OpResult atomic_or(C& ctx, const DevState& st, uint64_t off, std::type_identity_t<T> v, uint32_t pe) {
+  return nonfetch_amo(ctx, st, amo_or(v, sizeof(T)), off, pe);
+}
+template <class T = uint64_t, class C>
+DOORBELL_HD OpResult atomic_xor(C& ctx, const DevState& st, uint64_t off, std::type_identity_t<T> v, uint32_t pe) {
+  return nonfetch_amo(ctx, st, amo_xor(v, sizeof(T)), off, pe);
 }
 
 }  // namespace doorbell::ibgda

@@ -102,16 +102,71 @@ DOORBELL_HD_HOT OpResult post_rma(C& ctx, const DevState& st, const DevQp& qp, m
   return post_rma_pieces(ctx, st, qp, op, loff, roff, bytes, pe, base, n, head);
 }
 
-// One atomic WQE (CS or FA) on pe's 8-byte word at `off`, result into local `result_addr`.
+// An atomic as its WQE carries it, as NVSHMEM 3.4.5 encodes each operation
+// (docs/nvshmem-device-ops.md §1): 8-byte fetch-add and compare-swap are ATOMIC_FA / CS;
+// everything else, and every 4-byte operation, is an extended (masked) atomic. A masked FA's
+// `compare` is its field boundary (all ones: no carries, an XOR); a masked CS replaces the
+// bits of swap_mask with swap's where (word ^ compare) & compare_mask is zero.
+struct Amo {
+  mlx5::WqeOpcode op = mlx5::WqeOpcode::kAtomicFa;
+  uint32_t bytes = 8;  // operand size: 4 or 8
+  uint64_t swap_add = 0, compare = 0, swap_mask = 0, compare_mask = 0;
+  // An 8-byte masked CS has two atomic segments: two WQEBBs (then a NOP carries the CQE).
+  DOORBELL_HD uint32_t wqebbs() const { return op == mlx5::WqeOpcode::kAtomicMaskedCs && bytes == 8 ? 2 : 1; }
+  DOORBELL_HD uint64_t ones() const { return bytes == 8 ? ~uint64_t{0} : 0xffff'ffffull; }
+};
+DOORBELL_HD Amo amo_add(uint64_t v, uint32_t bytes) {  // fetch-add: 8 bytes ATOMIC_FA
+  return bytes == 8 ? Amo{mlx5::WqeOpcode::kAtomicFa, 8, v} : Amo{mlx5::WqeOpcode::kAtomicMaskedFa, 4, v};
+}
+DOORBELL_HD Amo amo_xor(uint64_t v, uint32_t bytes) {
+  Amo a{mlx5::WqeOpcode::kAtomicMaskedFa, bytes, v};
+  a.compare = a.ones();
+  return a;
+}
+DOORBELL_HD Amo amo_masked_cs(uint64_t swap, uint64_t swap_mask, uint32_t bytes) {  // swap, set, and, or
+  return Amo{mlx5::WqeOpcode::kAtomicMaskedCs, bytes, swap, 0, swap_mask, 0};
+}
+DOORBELL_HD Amo amo_swap(uint64_t v, uint32_t bytes) { return amo_masked_cs(v, bytes == 8 ? ~uint64_t{0} : 0xffff'ffffull, bytes); }
+DOORBELL_HD Amo amo_and(uint64_t v, uint32_t bytes) { return amo_masked_cs(v, ~v & (bytes == 8 ? ~uint64_t{0} : 0xffff'ffffull), bytes); }
+DOORBELL_HD Amo amo_or(uint64_t v, uint32_t bytes) { return amo_masked_cs(v, v, bytes); }
+DOORBELL_HD Amo amo_compare_swap(uint64_t cmp, uint64_t v, uint32_t bytes) {
+  if (bytes == 8) return Amo{mlx5::WqeOpcode::kAtomicCs, 8, v, cmp};
+  return Amo{mlx5::WqeOpcode::kAtomicMaskedCs, 4, v, cmp, 0xffff'ffffull, 0xffff'ffffull};
+}
+
+// The WQEBBs an atomic takes on its QP: its own, and the NOP that carries the CQE after a
+// two-WQEBB one (poll_cq reads a CQE's wqe_counter as the end of a one-WQEBB WQE).
+DOORBELL_HD uint32_t amo_wqebbs(const Amo& a) { return a.wqebbs() == 1 ? 1 : a.wqebbs() + 1; }
+
+// The atomic WQE(s) at `idx` on pe's word at `off`, result into local `result_addr`: the
+// atomic, then (two WQEBBs) a NOP with the CQE request, as NVSHMEM posts them.
 template <class C>
-DOORBELL_HD void write_atomic_wqe(C& ctx, const DevState& st, const DevQp& qp, uint64_t idx, mlx5::WqeOpcode op, uint64_t off,
-                                  uint32_t pe, uint64_t swap_add, uint64_t compare, uint64_t result_addr) {
+DOORBELL_HD void write_atomic_wqe(C& ctx, const DevState& st, const DevQp& qp, uint64_t idx, const Amo& a, uint64_t off, uint32_t pe,
+                                  uint64_t result_addr) {
   const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe, key_dev(st, qp));
+  const bool masked = a.op == mlx5::WqeOpcode::kAtomicMaskedCs || a.op == mlx5::WqeOpcode::kAtomicMaskedFa;
+  const uint8_t opmod = masked ? mlx5::ext_atomic_opmod(a.bytes) : 0;
   WqeStage s;
   mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), st.heap_bases[pe] + off, rk.key);
-  mlx5::set_atomic_seg(s.at<mlx5::WqeAtomicSeg>(32), swap_add, compare);
-  mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(48), 8, qp.ibuf_lkey, result_addr);
-  publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, op, 0, qp.qpn, mlx5::kCtrlCqUpdate, 4);
+  if (a.wqebbs() == 1) {
+    if (a.bytes == 4 && a.op == mlx5::WqeOpcode::kAtomicMaskedCs)
+      mlx5::set_seg(s.at<void>(32), mlx5::masked32_words(uint32_t(a.swap_add), uint32_t(a.compare), uint32_t(a.swap_mask), uint32_t(a.compare_mask)));
+    else if (a.bytes == 4)
+      mlx5::set_seg(s.at<void>(32), mlx5::masked32_words(uint32_t(a.swap_add), uint32_t(a.compare), 0, 0));
+    else
+      mlx5::set_atomic_seg(s.at<mlx5::WqeAtomicSeg>(32), a.swap_add, a.compare);
+    mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(48), a.bytes, qp.ibuf_lkey, result_addr);
+    return publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, a.op, opmod, qp.qpn, mlx5::kCtrlCqUpdate, 4);
+  }
+  // 8-byte masked CS: {swap, compare}, {swap_mask, compare_mask}, then the data segment at the
+  // second WQEBB; the NOP after it asks for the CQE.
+  WqeStage s1;
+  mlx5::set_atomic_seg(s.at<mlx5::WqeAtomicSeg>(32), a.swap_add, a.compare);
+  mlx5::set_atomic_seg(s.at<mlx5::WqeAtomicSeg>(48), a.swap_mask, a.compare_mask);
+  mlx5::set_data_seg(s1.at<mlx5::WqeDataSeg>(0), a.bytes, qp.ibuf_lkey, result_addr);
+  publish_wqe2(ctx, st.opt, wqe_at(qp, idx), s, wqe_at(qp, idx + 1), s1, idx, a.op, opmod, qp.qpn, 0, 5);
+  WqeStage nop;
+  publish_wqe(ctx, st.opt, wqe_at(qp, idx + 2), nop, idx + 2, mlx5::WqeOpcode::kNop, 0, qp.qpn, mlx5::kCtrlCqUpdate, 2);
 }
 
 // What a fetching atomic on one QP left behind: its WQE index (valid once posted) and the
@@ -127,8 +182,8 @@ struct FetchOutcome {
 // slot. The slot is preset to kResultUnset, so after an error the caller can tell whether
 // the response landed before the QP failed.
 template <class C>
-DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t off, uint32_t pe,
-                                     uint64_t swap_add, uint64_t compare, FetchOutcome* out) {
+DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp, const Amo& a, uint64_t off, uint32_t pe,
+                                     FetchOutcome* out) {
   using namespace exec;
   const uint64_t slot = ctx.atomic_add(gpu_scope, &qp.mv->ibuf_head, 1);
   if (wait_until(ctx, "fetch_atomic: ibuf slot free", &qp.mv->ibuf_tail,
@@ -137,14 +192,15 @@ DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp
   auto* res = reinterpret_cast<uint64_t*>(qp.ibuf + (1 + (slot & (qp.ibuf_nslots - 1))) * kIbufSlotBytes);
   if (qp.hp != nullptr) ctx.store(system_scope, relaxed, res, kResultUnset);
   uint64_t base = 0;
-  OpResult r = reserve(ctx, st, qp, 1, &base);
+  const uint32_t n = amo_wqebbs(a);
+  OpResult r = reserve(ctx, st, qp, n, &base);
   if (r == OpResult::kOk) {
-    write_atomic_wqe(ctx, st, qp, base, op, off, pe, swap_add, compare, reinterpret_cast<uint64_t>(res));
-    r = submit(ctx, st, qp, base, 1);
+    write_atomic_wqe(ctx, st, qp, base, a, off, pe, reinterpret_cast<uint64_t>(res));
+    r = submit(ctx, st, qp, base, n);
     out->idx = base;
     out->posted = r == OpResult::kOk;
   }
-  if (r == OpResult::kOk) r = poll_cq(ctx, st, qp, base + 1);
+  if (r == OpResult::kOk) r = poll_cq(ctx, st, qp, base + n);
   const bool late = planted(st.opt.plant.early_release);
   if (!late && r != OpResult::kTimeout && out->posted) out->value = ctx.load(system_scope, acquire, res);
   // Release in order: a later slot may not be reused before this one.
@@ -156,12 +212,15 @@ DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp
   return r;
 }
 
-// Non-fetching add on `qp`: the result lands in ibuf slot 0 and nobody waits for it.
+// Non-fetching atomic on `qp`: its result lands in ibuf slot 0 and nobody waits for it.
+// *idx: its first WQEBB; *n: how many it took.
 template <class C>
-DOORBELL_HD OpResult add_on(C& ctx, const DevState& st, const DevQp& qp, uint64_t off, uint64_t v, uint32_t pe, uint64_t* idx) {
-  if (OpResult r = reserve(ctx, st, qp, 1, idx); r != OpResult::kOk) return r;
-  write_atomic_wqe(ctx, st, qp, *idx, mlx5::WqeOpcode::kAtomicFa, off, pe, v, 0, reinterpret_cast<uint64_t>(qp.ibuf));
-  return submit(ctx, st, qp, *idx, 1);
+DOORBELL_HD OpResult amo_on(C& ctx, const DevState& st, const DevQp& qp, const Amo& a, uint64_t off, uint32_t pe, uint64_t* idx,
+                            uint32_t* n) {
+  *n = amo_wqebbs(a);
+  if (OpResult r = reserve(ctx, st, qp, *n, idx); r != OpResult::kOk) return r;
+  write_atomic_wqe(ctx, st, qp, *idx, a, off, pe, reinterpret_cast<uint64_t>(qp.ibuf));
+  return submit(ctx, st, qp, *idx, *n);
 }
 
 }  // namespace doorbell::ibgda

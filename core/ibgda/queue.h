@@ -40,6 +40,7 @@ struct WqeStage {
 
 // Write a staged WQE of `ds` octowords at `w`: segments first, then the control segment's
 // first 8 bytes (opcode, index, QPN, DS) as one store, so a reader that sees them sees it whole.
+// A WQE of two WQEBBs has its second written first, through its own slot (publish_wqe2).
 template <class C>
 DOORBELL_HD_HOT void publish_wqe(C& ctx, const Options& o, uint8_t* w, WqeStage& s, uint64_t idx, mlx5::WqeOpcode op,
                              uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se, uint8_t ds) {
@@ -48,9 +49,18 @@ DOORBELL_HD_HOT void publish_wqe(C& ctx, const Options& o, uint8_t* w, WqeStage&
   if (dropped(o, kOrderCtrlLast)) ctx.store(exec::gpu_scope, exec::relaxed, ctrl, c.w0);
   // Segments in 16-byte stores (a ring slot is 64-byte aligned), then the control segment's
   // second word, then its first.
-  ctx.write_bytes(w + 16, s.b + 16, uint32_t(ds - 1) * mlx5::kDsBytes);
+  ctx.write_bytes(w + 16, s.b + 16, uint32_t(ds > 4 ? 3 : ds - 1) * mlx5::kDsBytes);
   ctx.store(exec::gpu_scope, exec::relaxed, ctrl + 1, c.w1);
   if (!dropped(o, kOrderCtrlLast)) ctx.store(exec::gpu_scope, exec::relaxed, ctrl, c.w0);
+}
+
+// A WQE of two WQEBBs (`ds` > 4): the second (`s1`'s first `ds` - 4 octowords) at its own slot
+// `w1` (after the ring's last slot comes its first), then the first as publish_wqe writes it.
+template <class C>
+DOORBELL_HD void publish_wqe2(C& ctx, const Options& o, uint8_t* w0, WqeStage& s0, uint8_t* w1, const WqeStage& s1, uint64_t idx,
+                              mlx5::WqeOpcode op, uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se, uint8_t ds) {
+  ctx.write_bytes(w1, s1.b, uint32_t(ds - 4) * mlx5::kDsBytes);
+  publish_wqe(ctx, o, w0, s0, idx, op, opmod, qpn, fm_ce_se, ds);
 }
 
 // Keep the first error a poller saw, but let a root cause replace a flush: after an error

@@ -114,6 +114,11 @@ DOORBELL_HD constexpr SegWords data_words(uint32_t length, uint32_t lkey, uint64
   return {uint64_t(bswap32(length)) | uint64_t(bswap32(lkey)) << 32, bswap64(addr)};
 }
 DOORBELL_HD constexpr SegWords atomic_words(uint64_t swap_add, uint64_t compare) { return {bswap64(swap_add), bswap64(compare)}; }
+// A 4-byte extended atomic's segment: four big-endian words (masked CS: swap, compare,
+// swap_mask, compare_mask; masked FA: add, field_boundary, then 8 reserved bytes).
+DOORBELL_HD constexpr SegWords masked32_words(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  return {uint64_t(bswap32(a)) | uint64_t(bswap32(b)) << 32, uint64_t(bswap32(c)) | uint64_t(bswap32(d)) << 32};
+}
 
 DOORBELL_HD void set_ctrl_seg(WqeCtrlSeg* s, uint16_t pi, WqeOpcode op, uint8_t opmod, uint32_t qpn,
                               uint8_t fm_ce_se, uint8_t ds, uint32_t imm = 0) {

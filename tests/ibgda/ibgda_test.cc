@@ -123,7 +123,113 @@ TEST(Ibgda, FetchAddFromManyAgentsGivesDistinctOldValues) {
     }
 }
 
-TEST(Ibgda, CasLoopAtomics) {
+// Every AMO NVSHMEM has (fetch and non-fetch: add, set / swap, and, or, xor, compare-swap; 4
+// and 8 bytes), each as the WQE NVSHMEM 3.4.5 posts for it (core/ibgda/post_on_qp.h Amo),
+// against a host reference: random sequences from PE 0 on PE 1's words, on a four-WQEBB ring
+// so that the two-WQEBB masked compare-swaps (and their NOPs) wrap it.
+TEST(Ibgda, EveryAmoAgainstAReference) {
+  enum Kind { kFetchAdd, kCas, kSwap, kFetchAnd, kFetchOr, kFetchXor, kAdd, kSet, kAnd, kOr, kXor, kKinds };
+  const uint64_t bad = testing::sweep_seeds(1, 40, [&](uint64_t seed) {
+    auto w = ModelWorld::create(world_cfg(2, 2));
+    if (!w.is_ok()) return false;
+    ModelWorld& world = **w;
+    const uint64_t words = *world.malloc(64);  // the 8-byte word at +0, the 4-byte one at +8
+    uint64_t ref8 = seed * 0x9e3779b97f4a7c15ull, x = seed;
+    uint32_t ref4 = uint32_t(ref8 >> 17);
+    *reinterpret_cast<uint64_t*>(world.at(1, words)) = ref8;
+    *reinterpret_cast<uint32_t*>(world.at(1, words + 8)) = ref4;
+    auto next = [&x] { return x ^= x << 13, x ^= x >> 7, x ^= x << 17; };
+    struct Step {
+      Kind kind;
+      bool four;
+      uint64_t v, cmp, want;  // want: the value a fetching one returns
+    };
+    std::vector<Step> steps(24);
+    for (Step& st : steps) {
+      st.kind = Kind(next() % kKinds), st.four = next() % 2 == 0;
+      const uint64_t mask = st.four ? 0xffff'ffffull : ~uint64_t{0};
+      const uint64_t cur = st.four ? ref4 : ref8;
+      st.v = next() & mask;
+      st.cmp = next() % 2 == 0 ? cur : next() & mask;  // a compare-swap that swaps, or likely not
+      st.want = cur;
+      uint64_t nv = cur;
+      switch (st.kind) {
+        case kFetchAdd: case kAdd: nv = cur + st.v; break;
+        case kCas: nv = cur == st.cmp ? st.v : cur; break;
+        case kSwap: case kSet: nv = st.v; break;
+        case kFetchAnd: case kAnd: nv = cur & st.v; break;
+        case kFetchOr: case kOr: nv = cur | st.v; break;
+        case kFetchXor: case kXor: nv = cur ^ st.v; break;
+        case kKinds: break;
+      }
+      if (st.four) ref4 = uint32_t(nv);
+      else ref8 = nv;
+    }
+    std::vector<uint64_t> got(steps.size(), ~uint64_t{0});
+    Scheduler s(sched(seed));
+    RunResult r = run_on_all(world, s, {1, 1, 1}, [&](SimCtx& ctx, const DevState& st) {
+      if (st.my_pe != 0) return;
+      for (size_t k = 0; k < steps.size(); ++k) {
+        const Step& t = steps[k];
+        const uint64_t off = words + (t.four ? 8 : 0);
+        OpResult res = OpResult::kOk;
+        if (t.four) {
+          uint32_t old = 0;
+          switch (t.kind) {
+            case kFetchAdd: res = atomic_fetch_add<uint32_t>(ctx, st, off, uint32_t(t.v), 1, &old); break;
+            case kCas: res = atomic_compare_swap<uint32_t>(ctx, st, off, uint32_t(t.cmp), uint32_t(t.v), 1, &old); break;
+            case kSwap: res = atomic_swap<uint32_t>(ctx, st, off, uint32_t(t.v), 1, &old); break;
+            case kFetchAnd: res = atomic_fetch_and<uint32_t>(ctx, st, off, uint32_t(t.v), 1, &old); break;
+            case kFetchOr: res = atomic_fetch_or<uint32_t>(ctx, st, off, uint32_t(t.v), 1, &old); break;
+            case kFetchXor: res = atomic_fetch_xor<uint32_t>(ctx, st, off, uint32_t(t.v), 1, &old); break;
+            case kAdd: res = atomic_add<uint32_t>(ctx, st, off, uint32_t(t.v), 1); break;
+            case kSet: res = atomic_set<uint32_t>(ctx, st, off, uint32_t(t.v), 1); break;
+            case kAnd: res = atomic_and<uint32_t>(ctx, st, off, uint32_t(t.v), 1); break;
+            case kOr: res = atomic_or<uint32_t>(ctx, st, off, uint32_t(t.v), 1); break;
+            case kXor: res = atomic_xor<uint32_t>(ctx, st, off, uint32_t(t.v), 1); break;
+            case kKinds: break;
+          }
+          got[k] = old;
+        } else {
+          uint64_t old = 0;
+          switch (t.kind) {
+            case kFetchAdd: res = atomic_fetch_add(ctx, st, off, t.v, 1, &old); break;
+            case kCas: res = atomic_compare_swap(ctx, st, off, t.cmp, t.v, 1, &old); break;
+            case kSwap: res = atomic_swap(ctx, st, off, t.v, 1, &old); break;
+            case kFetchAnd: res = atomic_fetch_and(ctx, st, off, t.v, 1, &old); break;
+            case kFetchOr: res = atomic_fetch_or(ctx, st, off, t.v, 1, &old); break;
+            case kFetchXor: res = atomic_fetch_xor(ctx, st, off, t.v, 1, &old); break;
+            case kAdd: res = atomic_add(ctx, st, off, t.v, 1); break;
+            case kSet: res = atomic_set(ctx, st, off, t.v, 1); break;
+            case kAnd: res = atomic_and(ctx, st, off, t.v, 1); break;
+            case kOr: res = atomic_or(ctx, st, off, t.v, 1); break;
+            case kXor: res = atomic_xor(ctx, st, off, t.v, 1); break;
+            case kKinds: break;
+          }
+          got[k] = old;
+        }
+        EXPECT_EQ(res, OpResult::kOk) << "step " << k;
+      }
+      EXPECT_EQ(quiet_all(ctx, st), OpResult::kOk);
+    });
+    bool ok = r.outcome == Outcome::kCompleted;
+    EXPECT_EQ(r.outcome, Outcome::kCompleted) << r.report;
+    for (size_t k = 0; k < steps.size() && ok; ++k)
+      if (steps[k].kind < kAdd && got[k] != steps[k].want) {
+        ADD_FAILURE() << "seed " << seed << " step " << k << " (kind " << steps[k].kind << (steps[k].four ? ", 4 B" : ", 8 B") << "): fetched "
+                      << got[k] << ", want " << steps[k].want;
+        ok = false;
+      }
+    const uint64_t end8 = *reinterpret_cast<uint64_t*>(world.at(1, words));
+    const uint32_t end4 = *reinterpret_cast<uint32_t*>(world.at(1, words + 8));
+    EXPECT_EQ(end8, ref8) << "seed " << seed;
+    EXPECT_EQ(end4, ref4) << "seed " << seed;
+    return ok && end8 == ref8 && end4 == ref4;
+  });
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(Ibgda, MaskedAtomics) {
   auto w = ModelWorld::create(world_cfg());
   ASSERT_TRUE(w.is_ok());
   ModelWorld& world = **w;
