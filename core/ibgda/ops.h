@@ -255,4 +255,46 @@ DOORBELL_HD OpResult atomic_xor(C& ctx, const DevState& st, uint64_t off, std::t
   return nonfetch_amo(ctx, st, amo_xor(v, sizeof(T)), off, pe);
 }
 
+// ---- signals ----
+
+// put-with-signal (NVSHMEM's putmem_signal_nbi): the data, then the 8-byte signal update on
+// the same QP (RC keeps the order, so the signal lands after the data; NVSHMEM sets no fence
+// bit either): set as an 8-byte masked compare-swap, add as a masked fetch-add. NVSHMEM posts
+// both in one reservation, the WRITE without a CQE, when the data is in one heap chunk; here
+// the put goes as put_nbi's and the signal in its own reservation, as NVSHMEM does when the
+// data spans chunks.
+enum class SignalOp : uint8_t { kSet, kAdd };
+template <class C>
+DOORBELL_HD OpResult put_signal_nbi(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint64_t sig,
+                                    uint64_t signal, SignalOp op, uint32_t pe) {
+  if (OpResult r = put_nbi(ctx, st, dest, src, bytes, pe, QpSelector{QpSelector::kByWarp, 0}); r != OpResult::kOk) return r;
+  return nonfetch_amo(ctx, st, op == SignalOp::kSet ? amo_swap(signal, 8) : Amo{mlx5::WqeOpcode::kAtomicMaskedFa, 8, signal}, sig, pe);
+}
+
+// Wait until this PE's signal word at heap offset `sig` compares true with `value` (NVSHMEM's
+// signal_wait_until: local polling only); *seen: the value that did. A NIC writes the word:
+// system scope.
+enum class Cmp : uint8_t { kEq, kNe, kGt, kGe, kLt, kLe };
+template <class C>
+DOORBELL_HD OpResult signal_wait_until(C& ctx, const DevState& st, uint64_t sig, Cmp cmp, uint64_t value, uint64_t* seen) {
+  const auto* word = reinterpret_cast<const uint64_t*>(st.heap_bases[st.my_pe] + sig);
+  const auto holds = [cmp, value](uint64_t v) {
+    switch (cmp) {
+      case Cmp::kEq: return v == value;
+      case Cmp::kNe: return v != value;
+      case Cmp::kGt: return v > value;
+      case Cmp::kGe: return v >= value;
+      case Cmp::kLt: return v < value;
+      case Cmp::kLe: return v <= value;
+    }
+    return false;
+  };
+  uint64_t last = 0;
+  if (exec::wait_until(ctx, exec::system_scope, "signal_wait_until", word, [&](uint64_t v) { return last = v, holds(v); }) !=
+      exec::WaitResult::kOk)
+    return OpResult::kTimeout;
+  *seen = last;
+  return OpResult::kOk;
+}
+
 }  // namespace doorbell::ibgda

@@ -232,6 +232,49 @@ TEST(Ibgda, EveryAmoAgainstAReference) {
   EXPECT_EQ(bad, 0u);
 }
 
+// put-with-signal: PE 0 puts round r's 256 bytes with signal r (set, or add 1) to PE 1; PE 1
+// waits for the signal, reads the data (it must be round r's: the signal lands after it), and
+// answers with a signal of its own that PE 0 waits for. Random schedules; odd seeds in the
+// weak memory mode.
+TEST(Ibgda, PutWithSignalLandsAfterItsData) {
+  const uint64_t bad = testing::sweep_seeds(1, 40, [&](uint64_t seed) {
+    auto w = ModelWorld::create(world_cfg(2, 3));
+    if (!w.is_ok()) return false;
+    ModelWorld& world = **w;
+    constexpr uint64_t kBytes = 256;
+    constexpr uint32_t kRounds = 6;
+    const uint64_t src = *world.malloc(kBytes), dst = *world.malloc(kBytes), sig = *world.malloc(64);
+    const SignalOp op = seed % 4 < 2 ? SignalOp::kSet : SignalOp::kAdd;
+    uint64_t stale = 0;
+    gpu_sim::SchedOptions so = sched(seed);
+    so.memory = seed % 2 != 0 ? gpu_sim::MemoryModel::kWeak : gpu_sim::MemoryModel::kSc;
+    Scheduler s(so);
+    RunResult r = run_on_all(world, s, {1, 1, 1}, [&](SimCtx& ctx, const DevState& st) {
+      const uint32_t me = st.my_pe, peer = 1 - me;
+      auto* mine = reinterpret_cast<uint64_t*>(st.heap_bases[me] + src);
+      auto* got = reinterpret_cast<const uint64_t*>(st.heap_bases[me] + dst);
+      uint64_t seen = 0;
+      for (uint64_t round = 1; round <= kRounds; ++round) {
+        if (me == 0) {
+          for (uint64_t k = 0; k < kBytes / 8; ++k) ctx.store(exec::gpu_scope, exec::relaxed, &mine[k], round * 1000 + k);
+          EXPECT_EQ(put_signal_nbi(ctx, st, dst, src, kBytes, sig, op == SignalOp::kSet ? round : 1, op, peer), OpResult::kOk);
+          EXPECT_EQ(signal_wait_until(ctx, st, sig + 8, Cmp::kGe, round, &seen), OpResult::kOk);
+        } else {
+          EXPECT_EQ(signal_wait_until(ctx, st, sig, Cmp::kGe, round, &seen), OpResult::kOk);
+          for (uint64_t k = 0; k < kBytes / 8; ++k)
+            if (ctx.load(exec::system_scope, exec::relaxed, &got[k]) != round * 1000 + k) ++stale;
+          EXPECT_EQ(put_signal_nbi(ctx, st, dst + 8, src, 0, sig + 8, round, SignalOp::kSet, peer), OpResult::kOk);
+        }
+      }
+      EXPECT_EQ(quiet_all(ctx, st), OpResult::kOk);
+    });
+    EXPECT_EQ(r.outcome, Outcome::kCompleted) << r.report;
+    EXPECT_EQ(stale, 0u) << "seed " << seed << ": PE 1 read data older than the signal it saw";
+    return r.outcome == Outcome::kCompleted && stale == 0;
+  });
+  EXPECT_EQ(bad, 0u);
+}
+
 TEST(Ibgda, MaskedAtomics) {
   auto w = ModelWorld::create(world_cfg());
   ASSERT_TRUE(w.is_ok());
