@@ -161,11 +161,6 @@ bool Model::work_outstanding() const {
   return false;
 }
 
-bool Model::nic_idle() {
-  std::lock_guard<std::mutex> lock(mu);
-  return nic_->idle();
-}
-
 void Model::stop() {
   stop_ = true;
   if (engine_.joinable()) engine_.join();
@@ -219,9 +214,9 @@ void Model::remove_uar(UarPage* u) {
 // when QPs share the page every one of them is rung (each then reads its own doorbell record).
 bool Model::ring_changed(uint64_t now_ns) {
   bool any = false;
-  for (uint32_t q : qpns_)  // the profile's proxy clock starts when a record moves
-    if (const mock_nic::Qp* qp = nic_->qp(q); qp != nullptr && qp->dbr != nullptr) {
-      DbrWatch& w = dbr_watch_[q];
+  for (size_t i = 0; i < qpns_.size(); ++i)  // the profile's proxy clock starts when a record moves
+    if (const mock_nic::Qp* qp = nic_->qp(qpns_[i]); qp != nullptr && qp->dbr != nullptr) {
+      DbrWatch& w = dbr_watch_[i];
       if (const uint16_t d = uint16_t(qp->dbr->snd.get()); d != w.dbr) {
         w.dbr = d;
         if (!w.moved) w.moved = true, w.since_ns = now_ns;
@@ -234,9 +229,9 @@ bool Model::ring_changed(uint64_t now_ns) {
       if (v == u->seen[b]) continue;
       u->seen[b] = v;
       look_gap_ns_ += now_ns - last_look_ns_;
-      for (uint32_t q : qpns_)
-        if (const mock_nic::Qp* qp = nic_->qp(q); qp != nullptr && qp->attr.uar_page == u->page)
-          if (DbrWatch& w = dbr_watch_[q]; w.moved) proxy_ns_ += now_ns - w.since_ns, ++proxy_n_, w.moved = false;
+      for (size_t i = 0; i < qpns_.size(); ++i)
+        if (const mock_nic::Qp* qp = nic_->qp(qpns_[i]); qp != nullptr && qp->attr.uar_page == u->page)
+          if (DbrWatch& w = dbr_watch_[i]; w.moved) proxy_ns_ += now_ns - w.since_ns, ++proxy_n_, w.moved = false;
       nic_->uar_write64(u->page, off, v);
       for (uint32_t q : qpns_) {
         const uint64_t named = mlx5::doorbell_value(0, q);  // a doorbell for QP q: the NIC reads its QPN
@@ -279,6 +274,7 @@ void Model::run() {
       traced_actions = actions_;
     }
     size_t did = 0;
+    bool nic_idle = false;  // nothing in flight at the NIC (a WRITE's answer due from the peer is work)
     {
       std::lock_guard<std::mutex> lock(mu);
       const uint64_t look = steady_ns();
@@ -293,6 +289,7 @@ void Model::run() {
         timeline_->sample(*nic_, qpns_, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       if (g_report_asked.exchange(false, std::memory_order_relaxed)) report_hang("SIGUSR1");
       last_look_ns_ = steady_ns();  // a doorbell's watch delay runs from here to the next look
+      nic_idle = did == 0 && nic_->idle();
       // DOORBELL_SHIM_HANG_S: nothing moved for that long while work is outstanding.
       const auto now = std::chrono::steady_clock::now();
       if (did != 0) last_moved = now, hang_said = false;
@@ -305,7 +302,7 @@ void Model::run() {
     // the core away for a scheduler tick. Idle for 200 us, with nothing in flight (a WRITE's
     // answer due from the peer is work), it sleeps 50 us at a time.
     if (did != 0) idle_since = std::chrono::steady_clock::now();
-    else if (std::chrono::steady_clock::now() - idle_since > std::chrono::microseconds(200) && nic_idle())
+    else if (std::chrono::steady_clock::now() - idle_since > std::chrono::microseconds(200) && nic_idle)
       std::this_thread::sleep_for(std::chrono::microseconds(50)), ++sleeps_;
     else cpu_relax();
   }
@@ -327,6 +324,7 @@ void Model::count_qp(uint32_t qpn) {
     if (f.kind == mock_nic::kQpError && f.qp == qps_made_) nic_->faults().qp_errors.push_back({f.at_ns, qpn});
   ++qps_made_;
   qpns_.push_back(qpn);
+  dbr_watch_.emplace_back();
 }
 
 void Model::count_cq(uint32_t cqn) {
@@ -338,6 +336,7 @@ void Model::retire_qp(uint32_t qpn) {
   for (auto it = qpns_.begin(); it != qpns_.end(); ++it)
     if (*it == qpn) {
       if (const mock_nic::Qp* qp = nic_->qp(qpn)) retired_wqes_ += qp->stats.wqes;
+      dbr_watch_.erase(dbr_watch_.begin() + (it - qpns_.begin()));
       qpns_.erase(it);
       return;
     }

@@ -80,7 +80,6 @@ class Model {
   void run();  // the engine thread
   bool ring_changed(uint64_t now_ns);
   bool work_outstanding() const;
-  bool nic_idle();  // nothing in flight at the NIC (takes mu)
   ~Model() = default;  // only a model that failed to start is destroyed (see get())
 
   mem::AddressSpace mem_;
@@ -109,7 +108,7 @@ class Model {
     bool moved = false;
     uint64_t since_ns = 0;
   };
-  std::map<uint32_t, DbrWatch> dbr_watch_;
+  std::vector<DbrWatch> dbr_watch_;  // beside qpns_
   uint64_t proxy_ns_ = 0, proxy_n_ = 0;
   uint64_t last_look_ns_ = 0, look_gap_ns_ = 0, sleeps_ = 0;
   uint64_t progress_ns_ = 0;

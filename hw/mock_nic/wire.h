@@ -87,11 +87,12 @@ inline size_t encode_answer(const ExecOutcome& o, size_t data_len, uint8_t* out)
   return sizeof a + data_len;
 }
 
-// The answer at [in, in + n). Its READ data or atomic result, if it did not fail and `data` is
-// given, goes to (*data)[at, ...) (a segment's place in the whole message), which it grows to.
-inline ExecOutcome decode_response(const uint8_t* in, size_t n, std::vector<std::byte>* data, size_t at = 0) {
+// The answer at [in, in + n); its READ data or atomic result, if it did not fail, left in
+// place (*bytes, *len; none after a failure).
+inline ExecOutcome decode_response(const uint8_t* in, size_t n, const uint8_t** bytes, size_t* len) {
   ExecOutcome o;
   AnswerHeader a;
+  *bytes = nullptr, *len = 0;
   if (n < sizeof a) {  // a malformed answer: as none at all
     o.fault = {mlx5::CqeSyndrome::kTransportRetryExcErr, vendor::kRemoteNotReady};
     return o;
@@ -99,21 +100,19 @@ inline ExecOutcome decode_response(const uint8_t* in, size_t n, std::vector<std:
   std::memcpy(&a, in, sizeof a);
   o.fault = {mlx5::CqeSyndrome(a.syndrome), a.vendor};
   o.delayed = a.delayed != 0, o.byte_cnt = a.byte_cnt;
-  if (data == nullptr || o.fault.failed()) return o;
-  const size_t len = std::min<size_t>(a.data, n - sizeof a);
-  data->resize(at + len);
-  if (len != 0) std::memcpy(data->data() + at, in + sizeof a, len);
+  if (!o.fault.failed()) *bytes = in + sizeof a, *len = std::min<size_t>(a.data, n - sizeof a);
   return o;
 }
 
-// The answer at [in, in + n), its READ data or atomic result left in place (*bytes, *len).
-inline ExecOutcome decode_response(const uint8_t* in, size_t n, const uint8_t** bytes, size_t* len) {
-  ExecOutcome o = decode_response(in, n, nullptr);
-  AnswerHeader a;
-  *bytes = nullptr, *len = 0;
-  if (n < sizeof a || o.fault.failed()) return o;
-  std::memcpy(&a, in, sizeof a);
-  *bytes = in + sizeof a, *len = std::min<size_t>(a.data, n - sizeof a);
+// The same, the data copied to (*data)[at, ...) (a segment's place in the whole message), which
+// it grows to, where `data` is given.
+inline ExecOutcome decode_response(const uint8_t* in, size_t n, std::vector<std::byte>* data, size_t at = 0) {
+  const uint8_t* bytes;
+  size_t len;
+  const ExecOutcome o = decode_response(in, n, &bytes, &len);
+  if (data == nullptr || o.fault.failed()) return o;
+  data->resize(at + len);
+  if (len != 0) std::memcpy(data->data() + at, bytes, len);
   return o;
 }
 

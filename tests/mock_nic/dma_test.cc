@@ -66,13 +66,32 @@ class AliasDma : public mock_nic::Dma {
   std::byte* alias_ = nullptr;
 };
 
+// Both NICs of `rig` behind `dma`, its device memory registered on each: dev, key0, key1.
+struct Device {
+  uint64_t dev;
+  uint32_t key0, key1;
+};
+Device attach(Rig& rig, AliasDma& dma) {
+  for (int i = 0; i < 2; ++i) rig.nic(i).set_dma(&dma);
+  EXPECT_TRUE(rig.mem.map_external(dma.device(), kBytes, mem::MemKind::kGpu, "device").is_ok());
+  const uint64_t dev = reinterpret_cast<uint64_t>(dma.device());
+  return {dev, rig.reg(dev, kBytes, kAll, 0), rig.reg(dev, kBytes, kAll, 1)};
+}
+
+// The CQEs `sq` has, every one good (-1 at the first error CQE).
+int good_cqes(SendQueue& sq) {
+  int n = 0;
+  while (const Cqe64* c = sq.poll()) {
+    if (c->opcode() != uint8_t(CqeOpcode::kReq)) return -1;
+    ++n;
+  }
+  return n;
+}
+
 TEST(Dma, DeviceMemoryIsMovedOnlyThroughTheDma) {
   AliasDma dma;
   Rig rig(2);
-  for (int i = 0; i < 2; ++i) rig.nic(i).set_dma(&dma);
-  ASSERT_TRUE(rig.mem.map_external(dma.device(), kBytes, mem::MemKind::kGpu, "device").is_ok());
-  const uint64_t dev = reinterpret_cast<uint64_t>(dma.device());
-  const uint32_t dkey0 = rig.reg(dev, kBytes, kAll, 0), dkey1 = rig.reg(dev, kBytes, kAll, 1);
+  const auto [dev, dkey0, dkey1] = attach(rig, dma);
   const uint64_t host = rig.alloc(4096);  // host memory on NIC 0: READ results land here
   const uint32_t hkey = rig.reg(host, 4096, kAll, 0);
   for (size_t i = 0; i < 4096; ++i) *dma.backing(i) = std::byte(i * 5 + 1);
@@ -91,12 +110,7 @@ TEST(Dma, DeviceMemoryIsMovedOnlyThroughTheDma) {
   a.atomic(mlx5::WqeOpcode::kAtomicCs, 99, 12, dkey0, dev + 20496, dkey1, dev + 24576);
   a.ring_doorbell();
   ASSERT_TRUE(rig.run());
-  int cqes = 0;
-  while (const Cqe64* c = a.poll()) {
-    ASSERT_EQ(c->opcode(), uint8_t(CqeOpcode::kReq)) << "an error CQE";
-    ++cqes;
-  }
-  ASSERT_EQ(cqes, 7);
+  ASSERT_EQ(good_cqes(a), 7);
   for (size_t i = 0; i < 1024; ++i) ASSERT_EQ(*dma.backing(8192 + i), std::byte(i * 5 + 1)) << i;
   for (size_t i = 0; i < 8; ++i) ASSERT_EQ(*dma.backing(12288 + i), std::byte((100 + i) * 5 + 1)) << i;
   EXPECT_EQ(std::memcmp(dma.backing(16384), msg, sizeof msg), 0);
@@ -135,10 +149,7 @@ class DeferringDma : public AliasDma {
 TEST(Dma, PostedWritesLandBeforeTheCqeBehindThem) {
   DeferringDma dma;
   Rig rig(2);
-  for (int i = 0; i < 2; ++i) rig.nic(i).set_dma(&dma);
-  ASSERT_TRUE(rig.mem.map_external(dma.device(), kBytes, mem::MemKind::kGpu, "device").is_ok());
-  const uint64_t dev = reinterpret_cast<uint64_t>(dma.device());
-  const uint32_t dkey0 = rig.reg(dev, kBytes, kAll, 0), dkey1 = rig.reg(dev, kBytes, kAll, 1);
+  const auto [dev, dkey0, dkey1] = attach(rig, dma);
   for (size_t i = 0; i < 64; ++i) *dma.backing(i) = std::byte(i + 1);
   SendQueue a = rig.make_sq(0), b = rig.make_sq(1);
   rig.connect(a, b);
@@ -147,12 +158,7 @@ TEST(Dma, PostedWritesLandBeforeTheCqeBehindThem) {
   a.write(dkey0, dev, 64, dkey1, dev + 8192);
   a.ring_doorbell();
   ASSERT_TRUE(rig.run());
-  int cqes = 0;
-  while (const Cqe64* c = a.poll()) {
-    ASSERT_EQ(c->opcode(), uint8_t(CqeOpcode::kReq)) << "an error CQE";
-    ++cqes;
-  }
-  ASSERT_EQ(cqes, 2);
+  ASSERT_EQ(good_cqes(a), 2);
   EXPECT_EQ(dma.posted, 2u);  // both WRITEs' bytes were posted
   EXPECT_TRUE(dma.waiting.empty()) << dma.waiting.size() << " posted write(s) still on their way after the CQE";
   EXPECT_EQ(std::memcmp(dma.backing(4096), msg, sizeof msg), 0);
