@@ -1,11 +1,12 @@
 // IBGDA on a Hopper GPU (run through the device tool; CI only compiles it). The protocol of
 // core/ibgda — the same source the CPU-model tests run — executes as device code with
 // CudaCtx against the GPU-resident NIC engine (hw/cuda/nic_engine.cuh, the NIC model's engine
-// on the GPU, one CTA per PE); WQ rings, DBRs, collapsed
-// CQs, management words, ibufs and the PEs' symmetric heaps all live in GPU memory. Two PEs
-// share the GPU. Checks put / get (crossing heap chunks) / fetch-add results, measures 8-byte
-// put_nbi throughput, and plants a lost doorbell (the NIC must not run the put it announced,
-// so its quiet times out). Exits non-zero on a wrong result.
+// on the GPU, one CTA per PE); WQ rings, DBRs, collapsed CQs, management words, ibufs and the
+// PEs' symmetric heaps all live in GPU memory. Two PEs share the GPU. Checks put / get
+// (crossing heap chunks) / fetch-add results, every AMO family against a reference, and
+// put-with-signal waited for with signal_wait_until (its data there when the signal shows);
+// measures 8-byte put_nbi throughput; plants a lost doorbell (the NIC must not run the put it
+// announced, so its quiet times out). Exits non-zero on a wrong result.
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -75,10 +76,33 @@ struct Work {
   unsigned long long* fetched;  // kind 0: old values
   unsigned int* done_ctas;
   unsigned long long* failures;
+  unsigned long long* amo_old = nullptr;  // kind 0: each thread's kAmos fetched values
+  unsigned long long* sig_bad = nullptr;  // kind 0: signals seen before their data
 };
 
 constexpr uint64_t kCtrOff = 0, kSlots = 4096, kDstSlots = 128 << 10, kBigSrc = 512 << 10, kBig = 1536 << 10, kBigDst = 2 << 20,
-                   kGetOff = 3584 << 10;
+                   kGetOff = 3584 << 10, kAmoOff = 3840 << 10, kSigOff = 3900 << 10, kSigData = 3904 << 10;
+constexpr uint32_t kAmos = 9;  // AMO words per thread (kAmoOff + t * 128 on the peer)
+
+// Word k of thread t's AMO block before the kernel, and the operand thread t applies to it.
+__host__ __device__ uint64_t amo_init(uint32_t t, uint32_t k) { return 0x0123456789abcdefull * (k + 1) ^ (uint64_t(t) << 20); }
+__host__ __device__ uint64_t amo_arg(uint32_t t, uint32_t k) { return 0xf0e1d2c3b4a59687ull * (k + 3) ^ t; }
+
+// What each AMO leaves (the block's reference): 8-byte swap, compare-swap (matching), fetch-and,
+// 4-byte fetch-xor, 4-byte non-fetch add, 8-byte non-fetch set, 8-byte non-fetch xor, 4-byte
+// fetch-add. A 4-byte AMO works on the low half of its (little-endian) word.
+__host__ __device__ uint64_t amo_after(uint32_t t, uint32_t k) {
+  const uint64_t w = amo_init(t, k), a = amo_arg(t, k), hi = w & ~0xffffffffull;
+  const uint32_t lo = uint32_t(w);
+  switch (k) {
+    case 0: case 1: case 5: return a;
+    case 2: return w & a;
+    case 3: return hi | uint32_t(lo ^ uint32_t(a));
+    case 4: case 7: return hi | uint32_t(lo + uint32_t(a));
+    case 6: return w ^ a;
+    default: return w + a;
+  }
+}
 
 __global__ void ibgda_kernel(const cuda_nic::Engine engine, const ibgda::DevState* states, Work w) {
   if (blockIdx.x < kNpes) {  // the NIC engine: CTA p serves QPs p, p + kNpes, ...
@@ -106,7 +130,34 @@ __global__ void ibgda_kernel(const cuda_nic::Engine engine, const ibgda::DevStat
     uint64_t old = 0;
     ok &= ibgda::atomic_fetch_add(ctx, st, kCtrOff, 1, peer, &old) == OpResult::kOk;
     w.fetched[pe * 65536 + t] = old;
+    // Every AMO family on the peer's block for this thread (issue 38's forms: masked
+    // compare-swap / fetch-add, 2-WQEBB 8-byte masked forms, 4-byte results byte-swapped).
+    const uint64_t amo = kAmoOff + uint64_t(t) * 128;
+    unsigned long long* olds = w.amo_old + (uint64_t(pe) * 65536 + t) * kAmos;
+    uint64_t o64 = 0;
+    uint32_t o32 = 0;
+    ok &= ibgda::atomic_swap<uint64_t>(ctx, st, amo, amo_arg(t, 0), peer, &o64) == OpResult::kOk, olds[0] = o64;
+    ok &= ibgda::atomic_compare_swap<uint64_t>(ctx, st, amo + 8, amo_init(t, 1), amo_arg(t, 1), peer, &o64) == OpResult::kOk, olds[1] = o64;
+    ok &= ibgda::atomic_fetch_and<uint64_t>(ctx, st, amo + 16, amo_arg(t, 2), peer, &o64) == OpResult::kOk, olds[2] = o64;
+    ok &= ibgda::atomic_fetch_xor<uint32_t>(ctx, st, amo + 24, uint32_t(amo_arg(t, 3)), peer, &o32) == OpResult::kOk, olds[3] = o32;
+    ok &= ibgda::atomic_add<uint32_t>(ctx, st, amo + 32, uint32_t(amo_arg(t, 4)), peer) == OpResult::kOk;
+    ok &= ibgda::atomic_set<uint64_t>(ctx, st, amo + 40, amo_arg(t, 5), peer) == OpResult::kOk;
+    ok &= ibgda::atomic_xor<uint64_t>(ctx, st, amo + 48, amo_arg(t, 6), peer) == OpResult::kOk;
+    ok &= ibgda::atomic_fetch_add<uint32_t>(ctx, st, amo + 56, uint32_t(amo_arg(t, 7)), peer, &o32) == OpResult::kOk, olds[7] = o32;
+    ok &= ibgda::atomic_add<uint64_t>(ctx, st, amo + 64, amo_arg(t, 8), peer) == OpResult::kOk;
+    // put-with-signal to the peer (set for even threads, add for odd; either leaves t + 1),
+    // then wait for the peer's own to this thread: the 64 bytes must be there when it shows.
+    ok &= ibgda::put_signal_nbi(ctx, st, kSigData + t * 64, kBigSrc + t * 64, 64, kSigOff + t * 8, t + 1,
+                                t % 2 == 0 ? ibgda::SignalOp::kSet : ibgda::SignalOp::kAdd, peer) == OpResult::kOk;
     ok &= quiet(ctx, st) == OpResult::kOk;
+    uint64_t seen = 0;
+    ok &= ibgda::signal_wait_until(ctx, st, kSigOff + t * 8, ibgda::Cmp::kEq, t + 1, &seen) == OpResult::kOk;
+    const uint32_t from = (pe + kNpes - 1) % kNpes;
+    for (uint32_t i = 0; i < 64; ++i)
+      if (heap[kSigData + t * 64 + i] != uint8_t((t * 64 + i) * 13 + from)) {
+        atomicAdd(w.sig_bad, 1ull);
+        break;
+      }
   } else if (w.kind == 3) {  // one thread, one put: its doorbell is the only one
     if (pe == 0 && t == 0) {
       ok &= ibgda::put_nbi(ctx, st, kDstSlots, kSlots, 8, 1) == OpResult::kOk;
@@ -144,7 +195,15 @@ int main() {
       CHECK(cudaMemcpy(g.heap[p] + kBigSrc, pattern.data(), kBig, cudaMemcpyHostToDevice));
     }
     const uint32_t ctas = 2, threads = 128, per = 16;
-    Work w{0, ctas, per, dalloc<unsigned long long>(kNpes * 65536), dalloc<unsigned>(1), dalloc<unsigned long long>(1)};
+    for (uint32_t p = 0; p < kNpes; ++p) {
+      std::vector<uint64_t> init(ctas * threads * 16);
+      for (uint32_t t = 0; t < ctas * threads; ++t)
+        for (uint32_t k = 0; k < kAmos; ++k) init[t * 16 + k] = amo_init(t, k);
+      CHECK(cudaMemcpy(g.heap[p] + kAmoOff, init.data(), init.size() * 8, cudaMemcpyHostToDevice));
+      CHECK(cudaMemset(g.heap[p] + kSigOff, 0, ctas * threads * 8));
+    }
+    Work w{0, ctas, per, dalloc<unsigned long long>(kNpes * 65536), dalloc<unsigned>(1), dalloc<unsigned long long>(1),
+           dalloc<unsigned long long>(kNpes * 65536 * kAmos), dalloc<unsigned long long>(1)};
     ibgda_kernel<<<kNpes + kNpes * ctas, threads>>>(g.engine, g.states, w);
     CHECK(cudaDeviceSynchronize());
     unsigned long long fails = 0, errors = 0, executed = 0;
@@ -180,9 +239,30 @@ int main() {
       std::vector<unsigned long long> olds(nthreads);
       CHECK(cudaMemcpy(olds.data(), w.fetched + size_t(src) * 65536, nthreads * 8, cudaMemcpyDeviceToHost));
       expect(std::set<unsigned long long>(olds.begin(), olds.end()).size() == nthreads, "distinct fetched values", p);
+      std::vector<uint64_t> words(nthreads * 16);
+      std::vector<unsigned long long> amo_olds(nthreads * kAmos);
+      CHECK(cudaMemcpy(words.data(), g.heap[p] + kAmoOff, words.size() * 8, cudaMemcpyDeviceToHost));
+      CHECK(cudaMemcpy(amo_olds.data(), w.amo_old + size_t(src) * 65536 * kAmos, amo_olds.size() * 8, cudaMemcpyDeviceToHost));
+      bool words_ok = true, olds_ok = true;
+      for (uint32_t t = 0; t < nthreads; ++t) {
+        for (uint32_t k = 0; k < kAmos; ++k) words_ok &= words[t * 16 + k] == amo_after(t, k);
+        for (uint32_t k : {0u, 1u, 2u}) olds_ok &= amo_olds[t * kAmos + k] == amo_init(t, k);
+        for (uint32_t k : {3u, 7u}) olds_ok &= amo_olds[t * kAmos + k] == uint32_t(amo_init(t, k));
+      }
+      expect(words_ok, "AMO words (swap, compare-swap, fetch-and, 4-byte fetch-xor / add / fetch-add, set, xor, add)", p);
+      expect(olds_ok, "AMO fetched values", p);
+      std::vector<uint64_t> sigs(nthreads);
+      CHECK(cudaMemcpy(sigs.data(), g.heap[p] + kSigOff, nthreads * 8, cudaMemcpyDeviceToHost));
+      bool sigs_ok = true;
+      for (uint32_t t = 0; t < nthreads; ++t) sigs_ok &= sigs[t] == t + 1;
+      expect(sigs_ok, "signal words", p);
     }
+    unsigned long long sig_bad = 0;
+    CHECK(cudaMemcpy(&sig_bad, w.sig_bad, 8, cudaMemcpyDeviceToHost));
+    expect(sig_bad == 0, "put-with-signal data seen with its signal", 0);
     std::printf("ibgda correctness: 2 PEs x %u threads: %u 8-byte puts each, a %llu KiB put across 1 MiB heap chunks, "
-                "a get, a fetch-add; NIC executed %llu WQEs, errors %llu, failed calls %llu: %s\n",
+                "a get, a fetch-add, 9 AMOs of every family, a put-with-signal waited for; NIC executed %llu WQEs, errors %llu, "
+                "failed calls %llu: %s\n",
                 nthreads, per, (unsigned long long)(kBig >> 10), executed, errors, fails, ok ? "OK" : "FAIL");
     ok ? ++passed : ++failed;
   }

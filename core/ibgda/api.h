@@ -2,9 +2,9 @@
 // symmetric addresses (pointers into this PE's heap, valid on every PE), atomics, quiet and
 // fence. Thin wrappers over core/ibgda/ops.h: symmetric pointer -> heap offset.
 //
-// fence() orders earlier puts before later ones to each PE. One RC QP delivers in order, but
-// requests to a PE may spread over several QPs (round-robin selection), so fence here waits
-// for completion like quiet — stronger than needed, never weaker.
+// fence() orders earlier puts before later ones to each PE as NVSHMEM 3.4.5's does: nothing
+// with one QP in all (RC delivers in order), else it waits for every QP's submitted work
+// without quiet's CST (ibgda::fence); with failover on it is quiet (the logs replay in order).
 #pragma once
 
 #include <cstddef>
@@ -66,7 +66,16 @@ DOORBELL_HD OpResult quiet(C& ctx, const DevState& st) {
 }
 template <class C>
 DOORBELL_HD OpResult fence(C& ctx, const DevState& st) {
-  return ibgda::quiet_all(ctx, st);
+  return st.backups != nullptr ? ibgda::quiet_all(ctx, st) : ibgda::fence(ctx, st);
+}
+// p / g: one value of 1..8 bytes (an inline WRITE; a READ through the ibuf).
+template <class C, class T>
+DOORBELL_HD OpResult p(C& ctx, const DevState& st, T* dest, T value, int pe) {
+  return ibgda::p<T>(ctx, st, sym_offset(st, dest), value, uint32_t(pe));
+}
+template <class C, class T>
+DOORBELL_HD OpResult g(C& ctx, const DevState& st, const T* src, int pe, T* value) {
+  return ibgda::g<T>(ctx, st, sym_offset(st, src), uint32_t(pe), value);
 }
 
 }  // namespace doorbell

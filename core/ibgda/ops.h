@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/ibgda/amo_op.h"
 #include "core/ibgda/failover.h"
 
 namespace doorbell::ibgda {
@@ -73,20 +74,20 @@ DOORBELL_HD OpResult get(C& ctx, const DevState& st, uint64_t dest, uint64_t src
   return quiet(ctx, st, select_qp(ctx, st, pe, sel));  // quiet issues the CST when one is needed
 }
 
-// Warp-collective put: every lane calls with the same arguments; lane i writes pieces
-// i, i+32, ...; one reservation and one submission for the warp.
+// Warp-collective put or get: every lane calls with the same arguments; lane i writes pieces
+// i, i+32, ...; one reservation and one submission for the warp (NVSHMEM's warp-scope RMA).
 template <class C>
-DOORBELL_HD OpResult put_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t pe) {
-  if (st.backups != nullptr) {  // failover: one logged put by lane 0 (the log is per thread)
-    OpResult r = OpResult::kOk;
-    if (ctx.lane() == 0) r = put_nbi(ctx, st, dest, src, bytes, pe, QpSelector{QpSelector::kByWarp, 0});
+DOORBELL_HD OpResult rma_nbi_warp(C& ctx, const DevState& st, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff, uint64_t bytes, uint32_t pe) {
+  const QpSelector by_warp{QpSelector::kByWarp, 0};
+  OpResult r = OpResult::kOk;
+  if (st.backups != nullptr) {  // failover: one logged transfer by lane 0 (the log is per thread)
+    if (ctx.lane() == 0) r = rma_nbi(ctx, st, op, loff, roff, bytes, pe, by_warp);
     return OpResult(ctx.shfl(uint64_t(r), 0));
   }
-  const DevQp qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
-  const uint32_t n = count_pieces(st, src, dest, bytes, pe);
-  OpResult r = OpResult::kOk;
+  const DevQp qp = select_qp(ctx, st, pe, by_warp);
+  const uint32_t n = count_pieces(st, loff, roff, bytes, pe);
   if (n > max_transfer_wqes(qp)) {  // more pieces than one reservation may take: lane 0 posts it in parts
-    if (ctx.lane() == 0) r = put_nbi(ctx, st, dest, src, bytes, pe, QpSelector{QpSelector::kByWarp, 0});
+    if (ctx.lane() == 0) r = rma_nbi(ctx, st, op, loff, roff, bytes, pe, by_warp);
     return OpResult(ctx.shfl(uint64_t(r), 0));
   }
   uint64_t base = 0;
@@ -94,22 +95,33 @@ DOORBELL_HD OpResult put_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uin
   base = ctx.shfl(base, 0);
   if (OpResult(ctx.shfl(uint64_t(r), 0)) != OpResult::kOk) return OpResult(ctx.shfl(uint64_t(r), 0));
   // Walk the pieces; each lane writes its own.
-  uint64_t loff = src, roff = dest, left = bytes;
+  uint64_t left = bytes;
   for (uint64_t i = 0; left != 0; ++i) {
     const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, left, pe, key_dev(st, qp));
     left -= p.bytes;
     if (i % ctx.warp_size() == ctx.lane()) {
       WqeStage s;
       mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), p.raddr, p.rkey);
-      mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32), uint32_t(p.bytes), p.lkey, p.laddr);
-      publish_wqe(ctx, st.opt, wqe_at(qp, base + i), s, base + i, mlx5::WqeOpcode::kRdmaWrite, 0, qp.qpn,
-                  left == 0 ? mlx5::kCtrlCqUpdate : 0, 3);
+      const bool shifted = op == mlx5::WqeOpcode::kRdmaRead && planted(st.opt.plant.warp_get_shifted);
+      mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32), uint32_t(p.bytes), p.lkey, p.laddr + (shifted ? 8 : 0));
+      publish_wqe(ctx, st.opt, wqe_at(qp, base + i), s, base + i, op, 0, qp.qpn, left == 0 ? mlx5::kCtrlCqUpdate : 0, 3);
     }
     loff += p.bytes, roff += p.bytes;
   }
   ctx.syncwarp();
-  if (ctx.lane() == 0) r = submit(ctx, st, qp, base, n);
+  if (ctx.lane() == 0) {
+    if (op == mlx5::WqeOpcode::kRdmaRead) ctx.atomic_max(exec::gpu_scope, &qp.mv->get_head, base + n);  // quiet's CST covers it
+    r = submit(ctx, st, qp, base, n);
+  }
   return OpResult(ctx.shfl(uint64_t(r), 0));
+}
+template <class C>
+DOORBELL_HD OpResult put_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t pe) {
+  return rma_nbi_warp(ctx, st, mlx5::WqeOpcode::kRdmaWrite, src, dest, bytes, pe);
+}
+template <class C>
+DOORBELL_HD OpResult get_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t pe) {
+  return rma_nbi_warp(ctx, st, mlx5::WqeOpcode::kRdmaRead, dest, src, bytes, pe);
 }
 
 // Warp-collective batch of thread puts: every lane calls with its own [src, +bytes) -> dest
@@ -150,14 +162,55 @@ DOORBELL_HD OpResult put_nbi_lanes(C& ctx, const DevState& st, uint64_t dest, ui
   return OpResult(ctx.shfl(uint64_t(r), 0));
 }
 
-// Block-collective put: every thread of the CTA calls it with the same arguments; one warp
-// (warp 0) issues it, as NVSHMEM's block-scope calls do, and the CTA waits for that warp.
-// The result is warp 0's; other warps see kOk.
+// Block-collective put or get: every thread of the CTA calls it with the same arguments; one
+// warp (warp 0) issues it, as NVSHMEM's block-scope calls do, and the CTA waits for that
+// warp. The result is warp 0's; other warps see kOk.
 template <class C>
 DOORBELL_HD OpResult put_nbi_block(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t pe) {
   OpResult r = OpResult::kOk;
   if (ctx.warp() == 0) r = put_nbi_warp(ctx, st, dest, src, bytes, pe);
   ctx.sync_cta();
+  return r;
+}
+template <class C>
+DOORBELL_HD OpResult get_nbi_block(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t pe) {
+  OpResult r = OpResult::kOk;
+  if (ctx.warp() == 0) r = get_nbi_warp(ctx, st, dest, src, bytes, pe);
+  ctx.sync_cta();
+  return r;
+}
+
+// ---- p and g: single values of 1..8 bytes ----
+
+// p: the value's low `bytes` bytes to pe's heap at `dest`, as one inline WRITE on the warp's
+// QP (nothing waits for it: quiet does).
+template <class C>
+DOORBELL_HD OpResult p_bytes(C& ctx, const DevState& st, uint64_t dest, uint64_t value, uint32_t bytes, uint32_t pe) {
+  uint64_t idx;
+  return p_on(ctx, st, select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0}), dest, value, bytes, pe, &idx);
+}
+template <class T, class C>
+DOORBELL_HD OpResult p(C& ctx, const DevState& st, uint64_t dest, std::type_identity_t<T> value, uint32_t pe) {
+  static_assert(sizeof(T) <= 8);
+  uint64_t v = 0;
+  __builtin_memcpy(&v, &value, sizeof(T));
+  return p_bytes(ctx, st, dest, v, sizeof(T), pe);
+}
+// g: `bytes` bytes of pe's heap at `src`, read into an ibuf slot and returned in *value's low
+// bytes (the rest zero).
+template <class C>
+DOORBELL_HD OpResult g_bytes(C& ctx, const DevState& st, uint64_t src, uint32_t bytes, uint32_t pe, uint64_t* value) {
+  FetchOutcome f;
+  const OpResult r = g_on(ctx, st, select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0}), src, bytes, pe, &f);
+  if (r == OpResult::kOk) *value = bytes == 8 ? f.value : f.value & ((uint64_t(1) << (8 * bytes)) - 1);
+  return r;
+}
+template <class T, class C>
+DOORBELL_HD OpResult g(C& ctx, const DevState& st, uint64_t src, uint32_t pe, T* value) {
+  static_assert(sizeof(T) <= 8);
+  uint64_t v = 0;
+  const OpResult r = g_bytes(ctx, st, src, sizeof(T), pe, &v);
+  if (r == OpResult::kOk) __builtin_memcpy(value, &v, sizeof(T));
   return r;
 }
 
@@ -234,9 +287,8 @@ DOORBELL_HD OpResult atomic_add(C& ctx, const DevState& st, uint64_t off, std::t
     e.kind = LogEntry::kAdd, e.slot = select_slot(ctx, st, pe, sel), e.pe = pe, e.a = off, e.b = v;
     return nbi_failover(ctx, st, e);
   }
-  // (NVSHMEM posts an 8-byte non-fetching add as MASKED_FA; it stays ATOMIC_FA here until the
-  // GPU checks, which use it, have run the masked form.)
-  return nonfetch_amo(ctx, st, amo_add(v, sizeof(T)), off, pe);
+  // NVSHMEM posts every non-fetching add as MASKED_FA (8 bytes: the 2-WQEBB form).
+  return nonfetch_amo(ctx, st, Amo{mlx5::WqeOpcode::kAtomicMaskedFa, sizeof(T), v}, off, pe);
 }
 template <class T = uint64_t, class C>
 DOORBELL_HD OpResult atomic_set(C& ctx, const DevState& st, uint64_t off, std::type_identity_t<T> v, uint32_t pe) {
@@ -255,6 +307,59 @@ DOORBELL_HD OpResult atomic_xor(C& ctx, const DevState& st, uint64_t off, std::t
   return nonfetch_amo(ctx, st, amo_xor(v, sizeof(T)), off, pe);
 }
 
+// NVSHMEM's inc forms: add 1.
+template <class T = uint64_t, class C>
+DOORBELL_HD OpResult atomic_inc(C& ctx, const DevState& st, uint64_t off, uint32_t pe) {
+  return atomic_add<T>(ctx, st, off, 1, pe);
+}
+template <class T, class C>
+DOORBELL_HD OpResult atomic_fetch_inc(C& ctx, const DevState& st, uint64_t off, uint32_t pe, T* old) {
+  return atomic_fetch_add<T>(ctx, st, off, 1, pe, old);
+}
+
+// Every AMO above by name, for callers that pick one at run time (workloads, scenario
+// replay): T is the word (uint32_t or uint64_t); `cmp` is compare-swap's, `old` is written
+// by the fetching ones only.
+// (AmoOp: amo_op.h.)
+template <class T, class C>
+DOORBELL_HD OpResult amo(C& ctx, const DevState& st, AmoOp k, uint64_t off, T v, T cmp, uint32_t pe, T* old) {
+  switch (k) {
+    case AmoOp::kFetchAdd: return atomic_fetch_add<T>(ctx, st, off, v, pe, old);
+    case AmoOp::kCompareSwap: return atomic_compare_swap<T>(ctx, st, off, cmp, v, pe, old);
+    case AmoOp::kSwap: return atomic_swap<T>(ctx, st, off, v, pe, old);
+    case AmoOp::kFetchAnd: return atomic_fetch_and<T>(ctx, st, off, v, pe, old);
+    case AmoOp::kFetchOr: return atomic_fetch_or<T>(ctx, st, off, v, pe, old);
+    case AmoOp::kFetchXor: return atomic_fetch_xor<T>(ctx, st, off, v, pe, old);
+    case AmoOp::kFetchInc: return atomic_fetch_inc<T>(ctx, st, off, pe, old);
+    case AmoOp::kAdd: return atomic_add<T>(ctx, st, off, v, pe);
+    case AmoOp::kInc: return atomic_inc<T>(ctx, st, off, pe);
+    case AmoOp::kSet: return atomic_set<T>(ctx, st, off, v, pe);
+    case AmoOp::kAnd: return atomic_and<T>(ctx, st, off, v, pe);
+    case AmoOp::kOr: return atomic_or<T>(ctx, st, off, v, pe);
+    case AmoOp::kXor: return atomic_xor<T>(ctx, st, off, v, pe);
+  }
+  return OpResult::kCqError;  // not reached: every AmoOp is above
+}
+
+// ---- fence ----
+
+// NVSHMEM 3.4.5's fence (docs/nvshmem-device-ops.md §5): ordering of this PE's puts and AMOs
+// per peer. With one QP in all, RC already orders them: nothing to do. Otherwise wait for what
+// every QP has submitted, posting nothing (no CST, unlike quiet: a fence orders writes, it
+// does not make READ data visible), then a system-scope fence. NVSHMEM sets no fence bit on
+// any data WQE.
+template <class C>
+DOORBELL_HD OpResult fence(C& ctx, const DevState& st) {
+  const uint32_t nqp = qps_per_set(st);
+  if (nqp <= 1) return OpResult::kOk;
+  for (uint32_t i = 0; i < nqp; ++i) {
+    const DevQp& qp = st.qps[i];
+    if (OpResult r = poll_cq(ctx, st, qp, ctx.load(exec::gpu_scope, exec::acquire, &qp.mv->ready_head)); r != OpResult::kOk) return r;
+  }
+  ctx.fence(exec::system_scope);
+  return OpResult::kOk;
+}
+
 // ---- signals ----
 
 // put-with-signal (NVSHMEM's putmem_signal_nbi): the data, then the 8-byte signal update on
@@ -267,8 +372,12 @@ enum class SignalOp : uint8_t { kSet, kAdd };
 template <class C>
 DOORBELL_HD OpResult put_signal_nbi(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint64_t sig,
                                     uint64_t signal, SignalOp op, uint32_t pe) {
+  const Amo a = op == SignalOp::kSet ? amo_swap(signal, 8) : Amo{mlx5::WqeOpcode::kAtomicMaskedFa, 8, signal};
+  const bool first = planted(st.opt.plant.signal_first);
+  if (first)
+    if (OpResult r = nonfetch_amo(ctx, st, a, sig, pe); r != OpResult::kOk) return r;
   if (OpResult r = put_nbi(ctx, st, dest, src, bytes, pe, QpSelector{QpSelector::kByWarp, 0}); r != OpResult::kOk) return r;
-  return nonfetch_amo(ctx, st, op == SignalOp::kSet ? amo_swap(signal, 8) : Amo{mlx5::WqeOpcode::kAtomicMaskedFa, 8, signal}, sig, pe);
+  return first ? OpResult::kOk : nonfetch_amo(ctx, st, a, sig, pe);
 }
 
 // Wait until this PE's signal word at heap offset `sig` compares true with `value` (NVSHMEM's

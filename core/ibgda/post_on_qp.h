@@ -148,9 +148,10 @@ DOORBELL_HD void write_atomic_wqe(C& ctx, const DevState& st, const DevQp& qp, u
   const uint8_t opmod = masked ? mlx5::ext_atomic_opmod(a.bytes) : 0;
   WqeStage s;
   mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), st.heap_bases[pe] + off, rk.key);
+  const uint64_t swap_mask = planted(st.opt.plant.amo_mask_inverted) ? ~a.swap_mask & a.ones() : a.swap_mask;
   if (a.wqebbs() == 1) {
     if (a.bytes == 4 && a.op == mlx5::WqeOpcode::kAtomicMaskedCs)
-      mlx5::set_seg(s.at<void>(32), mlx5::masked32_words(uint32_t(a.swap_add), uint32_t(a.compare), uint32_t(a.swap_mask), uint32_t(a.compare_mask)));
+      mlx5::set_seg(s.at<void>(32), mlx5::masked32_words(uint32_t(a.swap_add), uint32_t(a.compare), uint32_t(swap_mask), uint32_t(a.compare_mask)));
     else if (a.bytes == 4)
       mlx5::set_seg(s.at<void>(32), mlx5::masked32_words(uint32_t(a.swap_add), uint32_t(a.compare), 0, 0));
     else
@@ -162,7 +163,7 @@ DOORBELL_HD void write_atomic_wqe(C& ctx, const DevState& st, const DevQp& qp, u
   // second WQEBB; the NOP after it asks for the CQE.
   WqeStage s1;
   mlx5::set_atomic_seg(s.at<mlx5::WqeAtomicSeg>(32), a.swap_add, a.compare);
-  mlx5::set_atomic_seg(s.at<mlx5::WqeAtomicSeg>(48), a.swap_mask, a.compare_mask);
+  mlx5::set_atomic_seg(s.at<mlx5::WqeAtomicSeg>(48), swap_mask, a.compare_mask);
   mlx5::set_data_seg(s1.at<mlx5::WqeDataSeg>(0), a.bytes, qp.ibuf_lkey, result_addr);
   publish_wqe2(ctx, st.opt, wqe_at(qp, idx), s, wqe_at(qp, idx + 1), s1, idx, a.op, opmod, qp.qpn, 0, 5);
   WqeStage nop;
@@ -178,12 +179,12 @@ struct FetchOutcome {
   uint64_t value = kResultUnset;
 };
 
-// Fetching atomic on `qp`: reserve an ibuf slot, post, wait for the CQE, read, release the
-// slot. The slot is preset to kResultUnset, so after an error the caller can tell whether
-// the response landed before the QP failed.
-template <class C>
-DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp, const Amo& a, uint64_t off, uint32_t pe,
-                                     FetchOutcome* out) {
+// A fetch through the ibuf ring on `qp`: reserve a slot, post the n WQEBBs `write(base,
+// slot address)` writes, wait for the CQE, read the slot, release it. The slot is preset to
+// kResultUnset, so after an error the caller can tell whether the response landed before
+// the QP failed. Fetching atomics and g take it.
+template <class C, class Write>
+DOORBELL_HD OpResult fetch_on(C& ctx, const DevState& st, const DevQp& qp, uint32_t n, Write write, FetchOutcome* out) {
   using namespace exec;
   const uint64_t slot = ctx.atomic_add(gpu_scope, &qp.mv->ibuf_head, 1);
   if (wait_until(ctx, "fetch_atomic: ibuf slot free", &qp.mv->ibuf_tail,
@@ -192,10 +193,9 @@ DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp
   auto* res = reinterpret_cast<uint64_t*>(qp.ibuf + (1 + (slot & (qp.ibuf_nslots - 1))) * kIbufSlotBytes);
   if (qp.hp != nullptr) ctx.store(system_scope, relaxed, res, kResultUnset);
   uint64_t base = 0;
-  const uint32_t n = amo_wqebbs(a);
   OpResult r = reserve(ctx, st, qp, n, &base);
   if (r == OpResult::kOk) {
-    write_atomic_wqe(ctx, st, qp, base, a, off, pe, reinterpret_cast<uint64_t>(res));
+    write(base, reinterpret_cast<uint64_t>(res));
     r = submit(ctx, st, qp, base, n);
     out->idx = base;
     out->posted = r == OpResult::kOk;
@@ -210,6 +210,43 @@ DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp
   ctx.store(gpu_scope, release, &qp.mv->ibuf_tail, slot + 1);
   if (late && r != OpResult::kTimeout && out->posted) out->value = ctx.load(system_scope, acquire, res);
   return r;
+}
+
+// Fetching atomic on `qp`, its result through an ibuf slot.
+template <class C>
+DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp, const Amo& a, uint64_t off, uint32_t pe,
+                                     FetchOutcome* out) {
+  return fetch_on(ctx, st, qp, amo_wqebbs(a), [&](uint64_t base, uint64_t res) { write_atomic_wqe(ctx, st, qp, base, a, off, pe, res); }, out);
+}
+
+// g on `qp`: an RDMA READ of 1..8 bytes of pe's word at `off` into an ibuf slot (NVSHMEM's g,
+// docs/nvshmem-device-ops.md §3: ds 3, CQ_UPDATE); out->value holds the bytes as memory
+// does (little-endian, the rest of the slot's word unspecified).
+template <class C>
+DOORBELL_HD OpResult g_on(C& ctx, const DevState& st, const DevQp& qp, uint64_t off, uint32_t bytes, uint32_t pe, FetchOutcome* out) {
+  return fetch_on(ctx, st, qp, 1, [&](uint64_t base, uint64_t res) {
+    const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe, key_dev(st, qp));
+    WqeStage s;
+    mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), st.heap_bases[pe] + off, rk.key);
+    mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32), bytes, qp.ibuf_lkey, res);
+    publish_wqe(ctx, st.opt, wqe_at(qp, base), s, base, mlx5::WqeOpcode::kRdmaRead, 0, qp.qpn, mlx5::kCtrlCqUpdate, 3);
+  }, out);
+}
+
+// p on `qp`: an inline RDMA WRITE of the value's 1..8 bytes to pe's heap at `off` (NVSHMEM's p,
+// docs/nvshmem-device-ops.md §3): ds 3, the inline header BE32(bytes | inline flag) at 32,
+// the bytes at 36 as memory holds them (no swap), CQ_UPDATE. *idx: its WQEBB.
+template <class C>
+DOORBELL_HD OpResult p_on(C& ctx, const DevState& st, const DevQp& qp, uint64_t off, uint64_t value, uint32_t bytes, uint32_t pe,
+                          uint64_t* idx) {
+  if (OpResult r = reserve(ctx, st, qp, 1, idx); r != OpResult::kOk) return r;
+  const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe, key_dev(st, qp));
+  WqeStage s;
+  mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), st.heap_bases[pe] + off, rk.key);
+  s.at<mlx5::WqeInlineSeg>(32)->byte_count.set((planted(st.opt.plant.p_short) ? bytes - 1 : bytes) | mlx5::kInlineSegFlag);
+  for (uint32_t i = 0; i < bytes; ++i) s.b[36 + i] = uint8_t(value >> (8 * i));
+  publish_wqe(ctx, st.opt, wqe_at(qp, *idx), s, *idx, mlx5::WqeOpcode::kRdmaWrite, 0, qp.qpn, mlx5::kCtrlCqUpdate, 3);
+  return submit(ctx, st, qp, *idx, 1);
 }
 
 // Non-fetching atomic on `qp`: its result lands in ibuf slot 0 and nobody waits for it.

@@ -111,6 +111,10 @@ struct Plants {
   bool replay_applied = false;    // failover replays an add the verdict says was applied
   bool no_replay = false;         // failover drops logged puts / gets of a failed QP
   bool dev0_keys = false;         // every QP takes NIC 0's keys, whatever NIC it lives on
+  bool amo_mask_inverted = false; // a masked compare-swap's swap mask inverted (swap, set, and, or)
+  bool signal_first = false;      // put-with-signal posts its signal before its data
+  bool p_short = false;           // p's inline header counts one byte less than the value has
+  bool warp_get_shifted = false;  // a warp-scope get lands each piece 8 bytes past its place
 };
 
 struct Options {

@@ -1,6 +1,9 @@
 // The IBGDA workload's sections: stack, planted, workload (dispatch, launch shape, alltoall,
 // ops) and faults.
 #include <bit>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/ibgda/ordering.h"
 #include "scenarios/replay/parse_sections.h"
@@ -28,8 +31,23 @@ void parse_stack(const YAML::Node& s, ibgda::Stack& st) {
   if (s["ibuf_slots"]) st.ibuf_slots = pow2_of(s["ibuf_slots"], "ibuf_slots", 1, 1024);
 }
 
+namespace {
+
+// The planted bugs a scenario switches on by name (core/ibgda/state.h's Plants).
+constexpr std::pair<const char*, bool ibgda::Plants::*> kBoolPlants[] = {
+    {"no_idle_doorbell", &ibgda::Plants::no_idle_doorbell}, {"no_carry", &ibgda::Plants::no_carry},
+    {"cons_store", &ibgda::Plants::cons_store},             {"cas_swapped", &ibgda::Plants::cas_swapped},
+    {"early_release", &ibgda::Plants::early_release},       {"dev0_keys", &ibgda::Plants::dev0_keys},
+    {"amo_mask_inverted", &ibgda::Plants::amo_mask_inverted}, {"signal_first", &ibgda::Plants::signal_first},
+    {"p_short", &ibgda::Plants::p_short},                   {"warp_get_shifted", &ibgda::Plants::warp_get_shifted},
+};
+
+}  // namespace
+
 void parse_planted(const YAML::Node& p, ibgda::Plants& plant) {
-  only_keys(p, "planted", {"no_idle_doorbell", "no_carry", "cons_store", "cas_swapped", "early_release", "dev0_keys", "drop_ordering"});
+  std::vector<std::string> keys{"drop_ordering"};
+  for (const auto& [key, member] : kBoolPlants) keys.push_back(key);
+  only_keys(p, "planted", keys);
   if (const YAML::Node d = p["drop_ordering"]) {
     if (!d.IsSequence()) fail(d, "'drop_ordering' must be a list of orderings");
     for (const YAML::Node& o : d) {
@@ -44,12 +62,8 @@ void parse_planted(const YAML::Node& p, ibgda::Plants& plant) {
       plant.drop |= bit;
     }
   }
-  if (p["no_idle_doorbell"]) plant.no_idle_doorbell = bool_of(p["no_idle_doorbell"], "no_idle_doorbell");
-  if (p["no_carry"]) plant.no_carry = bool_of(p["no_carry"], "no_carry");
-  if (p["cons_store"]) plant.cons_store = bool_of(p["cons_store"], "cons_store");
-  if (p["cas_swapped"]) plant.cas_swapped = bool_of(p["cas_swapped"], "cas_swapped");
-  if (p["early_release"]) plant.early_release = bool_of(p["early_release"], "early_release");
-  if (p["dev0_keys"]) plant.dev0_keys = bool_of(p["dev0_keys"], "dev0_keys");
+  for (const auto& [key, member] : kBoolPlants)
+    if (p[key]) plant.*member = bool_of(p[key], key);
 }
 
 namespace {
@@ -80,26 +94,59 @@ void parse_alltoall(const YAML::Node& a, const Scenario& sc, AlltoallGen& g) {
   if (!sc.phantom && g.bytes_per_pe > (256ull << 20)) fail(a["bytes_per_pe"], "more than 256 MiB per PE needs 'memory: phantom'");
 }
 
+// An op's name: its kind, and for an AMO which one.
+struct OpName {
+  const char* name;
+  OpKind kind;
+  AmoOp amo = AmoOp::kFetchAdd;
+};
+constexpr OpName kOpNames[] = {
+    {"put", OpKind::kPut},           {"get", OpKind::kGet},          {"fetch_add", OpKind::kFetchAdd}, {"add", OpKind::kAdd},
+    {"compare_swap", OpKind::kCompareSwap}, {"quiet", OpKind::kQuiet}, {"put_signal", OpKind::kPutSignal}, {"p", OpKind::kP},
+    {"g", OpKind::kG},               {"swap", OpKind::kAmo, AmoOp::kSwap}, {"fetch_and", OpKind::kAmo, AmoOp::kFetchAnd},
+    {"fetch_or", OpKind::kAmo, AmoOp::kFetchOr}, {"fetch_xor", OpKind::kAmo, AmoOp::kFetchXor}, {"fetch_inc", OpKind::kAmo, AmoOp::kFetchInc},
+    {"inc", OpKind::kAmo, AmoOp::kInc}, {"set", OpKind::kAmo, AmoOp::kSet}, {"and", OpKind::kAmo, AmoOp::kAnd},
+    {"or", OpKind::kAmo, AmoOp::kOr}, {"xor", OpKind::kAmo, AmoOp::kXor},
+};
+
 Op parse_op(const YAML::Node& o, const Scenario& sc, const IbgdaWorkload& iw) {
-  only_keys(o, "an op", {"op", "pe", "warp", "target", "bytes", "count", "word", "value", "compare", "scope"});
-  if (!o["op"]) fail(o, "an op needs 'op' (put, get, fetch_add, add, compare_swap, quiet)");
-  static const char* const kKinds[] = {"put", "get", "fetch_add", "add", "compare_swap", "quiet"};  // OpKind's order
+  only_keys(o, "an op", {"op", "pe", "warp", "target", "bytes", "count", "word", "value", "compare", "scope", "width", "signal"});
+  std::string names;
+  for (const OpName& n : kOpNames) names += (names.empty() ? "" : ", ") + std::string(n.name);
+  if (!o["op"]) fail(o, "an op needs 'op' (" + names + ")");
+  const OpName& name = kOpNames[index_of(o["op"], "op", [] {
+    std::vector<std::string> v;
+    for (const OpName& n : kOpNames) v.push_back(n.name);
+    return v;
+  }())];
   Op op;
-  op.kind = enum_of<OpKind>(o["op"], "op", 6, [](OpKind k) { return kKinds[int(k)]; });
-  const std::string k = kKinds[int(op.kind)];
-  const bool atomic = is_atomic(op.kind);
-  for (const char* key : {"word", "value", "compare"})
-    if (o[key] && (!atomic || (std::string(key) == "compare" && op.kind != OpKind::kCompareSwap)))
-      fail(o[key], "'" + std::string(key) + "' is for " + (std::string(key) == "compare" ? "compare_swap" : "atomics") + ", not " + k);
+  op.kind = name.kind, op.amo = name.amo;
+  const std::string k = name.name;
+  const bool atomic = is_atomic(op.kind), signal = op.kind == OpKind::kPutSignal;
+  for (const char* key : {"word", "value", "compare", "width"}) {
+    const std::string key_s = key;
+    const bool fits = key_s == "compare" ? op.kind == OpKind::kCompareSwap : key_s == "value" ? atomic || signal : atomic;
+    if (o[key] && !fits)
+      fail(o[key], "'" + key_s + "' is for " + (key_s == "compare" ? "compare_swap" : key_s == "value" ? "atomics and put_signal" : "atomics") + ", not " + k);
+  }
+  if (o["signal"] && !signal) fail(o["signal"], "'signal' is for put_signal, not " + k);
+  if (signal) op.signal_add = o["signal"] && choice_of(o["signal"], "signal", {"set", "add"}) == "add";
   if (o["scope"]) {
     static const char* const kScopes[] = {"thread", "warp", "block"};  // Scope's order
     op.scope = enum_of<Scope>(o["scope"], "scope", 3, [](Scope s) { return kScopes[int(s)]; });
-    if (op.scope != Scope::kThread && op.kind != OpKind::kPut) fail(o["scope"], "warp and block scope are for puts, not " + k);
-    if (op.scope == Scope::kBlock && o["warp"]) fail(o["warp"], "a block-scope put is called by every warp of the CTA: no 'warp'");
+    if (op.scope != Scope::kThread && op.kind != OpKind::kPut && op.kind != OpKind::kGet) fail(o["scope"], "warp and block scope are for puts and gets, not " + k);
+    if (op.scope == Scope::kBlock && o["warp"]) fail(o["warp"], "a block-scope " + k + " is called by every warp of the CTA: no 'warp'");
   }
   if (o["word"]) op.word = uint32_t(uint_of(o["word"], "word", 0, kCounterWords - 1));
   if (o["value"]) op.value = uint_of(o["value"], "value", 0, ~0ull);
   if (o["compare"]) op.compare = uint_of(o["compare"], "compare", 0, ~0ull);
+  if (o["width"]) {
+    op.width = uint8_t(uint_of(o["width"], "width", 4, 8));
+    if (op.width != 4 && op.width != 8) fail(o["width"], "'width' is 4 or 8 bytes");
+    // A 4-byte fetch_add / add / compare_swap is the general AMO of that name.
+    if (op.width == 4 && op.kind != OpKind::kAmo)
+      op.amo = op.kind == OpKind::kFetchAdd ? AmoOp::kFetchAdd : op.kind == OpKind::kAdd ? AmoOp::kAdd : AmoOp::kCompareSwap, op.kind = OpKind::kAmo;
+  }
   if (o["pe"]) op.pe = uint32_t(uint_of(o["pe"], "pe", 0, 1u << 20));
 #ifndef DOORBELL_PLANT  // planted for fuzz/scenario_fuzz: PEs beyond the topology pass
   if (op.pe >= sc.pes) fail(o["pe"], "op on PE " + std::to_string(op.pe) + ", but the topology has " + std::to_string(sc.pes) + " PEs");
@@ -110,20 +157,36 @@ Op parse_op(const YAML::Node& o, const Scenario& sc, const IbgdaWorkload& iw) {
     if (op.target >= sc.pes)
       fail(o["target"], "target PE " + std::to_string(op.target) + " is unreachable: the topology has " + std::to_string(sc.pes) + " PEs");
   }
+  if (op.kind == OpKind::kP || op.kind == OpKind::kG) op.bytes = 8;
   if (o["bytes"]) {
     if (o["bytes"].IsScalar() && !o["bytes"].Scalar().empty() && o["bytes"].Scalar()[0] == '-') fail(o["bytes"], "'bytes' must not be negative");
     // Real memory: 16 MiB an op (the replay fills and checks every byte); phantom: sizes only.
     op.bytes = uint_of(o["bytes"], "bytes", 1, sc.phantom ? 1ull << 40 : 1ull << 24);
-    if (atomic && op.bytes != 8) fail(o["bytes"], "atomics are 8 bytes");
+    if (atomic && op.bytes != 8) fail(o["bytes"], "atomics are 8 bytes (a 4-byte one says 'width: 4')");
+    if ((op.kind == OpKind::kP || op.kind == OpKind::kG) && op.bytes > 8) fail(o["bytes"], k + " moves one value of 1 to 8 bytes");
   }
   if (o["count"]) op.count = uint32_t(uint_of(o["count"], "count", 1, 1u << 20));
   if (o["warp"]) op.warp = int32_t(uint_of(o["warp"], "warp", 0, iw.warps - 1));
-  if (sc.phantom && atomic) fail(o["op"], "atomics need real memory, and this scenario has 'memory: phantom'");
-  // The check explains a word's results by some order of its adds, or of its swaps.
-  if (atomic)
+  if (sc.phantom && (atomic || signal || op.kind == OpKind::kP || op.kind == OpKind::kG))
+    fail(o["op"], k + " needs real memory, and this scenario has 'memory: phantom'");
+  // The check explains a word's results by some order of its adds, or of its swaps; other
+  // AMOs share a word with anything, up to the order search's size.
+  if (op.kind == OpKind::kAdd || op.kind == OpKind::kFetchAdd || op.kind == OpKind::kCompareSwap)
     for (const Op& e : iw.ops)
-      if (is_atomic(e.kind) && e.target == op.target && e.word == op.word && (e.kind == OpKind::kCompareSwap) != (op.kind == OpKind::kCompareSwap))
+      if ((e.kind == OpKind::kAdd || e.kind == OpKind::kFetchAdd || e.kind == OpKind::kCompareSwap) && e.target == op.target && e.word == op.word &&
+          (e.kind == OpKind::kCompareSwap) != (op.kind == OpKind::kCompareSwap))
         fail(o, "word " + std::to_string(op.word) + " of PE " + std::to_string(op.target) + " takes adds and compare-swaps; give them different words");
+  // A word with any other AMO is searched for an order: it takes at most kMaxSearched calls.
+  const auto calls = [&](const Op& e) { return uint64_t(e.count) * iw.ctas * (e.warp >= 0 ? 1 : iw.warps) * iw.lanes; };
+  if (atomic) {
+    uint64_t on_word = calls(op);
+    bool searched = op.kind == OpKind::kAmo;
+    for (const Op& e : iw.ops)
+      if (is_atomic(e.kind) && e.target == op.target && e.word == op.word) on_word += calls(e), searched |= e.kind == OpKind::kAmo;
+    if (searched && on_word > AtomicCheck::kMaxSearched)
+      fail(o, "word " + std::to_string(op.word) + " of PE " + std::to_string(op.target) + " takes " + std::to_string(on_word) +
+                  " atomic calls with " + k + "; the order check searches " + std::to_string(AtomicCheck::kMaxSearched) + " at most");
+  }
   return op;
 }
 

@@ -16,11 +16,15 @@ std::string listed(const List& options) {
 }  // namespace
 
 void only_keys(const YAML::Node& map, const char* where, std::initializer_list<const char*> known) {
+  only_keys(map, where, std::vector<std::string>(known.begin(), known.end()));
+}
+
+void only_keys(const YAML::Node& map, const char* where, const std::vector<std::string>& known) {
   if (!map.IsMap()) fail(map, std::string(where) + " must be a mapping");
   for (const auto& kv : map) {
     const std::string k = kv.first.as<std::string>();
     bool ok = false;
-    for (const char* c : known) ok |= k == c;
+    for (const std::string& c : known) ok |= k == c;
     if (!ok) fail(kv.first, "unknown key '" + k + "' in " + where + " (known: " + listed(known) + ")");
   }
 }

@@ -24,6 +24,7 @@ int line_of(const YAML::Mark& m);
 
 // `map` is a mapping of only these keys (else the unknown one is named, with the known).
 void only_keys(const YAML::Node& map, const char* where, std::initializer_list<const char*> known);
+void only_keys(const YAML::Node& map, const char* where, const std::vector<std::string>& known);
 uint64_t uint_of(const YAML::Node& n, const std::string& key, uint64_t lo, uint64_t hi);
 uint32_t pow2_of(const YAML::Node& n, const std::string& key, uint64_t lo, uint64_t hi);
 bool bool_of(const YAML::Node& n, const std::string& key);

@@ -75,6 +75,7 @@ void IbgdaReplay::place() {
   wl.words = *world->malloc(kCounterWords * 8);
   wl.slot = slot;
   wl.dst = *world->malloc(wl.dst_bytes());
+  if (std::any_of(wl.ops.begin(), wl.ops.end(), [](const Op& o) { return o.kind == OpKind::kPutSignal; })) wl.sigs = *world->malloc(wl.sig_bytes());
   wl.msgs = &gen.by_pe;
   wl.msg_send = gen.send_bytes ? *world->malloc(gen.send_bytes, 4096) : 0, wl.msg_send_bytes = gen.send_bytes;
   wl.msg_recv = gen.recv_bytes ? *world->malloc(gen.recv_bytes, 4096) : 0;

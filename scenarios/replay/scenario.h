@@ -24,6 +24,8 @@ using ibgda::Op;
 using ibgda::OpKind;
 using ibgda::Scope;
 using ibgda::is_atomic;
+using ibgda::AmoOp;
+using ibgda::AtomicCheck;
 
 inline constexpr uint32_t kCounterWords = 8;
 

@@ -11,6 +11,29 @@ std::string n(uint64_t v) { return std::to_string(v); }
 
 }  // namespace
 
+uint64_t amo_apply(AmoOp k, uint32_t width, uint64_t cur, uint64_t v, uint64_t cmp) {
+  const uint64_t mask = width == 4 ? 0xffff'ffffull : ~uint64_t{0};
+  const uint64_t w = cur & mask;
+  v &= mask, cmp &= mask;
+  uint64_t nv = w;
+  switch (k) {
+    case AmoOp::kFetchAdd: case AmoOp::kAdd: nv = w + v; break;
+    case AmoOp::kFetchInc: case AmoOp::kInc: nv = w + 1; break;
+    case AmoOp::kCompareSwap: nv = w == cmp ? v : w; break;
+    case AmoOp::kSwap: case AmoOp::kSet: nv = v; break;
+    case AmoOp::kFetchAnd: case AmoOp::kAnd: nv = w & v; break;
+    case AmoOp::kFetchOr: case AmoOp::kOr: nv = w | v; break;
+    case AmoOp::kFetchXor: case AmoOp::kXor: nv = w ^ v; break;
+  }
+  return (cur & ~mask) | (nv & mask);
+}
+
+const char* amo_name(AmoOp k) {
+  static const char* const kNames[kAmoOps] = {"fetch_add", "compare_swap", "swap", "fetch_and", "fetch_or", "fetch_xor", "fetch_inc",
+                                              "add",       "inc",          "set",  "and",       "or",       "xor"};
+  return kNames[uint32_t(k)];
+}
+
 // Adds in some order: the final value is their sum, and each fetched value is the sum of the
 // adds ordered before it, so sorted by value each fetch leaves room for its own add.
 std::string AtomicCheck::check_adds(Span ops, uint64_t final_value, Scratch& scratch) {
@@ -88,6 +111,41 @@ std::string AtomicCheck::check_swaps(Span ops, uint64_t final_value, Scratch& sc
   return {};
 }
 
+// Any mix of AMOs: a depth-first search for an order in which every fetching one returns
+// what it did and the word ends at its final value. The state is (ops applied, value): each
+// is explored once, so the search is at most 2^n times the values reachable.
+std::string AtomicCheck::check_order(Span ops, uint64_t final_value) {
+  const size_t count = size_t(ops.second - ops.first);
+  if (count > kMaxSearched)
+    return n(count) + " atomics of mixed kinds, more than the order search takes (" + n(kMaxSearched) + "); give them more words";
+  const uint64_t all = (uint64_t(1) << count) - 1;
+  std::vector<std::pair<uint64_t, uint64_t>> seen;  // (applied mask, value) explored, sorted
+  std::vector<std::pair<uint64_t, uint64_t>> stack{{0, 0}};
+  while (!stack.empty()) {
+    const auto [mask, value] = stack.back();
+    stack.pop_back();
+    if (mask == all) {
+      if (value == final_value) return {};
+      continue;
+    }
+    const auto at = std::lower_bound(seen.begin(), seen.end(), std::pair{mask, value});
+    if (at != seen.end() && *at == std::pair{mask, value}) continue;
+    seen.insert(at, {mask, value});
+    for (size_t i = 0; i < count; ++i) {
+      if (mask >> i & 1) continue;
+      const Op& o = ops.first[i];
+      const uint64_t low = o.width == 4 ? value & 0xffff'ffffull : value;
+      if (o.old && *o.old != low) continue;  // it returned another value: not next here
+      stack.push_back({mask | uint64_t(1) << i, amo_apply(o.kind, o.width, value, o.v, o.cmp)});
+    }
+  }
+  std::string list;
+  for (const Op* o = ops.first; o != ops.second && o - ops.first < 8; ++o)
+    list += (list.empty() ? "" : ", ") + std::string(amo_name(o->kind)) + (o->width == 4 ? "/4 " : " ") + n(o->v) +
+            (o->kind == AmoOp::kCompareSwap ? " if " + n(o->cmp) : "") + (o->old ? " -> " + n(*o->old) : "");
+  return "no order of its atomics (" + list + (count > 8 ? ", ..." : "") + ") returns what they returned and ends at " + n(final_value);
+}
+
 std::string AtomicCheck::check(const std::function<std::optional<uint64_t>(uint32_t, uint32_t)>& final_value) const {
   // By word, each word's ops in the order recorded.
   std::vector<Op> ops = ops_;
@@ -95,16 +153,24 @@ std::string AtomicCheck::check(const std::function<std::optional<uint64_t>(uint3
   std::stable_sort(ops.begin(), ops.end(), [](const Op& x, const Op& y) { return std::pair(x.pe, x.word) < std::pair(y.pe, y.word); });
   for (size_t i = 0; i < ops.size();) {
     size_t j = i;
-    bool adds = false, swaps = false;
-    for (; j < ops.size() && ops[j].pe == ops[i].pe && ops[j].word == ops[i].word; ++j) (ops[j].cas ? swaps : adds) = true;
+    bool adds = false, swaps = false, others = false;
+    for (; j < ops.size() && ops[j].pe == ops[i].pe && ops[j].word == ops[i].word; ++j) {
+      const Op& o = ops[j];
+      // (the adds' check orders sums: only where no sum wraps)
+      if (o.width == 8 && (o.kind == AmoOp::kAdd || o.kind == AmoOp::kFetchAdd) && o.v < (uint64_t(1) << 40)) adds = true;
+      else if (o.width == 8 && o.kind == AmoOp::kCompareSwap) swaps = true;
+      else others = true;
+    }
     const Span word{ops.data() + i, ops.data() + j};
     const uint32_t pe = ops[i].pe, w = ops[i].word;
     i = j;
     const std::optional<uint64_t> here = final_value(pe, w);
     if (!here) continue;
     auto where = [&] { return "pe " + n(pe) + " word " + n(w) + ": "; };
-    if (adds && swaps) return where() + "takes adds and compare-swaps; the check takes one kind per word";
-    if (std::string bad = swaps ? check_swaps(word, *here, scratch) : check_adds(word, *here, scratch); !bad.empty()) return where() + bad;
+    const std::string bad = others || (adds && swaps) ? check_order(word, *here)
+                            : swaps                   ? check_swaps(word, *here, scratch)
+                                                      : check_adds(word, *here, scratch);
+    if (!bad.empty()) return where() + bad;
   }
   return {};
 }
@@ -112,7 +178,7 @@ std::string AtomicCheck::check(const std::function<std::optional<uint64_t>(uint3
 namespace {
 
 struct Record {  // one atomic, as encode() writes it
-  uint8_t cas, has_old, pad[2];
+  uint8_t kind, has_old, width, pad;
   uint32_t pe, word, pad2;
   uint64_t v, cmp, old;
 };
@@ -121,7 +187,7 @@ struct Record {  // one atomic, as encode() writes it
 
 std::vector<uint8_t> AtomicCheck::encode() const {
   std::vector<Record> rs;
-  for (const Op& o : ops_) rs.push_back({o.cas, o.old.has_value(), {}, o.pe, o.word, 0, o.v, o.cmp, o.old.value_or(0)});
+  for (const Op& o : ops_) rs.push_back({uint8_t(o.kind), o.old.has_value(), o.width, 0, o.pe, o.word, 0, o.v, o.cmp, o.old.value_or(0)});
   std::vector<uint8_t> out(rs.size() * sizeof(Record));
   if (!rs.empty()) std::memcpy(out.data(), rs.data(), out.size());
   return out;
@@ -132,7 +198,8 @@ bool AtomicCheck::merge(const std::vector<uint8_t>& bytes) {
   for (size_t at = 0; at < bytes.size(); at += sizeof(Record)) {
     Record r;
     std::memcpy(&r, bytes.data() + at, sizeof r);
-    ops_.push_back({r.pe, r.word, r.cas != 0, r.v, r.cas ? r.cmp : 0, r.has_old ? std::optional(r.old) : std::nullopt});
+    if (r.kind >= kAmoOps || (r.width != 4 && r.width != 8)) return false;
+    ops_.push_back({r.pe, r.word, AmoOp(r.kind), r.width, r.v, r.cmp, r.has_old ? std::optional(r.old) : std::nullopt});
   }
   return true;
 }

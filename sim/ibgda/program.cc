@@ -45,19 +45,25 @@ std::string run_program(const Program& p, gpu_sim::SchedOptions so, RecoveryStat
     o.warp = o.scope == Scope::kBlock ? -1 : int32_t(po.warp);
     o.lane = o.scope == Scope::kThread ? int32_t(po.lane) : -1;
     o.value = po.add, o.compare = po.compare, o.word = po.counter;
+    o.amo = po.amo, o.width = po.width, o.signal_add = po.signal_add;
     switch (po.kind) {
       case Kind::kPut: o.kind = OpKind::kPut; break;
       case Kind::kGet: o.kind = OpKind::kGet; break;
       case Kind::kFetchAdd: o.kind = OpKind::kFetchAdd; break;
       case Kind::kAdd: o.kind = OpKind::kAdd; break;
       case Kind::kCompareSwap: o.kind = OpKind::kCompareSwap, o.word = kProgramCounters + po.counter; break;
+      case Kind::kAmo: o.kind = OpKind::kAmo, o.word = 2 * kProgramCounters + po.counter; break;
+      case Kind::kPutSignal: o.kind = OpKind::kPutSignal; break;
+      case Kind::kP: o.kind = OpKind::kP; break;
+      case Kind::kG: o.kind = OpKind::kG; break;
     }
     wl.ops.push_back(o);
   }
   wl.src = *world.malloc(kProgramRo), wl.src_bytes = kProgramRo;
-  wl.words = *world.malloc(2 * kProgramCounters * 8);
+  wl.words = *world.malloc((2 * kProgramCounters + kProgramAmoWords) * 8);
   for (const Op& o : wl.ops) wl.slot = std::max<uint64_t>(wl.slot, (o.bytes + 63) / 64 * 64);  // the largest op's bytes
   wl.dst = *world.malloc(wl.dst_bytes());
+  wl.sigs = *world.malloc(wl.sig_bytes());
   world.inject(p.faults);
   const std::string why = run_workload(world, wl, so, p.check_each_step);
   if (stats != nullptr) *stats = world.recovery_stats();

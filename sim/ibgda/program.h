@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ibgda/amo_op.h"
 #include "sim/ibgda/model_world.h"
 #include "sim/ibgda/stack.h"
 #include "sim/ibgda/world_pool.h"
@@ -19,22 +20,40 @@ namespace doorbell::ibgda {
 inline constexpr uint64_t kProgramRo = 16 << 10;  // read-only source region per PE
 inline constexpr uint64_t kProgramSlot = 3072;    // the most bytes an op moves (its slot: the largest op's, rounded up)
 inline constexpr uint32_t kProgramCounters = 4;
+inline constexpr uint32_t kProgramAmoWords = 8;  // kAmo's words, after the adds' and compare-swaps'
 
-enum class ProgramOpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd, kCompareSwap };
-// Who calls a put: its thread alone, every lane of its warp (put_nbi_warp), or every thread
-// of its PE's CTA (put_nbi_block), each with the same arguments; the op's lane (and warp,
-// for block scope) are then ignored.
+// kAmo: any AMO (ProgramOp::amo, 4 or 8 bytes) on its own words; kPutSignal: put-with-signal
+// (the target's same thread waits for the signal, then checks the data); kP / kG: 1..8 bytes
+// as one value.
+enum class ProgramOpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd, kCompareSwap, kAmo, kPutSignal, kP, kG };
+inline constexpr uint32_t kProgramOpKinds = 9;
+// The operation families a program draws from (a mask): each has its own property.
+enum ProgramFamily : uint32_t {
+  kFamilyRma = 1 << 0,      // put, get (thread, warp, block scope)
+  kFamilyCounters = 1 << 1, // 8-byte fetch-add, add, compare-swap
+  kFamilyAmo = 1 << 2,      // every AMO, 4 and 8 bytes
+  kFamilySignal = 1 << 3,   // put-with-signal, signal_wait_until
+  kFamilyPg = 1 << 4,       // p, g
+  kAllFamilies = 0x1f,
+};
+// Who calls a put or get: its thread alone, every lane of its warp (the _warp form), or every
+// thread of its PE's CTA (the _block form), each with the same arguments; the op's lane (and
+// warp, for block scope) are then ignored.
 enum class ProgramScope : uint8_t { kThread, kWarp, kBlock };
 
 struct ProgramOp {
   uint32_t pe = 0, warp = 0, lane = 0;  // who runs it
   ProgramOpKind kind = ProgramOpKind::kPut;
-  ProgramScope scope = ProgramScope::kThread;  // puts only
+  ProgramScope scope = ProgramScope::kThread;  // puts and gets only
   uint32_t target = 0;
-  uint32_t bytes = 1;                   // 1..kProgramSlot
+  uint32_t bytes = 1;                   // 1..kProgramSlot (p, g: 1..8)
   uint32_t src = 0;                     // offset in the read-only region
-  uint32_t counter = 0, add = 1;        // adds: counter word and amount; compare-swaps: word, new value
-  uint32_t compare = 0;                 // compare-swaps (on their own words, beside the adds')
+  uint32_t counter = 0;                 // the counter word (adds', compare-swaps' or kAmo's own)
+  uint64_t add = 1;                     // adds: the amount; compare-swaps and AMOs: the value; signals: the value
+  uint64_t compare = 0;                 // compare-swaps (on their own words, beside the adds')
+  AmoOp amo = AmoOp::kFetchAdd;         // kAmo, on word counter of its own block
+  uint8_t width = 8;                    // kAmo: 4 or 8
+  bool signal_add = false;              // kPutSignal: add, else set
 };
 
 struct Program {

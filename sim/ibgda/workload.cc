@@ -132,15 +132,20 @@ std::string WorkloadRun::check_bytes() const {
     for (uint64_t t = 0; t < w_.threads(); ++t)
       for (size_t j = 0; j < w_.ops.size(); ++j) {
         const Op& o = w_.ops[j];
-        if (o.pe != pe || (o.kind != OpKind::kPut && o.kind != OpKind::kGet) || !owns_slot(o, t, w_.shape)) continue;
-        if (!world_.local(o.kind == OpKind::kPut ? o.target : pe)) continue;  // another process checks its own memory
-        const uint64_t sl = w_.slot_at(t, j);
-        const uint8_t* got = world_.at(o.kind == OpKind::kPut ? o.target : pe, sl);
-        const uint32_t from = o.kind == OpKind::kPut ? pe : o.target;
-        if (const uint64_t i = first_difference(got, from, o.src, o.bytes); i != o.bytes)
-          return "op " + std::to_string(j) + " of pe " + std::to_string(pe) + " thread " + std::to_string(t) + ": byte " +
-                 std::to_string(i) + " differs";
+        const bool put = is_put_like(o.kind);
+        if (o.pe != pe || (!put && !is_get_like(o.kind)) || !owns_slot(o, t, w_.shape)) continue;
+        if (!world_.local(put ? o.target : pe)) continue;  // another process checks its own memory
+        const auto what = [&] { return "op " + std::to_string(j) + " of pe " + std::to_string(pe) + " thread " + std::to_string(t); };
+        const uint8_t* got = world_.at(put ? o.target : pe, w_.slot_at(t, j));
+        if (const uint64_t i = first_difference(got, put ? pe : o.target, o.src, o.bytes); i != o.bytes)
+          return what() + ": byte " + std::to_string(i) + " differs";
+        if (o.kind == OpKind::kPutSignal) {
+          const uint64_t sig = *reinterpret_cast<const uint64_t*>(world_.at(o.target, w_.sig_at(t, j)));
+          if (const uint64_t want = o.signal_add ? o.value * o.count : o.value; sig != want)
+            return what() + ": its signal word holds " + std::to_string(sig) + ", not " + std::to_string(want);
+        }
       }
+  if (!early_signal_.empty()) return early_signal_;
   return {};
 }
 

@@ -17,9 +17,12 @@
 
 namespace doorbell::ibgda {
 
-enum class OpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd, kCompareSwap, kQuiet };
-// Who calls a put: each thread, every lane of a warp together (put_nbi_warp) or every
-// thread of a CTA together (put_nbi_block), with the same arguments.
+// kAmo: any AMO (Op::amo, 4 or 8 bytes); kPutSignal: put-with-signal, the signal word the
+// op's own (Workload::sig_at), waited for by the same thread of the target PE after its
+// quiet, which then checks the data is there; kP / kG: 1..8 bytes as one value.
+enum class OpKind : uint8_t { kPut, kGet, kFetchAdd, kAdd, kCompareSwap, kQuiet, kAmo, kPutSignal, kP, kG };
+// Who calls a put or get: each thread, every lane of a warp together (put_nbi_warp,
+// get_nbi_warp) or every thread of a CTA together (the _block forms), with the same arguments.
 enum class Scope : uint8_t { kThread, kWarp, kBlock };
 
 struct Op {
@@ -36,9 +39,15 @@ struct Op {
   // a compare-swap), and a compare-swap's compare value. A word takes adds or compare-swaps.
   uint32_t word = 0;
   uint64_t value = 1, compare = 0;
+  AmoOp amo = AmoOp::kFetchAdd;  // kAmo
+  uint8_t width = 8;             // kAmo: 4 (the word's low half) or 8
+  bool signal_add = false;       // kPutSignal: add `value` to the signal, else set it
 };
 
-inline bool is_atomic(OpKind k) { return k == OpKind::kFetchAdd || k == OpKind::kAdd || k == OpKind::kCompareSwap; }
+inline bool is_atomic(OpKind k) { return k == OpKind::kFetchAdd || k == OpKind::kAdd || k == OpKind::kCompareSwap || k == OpKind::kAmo; }
+// Ops that land bytes in a destination slot: on the target (put-like) or here (get-like).
+inline bool is_put_like(OpKind k) { return k == OpKind::kPut || k == OpKind::kPutSignal || k == OpKind::kP; }
+inline bool is_get_like(OpKind k) { return k == OpKind::kGet || k == OpKind::kG; }
 
 // A generated put (alltoall, dispatch): send-buffer bytes of `from` to `to`'s receive buffer.
 struct Msg {
@@ -53,12 +62,15 @@ struct Workload {
   uint64_t src = 0, src_bytes = 0;       // source bytes, filled per PE by fill_sources
   uint64_t dst = 0, slot = 0;            // op j of owner thread t writes dst + (t * ops.size() + j) * slot
   uint64_t words = 0;                    // counter word w at words + 8 * w
+  uint64_t sigs = 0;                     // put-with-signal: op j of owner t signals sigs + (t * ops.size() + j) * 8
   const std::vector<std::vector<Msg>>* msgs = nullptr;  // generated puts each PE sends, spread over its threads
   uint64_t msg_send = 0, msg_recv = 0, msg_send_bytes = 0;
   uint64_t seed = 1;                     // the source bytes
   uint64_t threads() const { return uint64_t(shape.ctas) * shape.warps_per_cta * shape.lanes; }
   uint64_t slot_at(uint64_t owner, size_t op) const { return dst + (owner * ops.size() + op) * slot; }
   uint64_t dst_bytes() const { return threads() * ops.size() * slot > 0 ? threads() * ops.size() * slot : 1; }  // to malloc
+  uint64_t sig_at(uint64_t owner, size_t op) const { return sigs + (owner * ops.size() + op) * 8; }
+  uint64_t sig_bytes() const { return threads() * ops.size() * 8 > 0 ? threads() * ops.size() * 8 : 8; }  // to malloc
 };
 
 // Whether thread t (CTA-major, shape.warps_per_cta x shape.lanes per CTA) runs op o, and whether it
@@ -83,7 +95,8 @@ class WorkloadRun {
   // failed; without failover any error CQE) or completed, with what explains it (the weak
   // memory model's stale reads where they may). The invariants are checked once more at the end.
   sim::Verdict classify(gpu_sim::Scheduler& s, const gpu_sim::RunResult& r, bool failover) const;
-  // Real memory: every destination slot and generated message against its source bytes.
+  // Real memory: every destination slot and generated message against its source bytes,
+  // and every put-with-signal's signal word.
   std::string check_bytes() const;
   // Some order of the atomics explains every result and every word's final value (of the
   // PEs in this process).
@@ -105,6 +118,7 @@ class WorkloadRun {
   // atomics applied once whose result was lost.
   uint64_t failed_ops_ = 0, lost_results_ = 0;
   AtomicCheck atomics_;
+  std::string early_signal_;  // the first signal seen before its data (kPutSignal)
 };
 
 // The whole of it: fill the sources, launch, attach the world, run under `so`, classify and

@@ -74,10 +74,37 @@ TEST(AtomicCheck, NamesCompareSwapsThatCannotChain) {
   never_held.compare_swap(0, 0, 0, 1, 0);
   never_held.compare_swap(0, 0, 0, 1, 4);
   EXPECT_EQ(check(never_held, 1), "pe 0 word 0: a compare-swap (0->1) returned 4, a value the word never held");
-  AtomicCheck mixed;
+  AtomicCheck mixed;  // adds and compare-swaps on one word: an order is searched for
   mixed.add(0, 0, 1);
-  mixed.compare_swap(0, 0, 0, 1, 0);
-  EXPECT_NE(check(mixed, 1).find("takes adds and compare-swaps"), std::string::npos);
+  mixed.compare_swap(0, 0, 0, 5, 0);  // first: 0 -> 5, then the add
+  EXPECT_EQ(check(mixed, 6), "");
+  EXPECT_EQ(check(mixed, 1).rfind("pe 0 word 0: no order of its atomics (add 1, compare_swap 5 if 0 -> 0)", 0), 0u) << check(mixed, 1);
+}
+
+// Every other AMO, 4- and 8-byte, mixed on one word: some order explains every fetched value
+// and the final one, or the check names the word.
+TEST(AtomicCheck, MixedAmosAreExplainedBySomeOrder) {
+  auto check = [](const AtomicCheck& a, uint64_t final_value) {
+    return a.check([final_value](uint32_t, uint32_t) { return std::optional<uint64_t>(final_value); });
+  };
+  AtomicCheck bits;  // or 0b0110, then fetch_and 0b0011 saw 0b0110, then xor 0b1000
+  bits.amo(0, 0, AmoOp::kXor, 8, 0b1000, 0, std::nullopt);
+  bits.amo(0, 0, AmoOp::kFetchAnd, 8, 0b0011, 0, 0b0110);
+  bits.amo(0, 0, AmoOp::kOr, 8, 0b0110, 0, std::nullopt);
+  EXPECT_EQ(check(bits, 0b1010), "");
+  EXPECT_NE(check(bits, 0b0010), "");  // the xor must land somewhere
+  AtomicCheck halves;  // a 4-byte add carries nothing into the high half
+  halves.amo(0, 0, AmoOp::kSet, 8, 0x1'ffff'ffffull, 0, std::nullopt);
+  halves.amo(0, 0, AmoOp::kFetchAdd, 4, 1, 0, 0xffff'ffffull);
+  EXPECT_EQ(check(halves, 0x1'0000'0000ull), "");
+  EXPECT_NE(check(halves, 0x2'0000'0000ull), "");
+  AtomicCheck swaps;  // swap returned 7, but nothing ever wrote 7
+  swaps.amo(0, 0, AmoOp::kSwap, 8, 3, 0, 7);
+  swaps.amo(0, 0, AmoOp::kFetchInc, 8, 0, 0, 3);
+  EXPECT_NE(check(swaps, 4), "");
+  AtomicCheck many;
+  for (int i = 0; i < 21; ++i) many.amo(0, 0, AmoOp::kOr, 8, 1, 0, std::nullopt);
+  EXPECT_NE(check(many, 1).find("more than the order search takes (20)"), std::string::npos);
 }
 
 // One PE per process: each process checks its own words against every process's records.

@@ -42,7 +42,9 @@ Program draw_program(uint64_t seed, uint32_t npes) {
   auto pick = [&draw](uint32_t n) { return draw(0, n); };
   p.stack.start_index = draw_start_index(draw, pick);
   p.check_each_step = false;
-  draw_ops(p, draw(1, 41), draw, pick);
+  // Not put-with-signal: a thread waiting for another process's signal looks hung to this
+  // process's scheduler (nothing here moves) while that process is still on its way to send it.
+  draw_ops(p, draw(1, 41), draw, pick, kProgramSlot, kAllFamilies & ~kFamilySignal);
   return p;
 }
 

@@ -9,6 +9,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include "sim/ibgda/atomic_check.h"
 #include "sim/ibgda/program.h"
 #include "tests/ibgda/program_gen.h"
 
@@ -27,13 +28,17 @@ void showValue(const Case& c, std::ostream& os) {
   os << "npes=" << p.npes << " warps=" << p.warps << " lanes=" << p.lanes << " depth=" << (1u << p.stack.log_qp_depth)
      << " batch=" << p.stack.num_requests_in_batch << " rc=" << p.stack.num_rc_per_pe << " nics=" << p.stack.nics_per_pe << (p.stack.pe_major ? " pe-major" : " qp-major") << " ibuf=" << p.stack.ibuf_slots << " proxy=" << p.stack.cpu_proxy << " pct=" << c.pct << " park=" << c.park
      << " delay=" << p.stack.response_delay << " seed=" << p.seed << " start_index=" << p.stack.start_index << "\n";
-  for (const ProgramOp& o : p.ops)
+  for (const ProgramOp& o : p.ops) {
     os << "  pe" << o.pe << "/w" << o.warp << "/l" << o.lane << " scope=" << int(o.scope) << " kind=" << int(o.kind) << " -> pe" << o.target
-       << " bytes=" << o.bytes << " src=" << o.src << " ctr=" << o.counter << " add=" << o.add << " cmp=" << o.compare << "\n";
+       << " bytes=" << o.bytes << " src=" << o.src << " ctr=" << o.counter << " add=" << o.add << " cmp=" << o.compare;
+    if (o.kind == ProgramOpKind::kAmo) os << " amo=" << amo_name(o.amo) << "/" << int(o.width);
+    if (o.kind == ProgramOpKind::kPutSignal) os << (o.signal_add ? " signal=add" : " signal=set");
+    os << "\n";
+  }
 }
 
-rc::Gen<Case> gen_case() {
-  return rc::gen::exec([] {
+rc::Gen<Case> gen_case(uint32_t families = kAllFamilies) {
+  return rc::gen::exec([families] {
     Case c;
     Program& p = c.p;
     p.npes = *rc::gen::inRange(2u, 4u);
@@ -51,7 +56,7 @@ rc::Gen<Case> gen_case() {
     p.stack.response_delay = *rc::gen::element(0u, 0u, 20u);
     p.seed = *rc::gen::arbitrary<uint64_t>();
     p.stack.start_index = gen_start_index();
-    gen_ops(p, *rc::gen::inRange(1u, 60u));
+    gen_ops(p, *rc::gen::inRange(1u, 60u), families);
     return c;
   });
 }
@@ -81,12 +86,27 @@ RC_GTEST_PROP(IbgdaProperty, MemoryEqualsSequentialReferenceAfterQuiet, ()) { ch
 // shows each ordering is needed).
 RC_GTEST_PROP(IbgdaProperty, MemoryEqualsSequentialReferenceUnderWeakMemory, ()) { check(gpu_sim::MemoryModel::kWeak); }
 
+// One property per operation family (issue 38): programs of that family alone, against the
+// same reference (every slot's bytes, some order of the atomics, every signal and the data
+// it announces), in either memory model.
+void check_family(uint32_t families) {
+  const Case c = *gen_case(families);
+  const auto m = *rc::gen::arbitrary<bool>() ? gpu_sim::MemoryModel::kWeak : gpu_sim::MemoryModel::kSc;
+  const std::string why = run_case(c, m);
+  RC_LOG() << (m == gpu_sim::MemoryModel::kWeak ? "weak memory: " : "sc: ") << why;
+  RC_ASSERT(why.empty());
+}
+RC_GTEST_PROP(IbgdaFamily, PutsAndGetsAtEveryScope, ()) { check_family(kFamilyRma); }
+RC_GTEST_PROP(IbgdaFamily, EveryAmoIsExplainedBySomeOrder, ()) { check_family(kFamilyAmo); }
+RC_GTEST_PROP(IbgdaFamily, PutWithSignalShowsItsDataWithItsSignal, ()) { check_family(kFamilySignal | kFamilyRma); }
+RC_GTEST_PROP(IbgdaFamily, PAndGMoveTheirValues, ()) { check_family(kFamilyPg); }
+
 // Generated cases with a bug planted by `plant` until one breaks: what broke, or "" when
-// every case held.
-std::string find_planted(const char* name, const std::function<void(Case&)>& plant) {
+// every case held. `families`: what the programs draw.
+std::string find_planted(const char* name, const std::function<void(Case&)>& plant, uint32_t families = kAllFamilies) {
   std::string seen;
   const bool held = rc::check(name, [&] {
-    Case c = *gen_case();
+    Case c = *gen_case(families);
     plant(c);
     const std::string why = run_case(c, gpu_sim::MemoryModel::kSc);
     if (!why.empty()) seen = why;
@@ -141,6 +161,25 @@ TEST(IbgdaProperty, FindsKeysOfTheWrongNic) {
     c.p.stack.nics_per_pe = 1;
   });
   EXPECT_EQ(one_nic, "") << "with one NIC per PE the plant must be harmless";
+}
+
+// Each family's property finds a bug planted in its operations.
+TEST(IbgdaFamily, FindsAnInvertedSwapMask) {  // swap, set, and, or change the bits they should keep
+  const std::string seen = find_planted("masked compare-swap's swap mask inverted", [](Case& c) { c.p.stack.plant.amo_mask_inverted = true; },
+                                        kFamilyAmo);
+  EXPECT_NE(seen.find("atomics: "), std::string::npos) << "an inverted swap mask was not found: " << seen;
+}
+TEST(IbgdaFamily, FindsASignalPostedBeforeItsData) {  // the memory ends right; a waiter sees it early
+  const std::string seen = find_planted("signal before data", [](Case& c) { c.p.stack.plant.signal_first = true; }, kFamilySignal);
+  EXPECT_NE(seen.find("its signal showed with byte"), std::string::npos) << "a signal ahead of its data was not found: " << seen;
+}
+TEST(IbgdaFamily, FindsAShortInlineP) {
+  const std::string seen = find_planted("p's inline header one byte short", [](Case& c) { c.p.stack.plant.p_short = true; }, kFamilyPg);
+  EXPECT_NE(seen.find("differs"), std::string::npos) << "a short inline p was not found: " << seen;
+}
+TEST(IbgdaFamily, FindsAShiftedWarpScopeGet) {
+  const std::string seen = find_planted("warp-scope get pieces shifted", [](Case& c) { c.p.stack.plant.warp_get_shifted = true; }, kFamilyRma);
+  EXPECT_NE(seen.find("differs"), std::string::npos) << "a shifted warp-scope get was not found: " << seen;
 }
 
 }  // namespace
