@@ -150,7 +150,7 @@ std::vector<void*> doorbell_state(const Rings& r, uint32_t nqps) {
   for (uint32_t p = 0; p < npes; ++p) regs[p].addr = bases[p], regs[p].keys[0] = 0x1000u + p * 16;
   b.set_chunk(0, regs, kHeapBytes);
   ibgda::DevState s = b.placed([](const auto& v) { return dcopy(v); });
-  s.group_switches = dalloc<uint64_t>(1);
+  s.group_switches = dalloc<uint64_t>(ibgda::kQpPools);
   s.opt.num_requests_in_batch = kBatch;
   s.opt.nic_buf_on_gpumem = true;  // as NVSHMEM's state says: rings and DBRs are GPU memory
   s.heap_bases = dcopy(bases);

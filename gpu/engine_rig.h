@@ -129,7 +129,7 @@ inline PeQueues pe_queues(uint32_t p, uint32_t npes, bool backups, bool health, 
     regions.push_back({bases[p] + c * chunk, chunk, heap_key(p, c)});
   }
   out.state = b.placed([](const auto& v) { return dcopy(v); });
-  out.state.group_switches = dalloc<uint64_t>(1);
+  out.state.group_switches = dalloc<uint64_t>(ibgda::kQpPools);
   out.state.opt.nic_buf_on_gpumem = true;  // rings and DBRs are GPU memory
   return out;
 }

@@ -119,6 +119,7 @@ struct Plants {
 
 struct Options {
   uint32_t num_requests_in_batch = 32;  // power of two
+  uint32_t num_default_rc_per_pe = 0;   // the DEFAULT pool's QPs per peer and NIC (0: all of them)
   bool may_skip_cst = true;             // GPU has PCIe write ordering (Hopper): no CST needed
   bool cpu_proxy = false;               // UAR not mappable: a CPU thread rings for the GPU
   // WQ rings and DBRs are in GPU memory: the NIC reads them through the GPU's L2, so a
@@ -142,7 +143,10 @@ struct DevState {
   uint32_t num_devices = 1;             // NICs per PE: each peer has num_rc_per_pe QPs on each
   DevQp* qps = nullptr;                 // qps_per_set(), in `layout` order
   QpLayout layout = QpLayout::kQpMajor;
-  uint64_t* group_switches = nullptr;   // round-robin counter for DEFAULT/ANY selection
+  // The QP pools' round-robin counters (seed 002's switch groups), kQpPools of them:
+  // [kPoolDefault] over each peer's first num_default_rc_per_pe QPs (per NIC), [kPoolAny]
+  // over all num_rc_per_pe (Options::num_default_rc_per_pe).
+  uint64_t* group_switches = nullptr;
   Options opt;
   heap::KeyTables keys;
   // Failover (null: off): a backup QP per main QP (same layout), and each thread's log of
@@ -153,6 +157,8 @@ struct DevState {
   uint64_t* heap_bases = nullptr;       // per PE
   uint64_t* error = nullptr;            // first error CQE seen (error_word); a root cause replaces a flush
 };
+
+inline constexpr uint32_t kPoolDefault = 0, kPoolAny = 1, kQpPools = 2;
 
 // A peer's QPs (over every NIC), and a PE's whole main (or backup) set.
 DOORBELL_HD constexpr uint32_t rcs_per_peer(const DevState& st) { return st.num_rc_per_pe * st.num_devices; }

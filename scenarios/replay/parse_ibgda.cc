@@ -12,7 +12,7 @@
 namespace doorbell::scenario {
 
 void parse_stack(const YAML::Node& s, ibgda::Stack& st) {
-  only_keys(s, "stack", {"num_rc_per_pe", "nics_per_pe", "qp_depth", "num_requests_in_batch", "qp_layout", "cst", "cpu_proxy", "nic_buffers", "ibuf_slots",
+  only_keys(s, "stack", {"num_rc_per_pe", "default_rc_per_pe", "nics_per_pe", "qp_depth", "num_requests_in_batch", "qp_layout", "cst", "cpu_proxy", "nic_buffers", "ibuf_slots",
                          "failover", "ack_timeout", "retry_count", "rnr_retry", "start_index"});
   // Below 2^64 by far more than a run posts: indices must not wrap the 64 bits.
   if (s["start_index"]) st.start_index = uint_of(s["start_index"], "start_index", 0, (uint64_t(3) << 62));
@@ -21,6 +21,12 @@ void parse_stack(const YAML::Node& s, ibgda::Stack& st) {
   if (s["retry_count"]) st.retry_count = uint32_t(uint_of(s["retry_count"], "retry_count", 0, 7));
   if (s["rnr_retry"]) st.rnr_retry = uint32_t(uint_of(s["rnr_retry"], "rnr_retry", 0, 7));
   if (s["num_rc_per_pe"]) st.num_rc_per_pe = uint32_t(uint_of(s["num_rc_per_pe"], "num_rc_per_pe", 1, 16));
+  if (s["default_rc_per_pe"]) {
+    st.default_rc_per_pe = uint32_t(uint_of(s["default_rc_per_pe"], "default_rc_per_pe", 1, 16));
+    if (st.default_rc_per_pe > st.num_rc_per_pe)
+      fail(s["default_rc_per_pe"], "'default_rc_per_pe' is " + std::to_string(st.default_rc_per_pe) + ", more than num_rc_per_pe (" +
+                                       std::to_string(st.num_rc_per_pe) + ")");
+  }
   if (s["nics_per_pe"]) st.nics_per_pe = uint32_t(uint_of(s["nics_per_pe"], "nics_per_pe", 1, 8));
   if (s["qp_depth"]) st.log_qp_depth = uint32_t(std::countr_zero(pow2_of(s["qp_depth"], "qp_depth", 8, 32768)));
   if (s["num_requests_in_batch"]) st.num_requests_in_batch = pow2_of(s["num_requests_in_batch"], "num_requests_in_batch", 1, 4096);
@@ -110,7 +116,7 @@ constexpr OpName kOpNames[] = {
 };
 
 Op parse_op(const YAML::Node& o, const Scenario& sc, const IbgdaWorkload& iw) {
-  only_keys(o, "an op", {"op", "pe", "warp", "target", "bytes", "count", "word", "value", "compare", "scope", "width", "signal"});
+  only_keys(o, "an op", {"op", "pe", "warp", "target", "bytes", "count", "word", "value", "compare", "scope", "width", "signal", "qp"});
   std::string names;
   for (const OpName& n : kOpNames) names += (names.empty() ? "" : ", ") + std::string(n.name);
   if (!o["op"]) fail(o, "an op needs 'op' (" + names + ")");
@@ -136,6 +142,15 @@ Op parse_op(const YAML::Node& o, const Scenario& sc, const IbgdaWorkload& iw) {
     op.scope = enum_of<Scope>(o["scope"], "scope", 3, [](Scope s) { return kScopes[int(s)]; });
     if (op.scope != Scope::kThread && op.kind != OpKind::kPut && op.kind != OpKind::kGet) fail(o["scope"], "warp and block scope are for puts and gets, not " + k);
     if (op.scope == Scope::kBlock && o["warp"]) fail(o["warp"], "a block-scope " + k + " is called by every warp of the CTA: no 'warp'");
+  }
+  if (o["qp"]) {  // which QP a thread-scope put or get takes: a pool's next, or its warp's / CTA's
+    if ((op.kind != OpKind::kPut && op.kind != OpKind::kGet) || op.scope != Scope::kThread)
+      fail(o["qp"], "'qp' picks the QP of a thread-scope put or get, not of a " + (op.scope != Scope::kThread ? "collective " : std::string()) + k);
+    static const std::pair<const char*, QpSelector::Kind> kQps[] = {
+        {"default", QpSelector::kDefault}, {"any", QpSelector::kAny}, {"warp", QpSelector::kByWarp}, {"cta", QpSelector::kByCta}};
+    const std::string q = choice_of(o["qp"], "qp", {"default", "any", "warp", "cta"});
+    for (const auto& [name, kind] : kQps)
+      if (q == name) op.qp = kind;
   }
   if (o["word"]) op.word = uint32_t(uint_of(o["word"], "word", 0, kCounterWords - 1));
   if (o["value"]) op.value = uint_of(o["value"], "value", 0, ~0ull);

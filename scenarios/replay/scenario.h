@@ -26,6 +26,7 @@ using ibgda::Scope;
 using ibgda::is_atomic;
 using ibgda::AmoOp;
 using ibgda::AtomicCheck;
+using ibgda::QpSelector;
 
 inline constexpr uint32_t kCounterWords = 8;
 

@@ -29,6 +29,7 @@ Result<std::unique_ptr<ModelWorld>> ModelWorld::create(const WorldConfig& cfg) {
   if (cfg.num_nics == 0 || cfg.num_nics > kMaxNics) return Status(Errc::kBadParam, "world: num_nics must be 1..8");
   if (uint64_t(cfg.npes) * cfg.num_nics >= 0xc000) return Status(Errc::kBadParam, "world: more NICs than unicast LIDs");
   if (Status st = check_opt(cfg.opt); !st) return st;
+  if (cfg.opt.num_default_rc_per_pe > cfg.num_rc_per_pe) return Status(Errc::kBadParam, "world: the DEFAULT pool is larger than num_rc_per_pe");
   if ((cfg.ibuf_slots & (cfg.ibuf_slots - 1)) != 0 || cfg.ibuf_slots == 0)
     return Status(Errc::kBadParam, "world: ibuf_slots must be a power of two");
   if (cfg.procs.boot != nullptr) {
@@ -50,7 +51,7 @@ namespace {
 
 // Every field but the run's own (opt, start_index, fast_step_actions) is the world's shape. A
 // field added to WorldConfig must be sorted into one or the other here.
-static_assert(sizeof(WorldConfig) == 176, "a new WorldConfig field: compare it here, or let rewind() set it");
+static_assert(sizeof(WorldConfig) == 184, "a new WorldConfig field: compare it here, or let rewind() set it");
 auto shape_of(const WorldConfig& w) {
   return std::tie(w.npes, w.num_rc_per_pe, w.num_nics, w.log_qp_depth, w.layout, w.nic_buf_on_gpumem, w.ibuf_slots, w.heap.npes,
                   w.heap.heap_bytes, w.heap.granularity, w.heap.max_handle_bytes, w.heap.phantom, w.response_delay_max, w.seed,
@@ -105,7 +106,7 @@ Status ModelWorld::rewind(const WorldConfig& c) {
     const Saved& sv = saved_[p];
     std::copy(sv.mvars.begin(), sv.mvars.end(), pe.mvars.begin());
     std::copy(sv.qps.begin(), sv.qps.end(), pe.qps().begin());
-    pe.group_switch = 0, pe.error = 0;
+    std::fill(std::begin(pe.group_switch), std::end(pe.group_switch), 0), pe.error = 0;
     pe.state().opt = c.opt;
     pe.state().opt.nic_buf_on_gpumem = cfg_.nic_buf_on_gpumem;
   }
@@ -284,7 +285,7 @@ Status ModelWorld::build() {
       if (!backup || cfg_.failover)
         if (Status st = fill_qps(pe, backup); !st) return st;
     DevState& s = pe.state();
-    s.group_switches = &pe.group_switch;
+    s.group_switches = pe.group_switch;
     s.opt = cfg_.opt;
     s.opt.nic_buf_on_gpumem = cfg_.nic_buf_on_gpumem;
     s.error = &pe.error;

@@ -160,7 +160,7 @@ class ModelWorld {
     std::vector<devx::Mr> ibuf_mrs;
     std::vector<uint32_t> ibuf_devs;    // the NIC each ibuf is registered on
     std::vector<uint64_t> heap_bases;
-    uint64_t group_switch = 0, error = 0;
+    uint64_t group_switch[kQpPools] = {}, error = 0;
   };
   explicit ModelWorld(const WorldConfig& c) : cfg_(c) {}
   Status build();

@@ -11,6 +11,7 @@ WorldConfig world_config(const Stack& s, uint32_t npes, uint64_t seed) {
   c.log_qp_depth = s.log_qp_depth;
   c.layout = s.pe_major ? QpLayout::kPeMajor : QpLayout::kQpMajor;
   c.opt.num_requests_in_batch = s.num_requests_in_batch;
+  c.opt.num_default_rc_per_pe = s.default_rc_per_pe;
   c.opt.may_skip_cst = !s.cst;
   c.opt.cpu_proxy = s.cpu_proxy;
   c.opt.plant = s.plant;

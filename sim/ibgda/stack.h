@@ -14,6 +14,7 @@ namespace doorbell::ibgda {
 
 struct Stack {
   uint32_t num_rc_per_pe = 1;           // RC QPs per peer and NIC
+  uint32_t default_rc_per_pe = 0;       // of them, the DEFAULT pool's (0: all)
   uint32_t nics_per_pe = 1;
   uint32_t log_qp_depth = 6;            // WQEBBs per QP (and CQEs per send CQ)
   uint32_t num_requests_in_batch = 32;  // power of two

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ibgda/qp_select.h"
 #include "hw/gpu_sim/scheduler.h"
 #include "sim/ibgda/atomic_check.h"
 #include "sim/ibgda/model_world.h"
@@ -42,6 +43,7 @@ struct Op {
   AmoOp amo = AmoOp::kFetchAdd;  // kAmo
   uint8_t width = 8;             // kAmo: 4 (the word's low half) or 8
   bool signal_add = false;       // kPutSignal: add `value` to the signal, else set it
+  QpSelector::Kind qp = QpSelector::kAny;  // thread-scope puts and gets: the pool (or warp, CTA) that picks the QP
 };
 
 inline bool is_atomic(OpKind k) { return k == OpKind::kFetchAdd || k == OpKind::kAdd || k == OpKind::kCompareSwap || k == OpKind::kAmo; }

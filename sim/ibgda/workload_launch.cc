@@ -34,12 +34,12 @@ void WorkloadRun::launch(gpu_sim::Scheduler& s) {
             case OpKind::kPut:
               res = o.scope == Scope::kWarp    ? put_nbi_warp(ctx, *st, slot, src, o.bytes, o.target)
                     : o.scope == Scope::kBlock ? put_nbi_block(ctx, *st, slot, src, o.bytes, o.target)
-                                               : put_nbi(ctx, *st, slot, src, o.bytes, o.target);
+                                               : put_nbi(ctx, *st, slot, src, o.bytes, o.target, QpSelector{o.qp, 0});
               break;
             case OpKind::kGet:
               res = o.scope == Scope::kWarp    ? get_nbi_warp(ctx, *st, slot, src, o.bytes, o.target)
                     : o.scope == Scope::kBlock ? get_nbi_block(ctx, *st, slot, src, o.bytes, o.target)
-                                               : get_nbi(ctx, *st, slot, src, o.bytes, o.target);
+                                               : get_nbi(ctx, *st, slot, src, o.bytes, o.target, QpSelector{o.qp, 0});
               break;
             case OpKind::kFetchAdd: res = atomic_fetch_add(ctx, *st, word, o.value, o.target, &old); break;
             case OpKind::kAdd: res = atomic_add(ctx, *st, word, o.value, o.target); break;

@@ -186,6 +186,42 @@ TEST(IbgdaProtocol, CpuProxyVariantDeliversTheSameData) {
   EXPECT_EQ(bad, 0u);
 }
 
+// The QP pools (seed 002): DEFAULT round-robins over each peer's first default_rc_per_pe
+// QPs on its own counter, ANY over all of them on another, in both layouts.
+TEST(IbgdaProtocol, DefaultAndAnyPoolsKeepTheirOwnCounters) {
+  for (QpLayout layout : {QpLayout::kQpMajor, QpLayout::kPeMajor}) {
+    WorldConfig c = world_cfg(2, 4, 4);
+    c.layout = layout;
+    c.num_rc_per_pe = 4;
+    c.opt.num_default_rc_per_pe = 2;
+    c.opt.num_requests_in_batch = 1;
+    auto w = ModelWorld::create(c);
+    ASSERT_TRUE(w.is_ok());
+    const uint64_t buf = *(*w)->malloc(4096);
+    DevState* s0 = &(*w)->state(0);
+    auto puts = [&](QpSelector::Kind k, int n) {
+      Scheduler s(sched(3));
+      s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {
+        for (int i = 0; i < n; ++i) EXPECT_EQ(put_nbi(ctx, *s0, buf, buf, 8, 1, QpSelector{k, 0}), OpResult::kOk);
+        EXPECT_EQ(quiet_all(ctx, *s0), OpResult::kOk);
+      });
+      (*w)->attach(s);
+      ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
+    };
+    auto posted = [&] {  // WQEs reserved on each of PE 0's QPs to PE 1, member by member
+      std::vector<uint64_t> v;
+      for (uint32_t m = 0; m < 4; ++m) v.push_back(s0->qps[qp_slot(*s0, m, 1)].mv->resv_head);
+      return v;
+    };
+    puts(QpSelector::kDefault, 6);
+    EXPECT_EQ(posted(), (std::vector<uint64_t>{3, 3, 0, 0})) << "DEFAULT: the first two QPs only";
+    puts(QpSelector::kAny, 8);
+    EXPECT_EQ(posted(), (std::vector<uint64_t>{5, 5, 2, 2})) << "ANY: all four, from its own counter's start";
+    EXPECT_EQ(s0->group_switches[kPoolDefault], 6u);
+    EXPECT_EQ(s0->group_switches[kPoolAny], 8u);
+  }
+}
+
 TEST(IbgdaProtocol, QpMajorAndPeMajorLayouts) {
   DevState st;
   st.npes = 4;
@@ -224,7 +260,7 @@ TEST(IbgdaProtocol, QpMajorAndPeMajorLayouts) {
   (*w)->attach(s);
   ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
   EXPECT_EQ((*w)->at(2, buf)[4095], 0x6b);
-  EXPECT_EQ(*s0->group_switches, 8u);
+  EXPECT_EQ(s0->group_switches[kPoolAny], 8u);
 }
 
 

@@ -17,7 +17,7 @@ struct Case {
 
 const Case kCases[] = {
     {"empty.yaml", 1, "a scenario is a mapping"},  // found by fuzz/scenario_fuzz: was line 0
-    {"unknown_key.yaml", 3, "unknown key 'qp_depht' in stack (known: num_rc_per_pe, nics_per_pe, qp_depth"},
+    {"unknown_key.yaml", 3, "unknown key 'qp_depht' in stack (known: num_rc_per_pe, default_rc_per_pe, nics_per_pe, qp_depth"},
     {"wrong_type.yaml", 3, "'qp_depth' must be a non-negative integer, not 'sixty-four'"},
     {"negative_size.yaml", 4, "'bytes' must not be negative"},
     {"unknown_op.yaml", 4, "'op' must be one of put, get, fetch_add, add, compare_swap, quiet, put_signal, p, g, swap, fetch_and, fetch_or, fetch_xor, fetch_inc, inc, set, and, or, xor, not 'scatter'"},
@@ -42,6 +42,10 @@ const Case kCases[] = {
     {"adds_and_swaps_on_one_word.yaml", 5, "word 2 of PE 1 takes adds and compare-swaps; give them different words"},
     {"compare_on_fetch_add.yaml", 4, "'compare' is for compare_swap, not fetch_add"},
     {"expected_word_without_equals.yaml", 8, "an expected word needs 'equals'"},
+    {"qp_on_warp_put.yaml", 5, "'qp' picks the QP of a thread-scope put or get, not of a collective put"},
+    {"p_too_wide.yaml", 5, "p moves one value of 1 to 8 bytes"},
+    {"default_pool_too_big.yaml", 3, "'default_rc_per_pe' is 3, more than num_rc_per_pe (2)"},
+    {"amo_word_too_busy.yaml", 7, "word 3 of PE 1 takes 32 atomic calls with fetch_or; the order check searches 20 at most"},
     {"start_index_too_high.yaml", 3, "'start_index' must be in 0..13835058055282163712, not 18446744073709551000"},
     // A section only another workload has is refused, not ignored.
     {"p2p_with_stack.yaml", 3, "'stack' is for IBGDA workloads, not for p2p"},
