@@ -4,7 +4,7 @@
 //
 // fence() orders earlier puts before later ones to each PE as NVSHMEM 3.4.5's does: nothing
 // with one QP in all (RC delivers in order), else it waits for every QP's submitted work
-// without quiet's CST (ibgda::fence); with failover on it is quiet (the logs replay in order).
+// without quiet's CST (ibgda::fence_all); with failover on it is quiet (the logs replay in order).
 #pragma once
 
 #include <cstddef>
@@ -66,7 +66,7 @@ DOORBELL_HD OpResult quiet(C& ctx, const DevState& st) {
 }
 template <class C>
 DOORBELL_HD OpResult fence(C& ctx, const DevState& st) {
-  return st.backups != nullptr ? ibgda::quiet_all(ctx, st) : ibgda::fence(ctx, st);
+  return st.backups != nullptr ? ibgda::quiet_all(ctx, st) : ibgda::fence_all(ctx, st);
 }
 // p / g: one value of 1..8 bytes (an inline WRITE; a READ through the ibuf).
 template <class C, class T>

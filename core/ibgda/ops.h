@@ -287,7 +287,7 @@ DOORBELL_HD OpResult atomic_add(C& ctx, const DevState& st, uint64_t off, std::t
     e.kind = LogEntry::kAdd, e.slot = select_slot(ctx, st, pe, sel), e.pe = pe, e.a = off, e.b = v;
     return nbi_failover(ctx, st, e);
   }
-  // NVSHMEM posts every non-fetching add as MASKED_FA (8 bytes: the 2-WQEBB form).
+  // NVSHMEM posts every non-fetching add as MASKED_FA (one WQEBB at either width).
   return nonfetch_amo(ctx, st, Amo{mlx5::WqeOpcode::kAtomicMaskedFa, sizeof(T), v}, off, pe);
 }
 template <class T = uint64_t, class C>
@@ -314,7 +314,7 @@ DOORBELL_HD OpResult atomic_inc(C& ctx, const DevState& st, uint64_t off, uint32
 }
 template <class T, class C>
 DOORBELL_HD OpResult atomic_fetch_inc(C& ctx, const DevState& st, uint64_t off, uint32_t pe, T* old) {
-  return atomic_fetch_add<T>(ctx, st, off, 1, pe, old);
+  return fetch_amo(ctx, st, Amo{mlx5::WqeOpcode::kAtomicMaskedFa, sizeof(T), 1}, off, pe, old);  // MASKED_FA at both widths, as NVSHMEM's FETCH_INC
 }
 
 // Every AMO above by name, for callers that pick one at run time (workloads, scenario
@@ -349,7 +349,7 @@ DOORBELL_HD OpResult amo(C& ctx, const DevState& st, AmoOp k, uint64_t off, T v,
 // does not make READ data visible), then a system-scope fence. NVSHMEM sets no fence bit on
 // any data WQE.
 template <class C>
-DOORBELL_HD OpResult fence(C& ctx, const DevState& st) {
+DOORBELL_HD OpResult fence_all(C& ctx, const DevState& st) {
   const uint32_t nqp = qps_per_set(st);
   if (nqp <= 1) return OpResult::kOk;
   for (uint32_t i = 0; i < nqp; ++i) {

@@ -93,19 +93,23 @@ int doorbell_shim_init_obj(mlx5dv_obj* obj, uint64_t type) {
   return 0;
 }
 
-// A DCT: it has a number and moves through states; the model does not execute DC.
+// A DCT: its PD, SRQ, receive CQ and key now; the NIC's DCT at RTR (ibv_modify_qp).
 ibv_qp* doorbell_shim_create_qp(ibv_context* ctx, ibv_qp_init_attr_ex* attr, mlx5dv_qp_init_attr* dv) {
-  static uint32_t next_dct = 0xd00001;  // above the model's RC QP numbers
   if (dv == nullptr || !(dv->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_DC) || dv->dc_init_attr.dc_type != MLX5DV_DCTYPE_DCT) {
     say("create_qp: only DCTs are made through mlx5dv_create_qp here (RC and DCI QPs through DEVX)");
     errno = EOPNOTSUPP;
     return nullptr;
   }
+  if (attr->pd == nullptr || attr->srq == nullptr || attr->recv_cq == nullptr) {
+    say("create_qp: a DCT needs a PD, an SRQ and a receive CQ");
+    errno = EINVAL;
+    return nullptr;
+  }
   auto* q = new Qp{};
   q->qp.context = ctx, q->qp.pd = attr->pd, q->qp.send_cq = attr->send_cq, q->qp.recv_cq = attr->recv_cq, q->qp.srq = attr->srq;
   q->qp.qp_type = attr->qp_type, q->qp.state = IBV_QPS_RESET;
-  std::lock_guard<std::mutex> lock(context_of(ctx)->model->mu);
-  q->qp.qp_num = q->qp.handle = next_dct++;
+  q->pdn = reinterpret_cast<Pd*>(attr->pd)->pdn, q->srqn = reinterpret_cast<Srq*>(attr->srq)->srqn;
+  q->cqn = reinterpret_cast<Cq*>(attr->recv_cq)->cqn, q->dc_key = dv->dc_init_attr.dct_access_key;
   return &q->qp;
 }
 

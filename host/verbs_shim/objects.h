@@ -40,8 +40,16 @@ struct Ah {
   ibv_ah ah;
   mlx5_wqe_av av;  // what a DC WQE carries for this destination
 };
-struct Qp {  // a DCT (mlx5dv_create_qp): numbered and moved through states, not executed
+// A DCT (mlx5dv_create_qp). As rdma-core does, the NIC's DCT is made when the QP enters
+// RTR (CREATE_DCT, with the access flags INIT set); its number is then the QP's number.
+struct Qp {
   ibv_qp qp;
+  uint32_t pdn = 0, srqn = 0, cqn = 0;
+  uint64_t dc_key = 0;
+  unsigned access = 0;  // IBV_ACCESS_* from INIT
+  uint8_t mtu = 5, min_rnr = 12;
+  devx::Obj dct{};
+  bool made = false;
 };
 
 // Errors: errno and NULL / an errno value, as libibverbs returns them; the first line of why

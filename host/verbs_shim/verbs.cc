@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "host/verbs_shim/objects.h"
+#include "hw/mlx5_devx/driver.h"
 #include "host/verbs_shim/shim_api.h"
 
 #undef ibv_get_device_list
@@ -309,8 +310,27 @@ ibv_qp* ibv_create_qp(ibv_pd*, ibv_qp_init_attr*) {
   return fail<ibv_qp>(EOPNOTSUPP, "create_qp: verbs QPs are not modelled (DEVX QPs are)");
 }
 
+// A DCT: INIT takes its access flags, RTR makes the NIC's DCT (its number becomes qp_num).
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
-  if (mask & IBV_QP_STATE) qp->state = attr->qp_state;  // a DCT: its state only
+  auto* q = reinterpret_cast<Qp*>(qp);
+  if (mask & IBV_QP_ACCESS_FLAGS) q->access = attr->qp_access_flags;
+  if (mask & IBV_QP_PATH_MTU) q->mtu = uint8_t(attr->path_mtu);
+  if (mask & IBV_QP_MIN_RNR_TIMER) q->min_rnr = attr->min_rnr_timer;
+  if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR && !q->made) {
+    Context* c = context_of(qp->context);
+    std::lock_guard<std::mutex> lock(c->model->mu);
+    devx::DctSpec s;
+    s.pdn = q->pdn, s.cqn = q->cqn, s.srqn = q->srqn, s.dc_key = q->dc_key;
+    s.remote_write = (q->access & IBV_ACCESS_REMOTE_WRITE) != 0;
+    s.remote_read = (q->access & IBV_ACCESS_REMOTE_READ) != 0;
+    s.remote_atomic = (q->access & IBV_ACCESS_REMOTE_ATOMIC) != 0;
+    s.mtu = q->mtu >= 1 && q->mtu <= 5 ? q->mtu : 5, s.min_rnr_nak = q->min_rnr;
+    Result<devx::Obj> d = devx::Driver(*c->devx).create_dct(s);
+    if (!d) return say("modify_qp: CREATE_DCT: " + d.status().to_string()), EINVAL;
+    q->dct = *d, q->made = true;
+    qp->qp_num = qp->handle = d->id;
+  }
+  if (mask & IBV_QP_STATE) qp->state = attr->qp_state;
   return 0;
 }
 
@@ -322,7 +342,13 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
 }
 
 int ibv_destroy_qp(ibv_qp* qp) {
-  delete reinterpret_cast<Qp*>(qp);
+  auto* q = reinterpret_cast<Qp*>(qp);
+  if (q->made) {
+    Context* c = context_of(qp->context);
+    std::lock_guard<std::mutex> lock(c->model->mu);
+    if (Status st = devx::Driver(*c->devx).destroy_dct(q->dct); !st) return say("destroy_qp: " + st.to_string()), EBUSY;
+  }
+  delete q;
   return 0;
 }
 

@@ -83,6 +83,28 @@ static_assert(sizeof(WqeInlineSeg) == 4);
 static_assert(sizeof(WqeAtomicSeg) == 16);
 static_assert(sizeof(WqeMaskedFa64Seg) == 16);
 static_assert(sizeof(WqeMaskedCs64Seg) == 32);
+// The address vector a DC initiator's WQE carries right after its control segment
+// (rdma-core's mlx5_wqe_av): the half form (16 bytes, one DS) names the target DCT by LID and
+// number with its access key; the full form (48 bytes, three DS, kAvExtended set in dqp_dct)
+// adds the GRH fields. NOP and DUMP carry none: they never leave the NIC.
+struct WqeAvSeg {
+  Be64 dc_key;
+  Be32 dqp_dct;  // kAvExtended | DCT number
+  uint8_t stat_rate_sl;
+  uint8_t fl_mlid;
+  Be16 rlid;
+  uint8_t reserved0[4];
+  uint8_t rmac[6];
+  uint8_t tclass;
+  uint8_t hop_limit;
+  Be32 grh_gid_fl;
+  uint8_t rgid[16];
+};
+inline constexpr uint32_t kAvExtended = 0x80000000u;
+inline constexpr uint32_t kHalfAvDs = 1, kFullAvDs = 3;
+DOORBELL_HD uint32_t av_ds(const WqeAvSeg& av) { return (av.dqp_dct.get() & kAvExtended) ? kFullAvDs : kHalfAvDs; }
+static_assert(sizeof(WqeAvSeg) == 48);
+
 static_assert(sizeof(WqeMaskedFa32Seg) == 16);
 static_assert(sizeof(WqeMaskedCs32Seg) == 16);
 
@@ -129,6 +151,16 @@ DOORBELL_HD void set_data_seg(WqeDataSeg* s, uint32_t length, uint32_t lkey, uin
   set_seg(s, data_words(length, lkey, addr));
 }
 DOORBELL_HD void set_atomic_seg(WqeAtomicSeg* s, uint64_t swap_add, uint64_t compare) { set_seg(s, atomic_words(swap_add, compare)); }
+
+// A half address vector (IB, LID-routed): what NVSHMEM copies into each DCI WQE when every
+// port has a LID and the HCA reports compact_address_vector.
+DOORBELL_HD void set_half_av_seg(WqeAvSeg* s, uint64_t dc_key, uint32_t dctn, uint16_t rlid, uint8_t sl = 0) {
+  s->dc_key.set(dc_key);
+  s->dqp_dct.set(dctn & 0xffffff);
+  s->stat_rate_sl = uint8_t(sl & 0xf);
+  s->fl_mlid = 0;
+  s->rlid.set(rlid);
+}
 
 // Inline header; returns the DS the inline part occupies (header + data, 16-byte padded).
 DOORBELL_HD uint32_t set_inline_seg(WqeInlineSeg* s, uint32_t length) {

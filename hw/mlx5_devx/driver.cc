@@ -35,7 +35,7 @@ Buf<create_qp_in> Driver::build_create_rc_qp(const RcQpSpec& s) {
   Buf<create_qp_in> b{};
   header(b.data(), kCreateQp);
   void* p = b.data();
-  DB_SET(create_qp_in, p, qp_context.st, kQpcStRc);
+  DB_SET(create_qp_in, p, qp_context.st, s.dci ? kQpcStDci : kQpcStRc);
   DB_SET(create_qp_in, p, qp_context.pm_state, kQpcPmMigrated);
   DB_SET(create_qp_in, p, qp_context.pd, s.pdn);
   DB_SET(create_qp_in, p, qp_context.uar_page, s.uar_page);
@@ -139,6 +139,25 @@ Result<Obj> create(DevxContext& ctx, const InBuf& in) {
 
 Result<Obj> Driver::create_cq(const CqSpec& s) { return create<create_cq_out>(ctx_, build_create_cq(s)); }
 Result<Obj> Driver::create_rc_qp(const RcQpSpec& s) { return create<create_qp_out>(ctx_, build_create_rc_qp(s)); }
+Result<Obj> Driver::create_dct(const DctSpec& s) { return create<create_dct_out>(ctx_, build_create_dct(s)); }
+
+Buf<create_dct_in> Driver::build_create_dct(const DctSpec& s) {
+  Buf<create_dct_in> b{};
+  header(b.data(), kCreateDct);
+  void* p = b.data();
+  DB_SET(create_dct_in, p, dct_context_entry.pd, s.pdn);
+  DB_SET(create_dct_in, p, dct_context_entry.cqn, s.cqn);
+  DB_SET(create_dct_in, p, dct_context_entry.srqn_xrqn, s.srqn);
+  DB_SET(create_dct_in, p, dct_context_entry.dc_access_key, s.dc_key);
+  DB_SET(create_dct_in, p, dct_context_entry.rwe, s.remote_write);
+  DB_SET(create_dct_in, p, dct_context_entry.rre, s.remote_read);
+  DB_SET(create_dct_in, p, dct_context_entry.rae, s.remote_atomic);
+  DB_SET(create_dct_in, p, dct_context_entry.atomic_mode, s.atomic_mode);
+  DB_SET(create_dct_in, p, dct_context_entry.port, s.port);
+  DB_SET(create_dct_in, p, dct_context_entry.mtu, s.mtu);
+  DB_SET(create_dct_in, p, dct_context_entry.min_rnr_nak, s.min_rnr_nak);
+  return b;
+}
 
 namespace {
 template <class InBuf>
@@ -183,6 +202,13 @@ Status Driver::destroy_qp(const Obj& qp) {
 Status Driver::destroy_cq(const Obj& cq) {
   auto in = build_cq_cmd(kDestroyCq, cq.id);
   return ctx_.obj_destroy(cq, in.data(), in.size());
+}
+
+Status Driver::destroy_dct(const Obj& dct) {
+  Buf<destroy_dct_in> in{};
+  header(in.data(), kDestroyDct);
+  DB_SET(destroy_dct_in, in.data(), dctn, dct.id);
+  return ctx_.obj_destroy(dct, in.data(), in.size());
 }
 
 }  // namespace doorbell::devx

@@ -37,6 +37,20 @@ struct RcQpSpec {
   uint32_t recv_cqn = 0;      // with an SRQ
   uint32_t srqn = 0;          // 0: zero-size receive queue
   uint32_t uar_page = 0;
+  bool dci = false;           // a DC initiator (st DCI): each WQE names its DCT in an address vector
+};
+
+// A DC target (CREATE_DCT): active once created; answers DCIs whose AV carries dc_key.
+struct DctSpec {
+  uint32_t pdn = 0;
+  uint32_t cqn = 0;           // receive completions
+  uint32_t srqn = 0;          // receives (a DCT always takes them from an SRQ)
+  uint64_t dc_key = 0;
+  bool remote_write = true, remote_read = true, remote_atomic = true;
+  uint8_t atomic_mode = 3;
+  uint8_t port = 1;
+  uint8_t mtu = 5;
+  uint8_t min_rnr_nak = 12;
 };
 
 struct InitSpec {
@@ -92,6 +106,8 @@ class Driver {
   Result<QpQuery> query_qp(const Obj& qp);
   Status destroy_qp(const Obj& qp);
   Status destroy_cq(const Obj& cq);
+  Result<Obj> create_dct(const DctSpec& s);
+  Status destroy_dct(const Obj& dct);
 
   static prm::Buf<prm::create_cq_in> build_create_cq(const CqSpec& s);
   static prm::Buf<prm::create_qp_in> build_create_rc_qp(const RcQpSpec& s);
@@ -100,6 +116,7 @@ class Driver {
   static prm::Buf<prm::modify_qp_in> build_rtr2rts(uint32_t qpn, const RtsSpec& s);
   static prm::Buf<prm::qp_by_number_in> build_qp_cmd(uint16_t opcode, uint32_t qpn);
   static prm::Buf<prm::cq_by_number_in> build_cq_cmd(uint16_t opcode, uint32_t cqn);
+  static prm::Buf<prm::create_dct_in> build_create_dct(const DctSpec& s);
 
  private:
   DevxContext& ctx_;

@@ -72,7 +72,7 @@ void Nic::audit_doorbell(Qp& qp, uint64_t value, bool bf_is_clients) {
     for (uint32_t i = 0; i < nbb && i < 64; ++i) std::memcpy(w + i * mlx5::kWqebb, slot(i), mlx5::kWqebb);  // whole across the wrap
     WqeView v;
     const WqeFault f = nbb > uint16_t(dbr - s) ? WqeFault{mlx5::CqeSyndrome::kLocalQpOpErr, vendor::kBadDs}
-                                               : check_wqe(w, qp.qpn, s, true, max_ds, &v);
+                                               : check_wqe(w, qp.qpn, s, true, max_ds, &v, qp.attr.dc);
     if (f.failed()) {
       std::snprintf(line, sizeof line,
                     "qpn 0x%x: slot %u (WQEBB %llu) below the doorbell record %u is not a whole WQE: %s%s "

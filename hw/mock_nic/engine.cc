@@ -115,9 +115,10 @@ struct Engine {
       if (p != nullptr && (need & kRemoteAtomic) && !*ph) wrote(*rn, p, len);
       return p;
     }
-    // The responder rejects a request: its QP goes to ERR (flushing its own work) with an event.
+    // The responder rejects a request: its QP goes to ERR (flushing its own work) with an
+    // event; a DCT, which serves every DCI, only raises the event.
     void responder_error(AsyncEvent::Kind k, WqeFault f) {
-      rn->fail_qp(*rq);
+      if (!rq->attr.dct) rn->fail_qp(*rq);
       rn->raise({k, rq->qpn, uint8_t(f.syndrome)});
     }
     Srq* srq() const { return rq->attr.srqn != 0 ? &rn->srqs_[rq->attr.srqn - kFirstSrqn] : nullptr; }
@@ -175,6 +176,10 @@ struct Engine {
     Nic* peer_nic = nullptr;
     Qp* peer_qp = nullptr;
     const RemotePeer* far = nullptr;
+    // A DCI's target, from the WQE's address vector (aim()): looked up again when it changes.
+    uint16_t dc_lid = 0;
+    uint32_t dc_dctn = 0;
+    uint64_t dc_key = 0;
     // A WRITE sent without waiting (NicConfig::async_link_writes): its link requests.
     uint64_t async_seq = 0;
     uint32_t async_n = 0;
@@ -211,9 +216,27 @@ struct Engine {
 
     void look_up() {
       looked_up = true;
-      far = far_peer(nic, qp);
-      peer_nic = nic.peer_nic(qp);
-      peer_qp = peer_nic != nullptr ? peer_nic->find_qp(qp.peer.qpn) : nullptr;
+      const uint16_t lid = qp.attr.dc ? dc_lid : qp.peer.lid;
+      far = nic.fabric_ != nullptr ? nic.fabric_->remote(lid) : nullptr;
+      peer_nic = nic.nic_by_lid(lid);
+      peer_qp = peer_nic != nullptr ? peer_nic->find_qp(qp.attr.dc ? dc_dctn : qp.peer.qpn) : nullptr;
+    }
+    // A DCI's WQE names its DCT (LID, number, key) in its address vector.
+    void aim(const WqeView& v) {
+      if (v.rlid == dc_lid && v.dctn == dc_dctn && v.dc_key == dc_key && looked_up) return;
+      dc_lid = v.rlid, dc_dctn = v.dctn, dc_key = v.dc_key, looked_up = false;
+    }
+    // A DCT answers a DCI whose key is its own; another key is dropped without an answer (the
+    // DCI retries until its retry count runs out: TRANSPORT_RETRY_EXC_ERR) and the DCT's NIC
+    // raises DCT_KEY_VIOLATION, once until the DCT is made again.
+    bool dct_answers() {
+      if (peer_qp == nullptr || !peer_qp->attr.dct || (peer_qp->state != QpState::kRtr && peer_qp->state != QpState::kRts)) return false;
+      if (peer_qp->attr.dc_key == dc_key) return true;
+      if (!peer_qp->key_violation_raised) {
+        peer_qp->key_violation_raised = true;
+        peer_nic->raise({AsyncEvent::kDctKeyViolation, peer_qp->qpn, 0});
+      }
+      return false;
     }
 
     std::byte* local(const WqePiece& p, uint32_t need, KeyFault* f, bool* ph) {
@@ -223,7 +246,8 @@ struct Engine {
     // it is in RTR/RTS and connected back (answers()).
     bool answer() {
       if (!looked_up) look_up();
-      if (peer_nic == nullptr || !nic.link_up() || !answers(*peer_nic, peer_qp, nic.lid(), qp.qpn)) return false;
+      if (peer_nic == nullptr || !nic.link_up()) return false;
+      if (qp.attr.dc ? !(peer_nic->link_up() && dct_answers()) : !answers(*peer_nic, peer_qp, nic.lid(), qp.qpn)) return false;
       rn = peer_nic, rq = peer_qp;
       return true;
     }
@@ -510,12 +534,20 @@ struct Engine {
       return qp.async_writes != 0 && (qp.async_writes >= kMaxAsyncWrites || !passes_writes_in_flight(WqeOpcode(c.opcode())));
     }
     static bool injected_error(uint64_t) { return false; }  // faults come through Faults, at the QP
-    WqeFault refused(WqeOpcode op) const {  // said plainly rather than misread as RC
-      return qp.attr.dc && op != WqeOpcode::kNop ? WqeFault{CqeSyndrome::kLocalQpOpErr, vendor::kDcNotModelled} : WqeFault{};
-    }
+    static WqeFault refused(WqeOpcode) { return {}; }
+    bool dci() const { return qp.attr.dc; }
     ExecOutcome execute(const WqeView& v, uint32_t imm) const {
       port->resp = v.op == WqeOpcode::kRdmaRead || v.atomic_size != 0 ? &stage(qp) : nullptr;
       port->async_n = 0;
+      if (v.has_av) {
+        port->aim(v);
+        if (!port->looked_up) port->look_up();
+        if (port->far != nullptr) {  // said plainly: the process link carries RC only
+          ExecOutcome o;
+          o.fault = {CqeSyndrome::kLocalQpOpErr, vendor::kDcNotModelled};
+          return o;
+        }
+      }
       return execute_wqe(*port, v, imm);
     }
   };

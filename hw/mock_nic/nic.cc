@@ -28,6 +28,7 @@ const char* async_event_name(AsyncEvent::Kind k) {
     case AsyncEvent::kQpAccessError: return "QP_ACCESS_ERR";
     case AsyncEvent::kQpRequestError: return "QP_REQ_ERR";
     case AsyncEvent::kCqError: return "CQ_ERR";
+    case AsyncEvent::kDctKeyViolation: return "DCT_KEY_VIOLATION";
   }
   return "?";
 }
@@ -60,9 +61,10 @@ Nic::~Nic() {
     }
 }
 
-Nic* Nic::peer_nic(const Qp& qp) const {
-  if (fabric_ != nullptr) return fabric_->by_lid(qp.peer.lid);
-  return qp.peer.lid == cfg_.lid ? const_cast<Nic*>(this) : nullptr;
+Nic* Nic::peer_nic(const Qp& qp) const { return nic_by_lid(qp.peer.lid); }
+Nic* Nic::nic_by_lid(uint16_t lid) const {
+  if (fabric_ != nullptr) return fabric_->by_lid(lid);
+  return lid == cfg_.lid ? const_cast<Nic*>(this) : nullptr;
 }
 
 const Qp* Nic::qp(uint32_t qpn) const { return const_cast<Nic*>(this)->find_qp(qpn); }
@@ -128,10 +130,25 @@ Result<uint32_t> Nic::create_qp(const QpAttr& a) {
   return qps_.back()->qpn;
 }
 
+Result<uint32_t> Nic::create_dct(const DctAttr& a) {
+  if (a.srqn != 0 && srq(a.srqn) == nullptr) return Status(Errc::kNotFound, "create_dct: unknown SRQ");
+  if (a.recv_cqn != 0 && find_cq(a.recv_cqn) == nullptr) return Status(Errc::kNotFound, "create_dct: unknown receive CQ");
+  if ((a.recv_cqn != 0) != (a.srqn != 0)) return Status(Errc::kBadParam, "create_dct: a receive queue is an SRQ and its CQ, both or neither");
+  auto qp = std::make_unique<Qp>();
+  qp->attr.pd = a.pd, qp->attr.srqn = a.srqn, qp->attr.recv_cqn = a.recv_cqn;
+  qp->attr.dct = true, qp->attr.dc_key = a.dc_key;
+  qp->remote_access = a.remote_access, qp->atomic_mode = a.atomic_mode;
+  qp->state = QpState::kRtr;
+  qp->qpn = kFirstQpn + uint32_t(qps_.size());
+  qps_.push_back(std::move(qp));
+  return qps_.back()->qpn;
+}
+
 Status Nic::destroy_qp(uint32_t qpn) {
   Qp* qp = find_qp(qpn);
   if (qp == nullptr) return Status(Errc::kNotFound, "destroy_qp: unknown qpn");
   std::erase(active_, qp);
+  if (qp->attr.dct) return qps_[qpn - kFirstQpn].reset(), Status();
   mem_.unpin(qp->attr.sq_va);
   mem_.unpin(qp->attr.dbr_va);
   qps_[qpn - kFirstQpn].reset();
@@ -141,6 +158,7 @@ Status Nic::destroy_qp(uint32_t qpn) {
 Status Nic::modify_qp(uint32_t qpn, QpState to, const QpPeer* peer) {
   Qp* qp = find_qp(qpn);
   if (qp == nullptr) return Status(Errc::kNotFound, "modify_qp: unknown qpn " + std::to_string(qpn));
+  if (qp->attr.dct) return Status(Errc::kBadParam, "modify_qp: " + std::to_string(qpn) + " is a DCT (active from CREATE_DCT until destroyed)");
   const QpState from = qp->state;
   // Any state may go to RST; any but RST to ERR (a ConnectX refuses 2ERR on a reset QP).
   bool legal = (to == QpState::kErr && from != QpState::kRst) || to == QpState::kRst || (from == QpState::kRst && to == QpState::kInit) ||

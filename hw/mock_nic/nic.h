@@ -84,6 +84,8 @@ class Nic {
   Result<uint32_t> create_cq(const CqAttr& a);
   Status destroy_cq(uint32_t cqn);
   Result<uint32_t> create_qp(const QpAttr& a);
+  // A DC target, in RTR at once (CREATE_DCT); destroy_qp destroys it.
+  Result<uint32_t> create_dct(const DctAttr& a);
   // RST->INIT->RTR(peer required)->RTS, any->ERR, any->RST.
   Status modify_qp(uint32_t qpn, QpState to, const QpPeer* peer = nullptr);
   Status destroy_qp(uint32_t qpn);
@@ -206,6 +208,7 @@ class Nic {
   Cq* find_cq(uint32_t cqn);
   // The NIC a QP's packets go to (by the peer LID; without a fabric, only this one).
   Nic* peer_nic(const Qp& qp) const;
+  Nic* nic_by_lid(uint16_t lid) const;
   void raise(AsyncEvent e);
   size_t jump_to_timer();
   bool link_up_at_clock() const;

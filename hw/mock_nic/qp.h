@@ -23,7 +23,21 @@ struct QpAttr {
   uint32_t uar_page = 0;      // doorbells for this QP must come through this UAR page
   uint32_t srqn = 0;          // receives come from this SRQ (as IBGDA hosts set up; no per-QP RQ is modelled)
   uint32_t max_ds = 63;       // largest WQE accepted, in octowords
-  bool dc = false;            // a DC initiator (DCI): accepted, not executed (DC transport is not modelled)
+  // DC: a DC initiator (DCI) names its target in each WQE's address vector (DCT by LID and
+  // number, with the DC key); a DC target (DCT) has no send queue, takes requests from any
+  // DCI whose key is its own, and lives in the QPN space.
+  bool dc = false;
+  bool dct = false;
+  uint64_t dc_key = 0;        // a DCT's access key
+};
+
+// A DC target as CREATE_DCT makes it: active at once, answering every DCI with its key.
+struct DctAttr {
+  uint32_t pd = 0;
+  uint32_t srqn = 0, recv_cqn = 0;  // receives (WRITE_IMM), as an RC QP's
+  uint64_t dc_key = 0;
+  uint32_t remote_access = 0;       // kRemoteWrite | kRemoteRead | kRemoteAtomic
+  uint8_t atomic_mode = 3;
 };
 
 // Where an RC QP's packets go: the peer port's LID and the peer QPN.
@@ -83,6 +97,7 @@ struct Qp {
   // since RESET (beside the fields a request reads). The model reports it as next_rcv_psn
   // (its PSNs are the requester's WQE indices); recovery learns from it what was applied.
   uint64_t rcv_upto = 0;
+  bool key_violation_raised = false;  // a DCT: DCT_KEY_VIOLATION raised (once)
   QpTimers timers;
 
   std::byte* sq = nullptr;                // pinned translation of attr.sq_va

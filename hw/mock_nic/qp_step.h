@@ -20,6 +20,7 @@
 // and, optionally (a capability: a ring specialised for some WQEs, e.g. the CPU engine's runs
 // of plain WRITEs):
 //   bool takes(uint8_t opcode, uint32_t ds)         false: the step declines the WQE untouched
+//   bool dci()                                      the QP is a DC initiator: WQEs carry an AV
 #pragma once
 
 #include <cstddef>
@@ -72,7 +73,9 @@ DOORBELL_HD Step qp_step(Ring& q, uint64_t idx, uint64_t prod, bool in_err) {
   s.signaled = ctrl.cq_update();
   const bool ds_ok = ds != 0 && ds <= q.max_ds();
   WqeView v;
-  if (const WqeFault f = check_wqe(q.whole(idx, ds_ok ? ds : 1), q.qpn(), uint16_t(idx), q.check_index(), q.max_ds(), &v); f.failed())
+  bool dci = false;
+  if constexpr (requires { q.dci(); }) dci = q.dci();
+  if (const WqeFault f = check_wqe(q.whole(idx, ds_ok ? ds : 1), q.qpn(), uint16_t(idx), q.check_index(), q.max_ds(), &v, dci); f.failed())
     s.o.fault = f;
   else if (const WqeFault r = q.refused(mlx5::WqeOpcode(s.opcode)); r.failed())
     s.o.fault = r;

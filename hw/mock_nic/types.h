@@ -43,7 +43,7 @@ inline constexpr uint8_t kRetryTimeout = 0x42;   // no answer within retry_count
 inline constexpr uint8_t kRnrTimeout = 0x43;     // RNR NAKs beyond rnr_retry
 inline constexpr uint8_t kCqOverrun = 0x44;      // the QP's CQ overran: the QP is fatal
 inline constexpr uint8_t kExtAtomicMode = 0x34;  // extended atomic, responder atomic_mode < 3
-inline constexpr uint8_t kDcNotModelled = 0x35;  // a WQE on a DC initiator: the model executes RC only
+inline constexpr uint8_t kDcNotModelled = 0x35;  // a DCI's WQE to a DCT in another process: DC crosses no process link
 }  // namespace vendor
 
 // RC timers of a QP (PRM qpc fields; set at INIT2RTR / RTR2RTS). A requester whose packets
@@ -66,6 +66,7 @@ struct AsyncEvent {
     kQpAccessError,     // the responder met an access violation (remote access error)
     kQpRequestError,    // the responder met an invalid request
     kCqError,           // CQ overrun: a CQE was dropped
+    kDctKeyViolation,   // a DCT dropped a request whose DC key was not its own (object: the DCT)
   } kind = kQpFatal;
   uint32_t object = 0;  // qpn or cqn
   uint8_t syndrome = 0;

@@ -51,6 +51,11 @@ struct WqeView {
   uint64_t total;                         // bytes over the pieces
   uint32_t atomic_size;                   // atomics: 4 or 8
   const std::byte* atomic_args;           // atomics: the atomic segment
+  // A DCI's WQE that leaves the NIC: its address vector's target (LID, DCT number) and key.
+  bool has_av;
+  uint16_t rlid;
+  uint32_t dctn;
+  uint64_t dc_key;
 };
 
 namespace wqe_check_detail {
@@ -75,13 +80,17 @@ DOORBELL_HD WqeFault data_segments(const std::byte* w, uint32_t first, uint32_t 
 
 // Check the WQE at `w` (contiguous, `ds` octowords readable) posted as index `idx` on QP
 // `qpn`, and fill `v`. The order of the checks is the engine's: identity, DS, then the
-// opcode's segments and lengths.
-DOORBELL_HD WqeFault check_wqe(const std::byte* w, uint32_t qpn, uint16_t idx, bool check_index, uint32_t max_ds, WqeView* v) {
+// opcode's segments and lengths. On a DCI (`dci`) a WQE that leaves the NIC (WRITE, READ,
+// atomics) carries an address vector after its control segment, and its other segments
+// follow the AV (one DS for the half form, three for the full one).
+DOORBELL_HD WqeFault check_wqe(const std::byte* w, uint32_t qpn, uint16_t idx, bool check_index, uint32_t max_ds, WqeView* v,
+                               bool dci = false) {
   using mlx5::CqeSyndrome;
   using mlx5::WqeOpcode;
   using wqe_check_detail::fault;
   const auto& ctrl = *reinterpret_cast<const mlx5::WqeCtrlSeg*>(w);
   v->npieces = 0, v->total = 0, v->raddr = 0, v->rkey = 0, v->atomic_size = 0, v->atomic_args = nullptr;
+  v->has_av = false, v->rlid = 0, v->dctn = 0, v->dc_key = 0;
   v->op = WqeOpcode(ctrl.opcode());
   v->opmod = ctrl.opmod();
   v->ds = ctrl.ds();
@@ -89,20 +98,34 @@ DOORBELL_HD WqeFault check_wqe(const std::byte* w, uint32_t qpn, uint16_t idx, b
   if (ctrl.qpn() != qpn) return fault(CqeSyndrome::kLocalQpOpErr, vendor::kQpnMismatch);
   if (check_index && ctrl.wqe_index() != idx) return fault(CqeSyndrome::kLocalQpOpErr, vendor::kWqeIndexMismatch);
   if (ds == 0 || ds > max_ds) return fault(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
+  // `a`: the DS the address vector takes (0 on RC, and for what stays on the NIC).
+  uint32_t a = 0;
+  const bool wire = v->op == WqeOpcode::kRdmaWrite || v->op == WqeOpcode::kRdmaWriteImm || v->op == WqeOpcode::kRdmaRead ||
+                    v->op == WqeOpcode::kAtomicCs || v->op == WqeOpcode::kAtomicFa || v->op == WqeOpcode::kAtomicMaskedCs ||
+                    v->op == WqeOpcode::kAtomicMaskedFa;
+  if (dci && wire) {
+    if (ds < 2) return fault(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
+    const auto& av = *reinterpret_cast<const mlx5::WqeAvSeg*>(w + 16);
+    a = mlx5::av_ds(av);
+    if (ds < 1 + a) return fault(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
+    v->has_av = true, v->rlid = av.rlid.get(), v->dctn = av.dqp_dct.get() & 0xffffff, v->dc_key = av.dc_key.get();
+  }
+  w += 16 * a;  // the segments after the AV sit where an RC WQE has them; the DS count shrinks to match
+  const uint32_t ds_rc = ds - a;
   const auto* ra = reinterpret_cast<const mlx5::WqeRaddrSeg*>(w + 16);
   switch (v->op) {
     case WqeOpcode::kNop: return {};
     case WqeOpcode::kRdmaWrite:
     case WqeOpcode::kRdmaWriteImm: {
-      if (ds < 2) return fault(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
+      if (ds_rc < 2) return fault(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
       v->raddr = ra->raddr.get(), v->rkey = ra->rkey.get();
-      for (uint32_t i = 2; i < ds;) {
+      for (uint32_t i = 2; i < ds_rc;) {
         const std::byte* seg = w + 16 * i;
         const uint32_t bc = reinterpret_cast<const mlx5::Be32*>(seg)->get();
         if (bc & mlx5::kInlineSegFlag) {
           const uint32_t len = bc & ~mlx5::kInlineSegFlag;
           const uint32_t segs = (4 + len + 15) / 16;
-          if (len > (ds - i) * 16 || i + segs > ds) return fault(CqeSyndrome::kLocalLengthErr, vendor::kBadSegment);
+          if (len > (ds_rc - i) * 16 || i + segs > ds_rc) return fault(CqeSyndrome::kLocalLengthErr, vendor::kBadSegment);
           v->pieces[v->npieces++] = {0, 0, len, seg + 4};
           v->total += len;
           i += segs;
@@ -115,9 +138,9 @@ DOORBELL_HD WqeFault check_wqe(const std::byte* w, uint32_t qpn, uint16_t idx, b
       return {};
     }
     case WqeOpcode::kRdmaRead:
-      if (ds < 2) return fault(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
+      if (ds_rc < 2) return fault(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
       v->raddr = ra->raddr.get(), v->rkey = ra->rkey.get();
-      if (WqeFault f = wqe_check_detail::data_segments(w, 2, ds, v); f.failed()) return f;
+      if (WqeFault f = wqe_check_detail::data_segments(w, 2, ds_rc, v); f.failed()) return f;
       if (v->total > 0x80000000ull) return fault(CqeSyndrome::kLocalLengthErr, vendor::kLengthTooLarge);
       return {};
     case WqeOpcode::kAtomicCs:
@@ -134,10 +157,10 @@ DOORBELL_HD WqeFault check_wqe(const std::byte* w, uint32_t qpn, uint16_t idx, b
         return fault(CqeSyndrome::kLocalQpOpErr, vendor::kBadSegment);
       }
       const uint32_t want_ds = (v->op == WqeOpcode::kAtomicMaskedCs && v->atomic_size == 8) ? 5 : 4;
-      if (ds != want_ds) return fault(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
+      if (ds_rc != want_ds) return fault(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);
       v->raddr = ra->raddr.get(), v->rkey = ra->rkey.get();
       v->atomic_args = w + 32;
-      return wqe_check_detail::data_segments(w, ds - 1, ds, v);  // its length is checked after its key
+      return wqe_check_detail::data_segments(w, ds_rc - 1, ds_rc, v);  // its length is checked after its key
     }
     case WqeOpcode::kDump:
       if (ds < 2) return fault(CqeSyndrome::kLocalQpOpErr, vendor::kBadDs);

@@ -181,6 +181,9 @@ Op parse_op(const YAML::Node& o, const Scenario& sc, const IbgdaWorkload& iw) {
     if ((op.kind == OpKind::kP || op.kind == OpKind::kG) && op.bytes > 8) fail(o["bytes"], k + " moves one value of 1 to 8 bytes");
   }
   if (o["count"]) op.count = uint32_t(uint_of(o["count"], "count", 1, 1u << 20));
+  // The target waits until its signal word (0 before) equals the value it ends with.
+  if (signal && (op.value == 0 || (op.signal_add && op.value * op.count == 0)))
+    fail(o["value"] ? o["value"] : o, "a put_signal's signal must end nonzero (the target waits for it; the word starts at 0)");
   if (o["warp"]) op.warp = int32_t(uint_of(o["warp"], "warp", 0, iw.warps - 1));
   if (sc.phantom && (atomic || signal || op.kind == OpKind::kP || op.kind == OpKind::kG))
     fail(o["op"], k + " needs real memory, and this scenario has 'memory: phantom'");

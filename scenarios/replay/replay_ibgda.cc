@@ -46,7 +46,9 @@ bool IbgdaReplay::configure(sim::Verdict& failed) {
   for (const Op& o : w.ops) max_bytes = std::max(max_bytes, o.bytes);
   slot = round_up(max_bytes, 64);
   const uint64_t big = gen.send_bytes + gen.recv_bytes;
-  const uint64_t need = slot /*src*/ + uint64_t(threads) * w.ops.size() * slot /*dst*/ + 64 /*counters*/ + big + 2 * 4096;
+  const bool signals = std::any_of(w.ops.begin(), w.ops.end(), [](const Op& o) { return o.kind == OpKind::kPutSignal; });
+  const uint64_t need = slot /*src*/ + uint64_t(threads) * w.ops.size() * slot /*dst*/ + 64 /*counters*/ + big + 2 * 4096 +
+                        (signals ? uint64_t(threads) * w.ops.size() * 8 + 4096 : 0) /*signal words*/;
   // NVSHMEM's granularity for big heaps; small ones keep many chunks (transfers split at
   // their ends), at most 256 per PE: key tables grow with chunks x PEs on every PE.
   uint64_t gran = need >= (1ull << 30) ? 512ull << 20 : 64ull << 10;

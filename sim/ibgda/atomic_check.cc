@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <unordered_set>
 
 namespace doorbell::ibgda {
 
@@ -119,7 +121,10 @@ std::string AtomicCheck::check_order(Span ops, uint64_t final_value) {
   if (count > kMaxSearched)
     return n(count) + " atomics of mixed kinds, more than the order search takes (" + n(kMaxSearched) + "); give them more words";
   const uint64_t all = (uint64_t(1) << count) - 1;
-  std::vector<std::pair<uint64_t, uint64_t>> seen;  // (applied mask, value) explored, sorted
+  struct Hash {
+    size_t operator()(const std::pair<uint64_t, uint64_t>& s) const { return std::hash<uint64_t>()(s.first * 0x9e3779b97f4a7c15ull ^ s.second); }
+  };
+  std::unordered_set<std::pair<uint64_t, uint64_t>, Hash> seen;  // (applied mask, value) explored
   std::vector<std::pair<uint64_t, uint64_t>> stack{{0, 0}};
   while (!stack.empty()) {
     const auto [mask, value] = stack.back();
@@ -128,9 +133,7 @@ std::string AtomicCheck::check_order(Span ops, uint64_t final_value) {
       if (value == final_value) return {};
       continue;
     }
-    const auto at = std::lower_bound(seen.begin(), seen.end(), std::pair{mask, value});
-    if (at != seen.end() && *at == std::pair{mask, value}) continue;
-    seen.insert(at, {mask, value});
+    if (!seen.insert({mask, value}).second) continue;
     for (size_t i = 0; i < count; ++i) {
       if (mask >> i & 1) continue;
       const Op& o = ops.first[i];
@@ -154,13 +157,14 @@ std::string AtomicCheck::check(const std::function<std::optional<uint64_t>(uint3
   for (size_t i = 0; i < ops.size();) {
     size_t j = i;
     bool adds = false, swaps = false, others = false;
+    unsigned __int128 sum = 0;  // the adds' check orders sums: only where theirs does not wrap
     for (; j < ops.size() && ops[j].pe == ops[i].pe && ops[j].word == ops[i].word; ++j) {
       const Op& o = ops[j];
-      // (the adds' check orders sums: only where no sum wraps)
-      if (o.width == 8 && (o.kind == AmoOp::kAdd || o.kind == AmoOp::kFetchAdd) && o.v < (uint64_t(1) << 40)) adds = true;
+      if (o.width == 8 && (o.kind == AmoOp::kAdd || o.kind == AmoOp::kFetchAdd)) adds = true, sum += o.v;
       else if (o.width == 8 && o.kind == AmoOp::kCompareSwap) swaps = true;
       else others = true;
     }
+    others |= sum >> 64 != 0;
     const Span word{ops.data() + i, ops.data() + j};
     const uint32_t pe = ops[i].pe, w = ops[i].word;
     i = j;

@@ -94,6 +94,7 @@ void WorkloadRun::launch(gpu_sim::Scheduler& s) {
       for (size_t j = 0; j < w.ops.size(); ++j) {
         const Op& o = w.ops[j];
         if (o.kind != OpKind::kPutSignal || o.target != pe || !owns_slot(o, t, w.shape)) continue;
+        if (failed_ops_ != 0) return;  // a sender may have stopped short: its signal may never come
         const uint64_t want = o.signal_add ? o.value * o.count : o.value;
         uint64_t seen = 0;
         if (signal_wait_until(ctx, *st, w.sig_at(t, j), Cmp::kEq, want, &seen) != OpResult::kOk) return void(++failed_ops_);

@@ -108,6 +108,39 @@ TEST(PrmGolden, CreateRcQpWithZeroSizeRqAndWithSrq) {
   with_srq.push_back({"qpc.srqn_rmpn_xrqn", kQpc + 0x568, 24, 0x00f00d});
   with_srq.push_back({"qpc.cqn_rcv", kQpc + 0x4e8, 24, 0x00beef});
   check(Driver::build_create_rc_qp(s), with_srq, "CREATE_QP(srq)");
+
+  s.dci = true;  // a DC initiator: st 0x5, the rest as RC's
+  std::vector<Golden> dci = with_srq;
+  dci[1] = {"qpc.st", kQpc + 0x08, 8, 5};
+  check(Driver::build_create_rc_qp(s), dci, "CREATE_QP(dci)");
+}
+
+// CREATE_DCT (opcode 0x710): the dctc at bit 0x80 (the kernel's mlx5_ifc_dctc_bits).
+TEST(PrmGolden, CreateDct) {
+  constexpr uint32_t kDctc = 0x80;
+  DctSpec s;
+  s.pdn = 0x345678;
+  s.cqn = 0x0abcde;
+  s.srqn = 0x00f00d;
+  s.dc_key = 0x5623ceafull;
+  s.atomic_mode = 3;
+  s.port = 1;
+  s.mtu = 5;
+  s.min_rnr_nak = 12;
+  check(Driver::build_create_dct(s),
+        {{"opcode", 0x00, 16, 0x710},
+         {"dctc.cqn", kDctc + 0x48, 24, 0x0abcde},
+         {"dctc.atomic_mode", kDctc + 0x68, 4, 3},
+         {"dctc.rre", kDctc + 0x6c, 1, 1},
+         {"dctc.rwe", kDctc + 0x6d, 1, 1},
+         {"dctc.rae", kDctc + 0x6e, 1, 1},
+         {"dctc.min_rnr_nak", kDctc + 0x93, 5, 12},
+         {"dctc.srqn_xrqn", kDctc + 0xa8, 24, 0x00f00d},
+         {"dctc.pd", kDctc + 0xc8, 24, 0x345678},
+         {"dctc.dc_access_key", kDctc + 0x100, 64, 0x5623ceafull},
+         {"dctc.mtu", kDctc + 0x145, 3, 5},
+         {"dctc.port", kDctc + 0x148, 8, 1}},
+        "CREATE_DCT");
 }
 
 TEST(PrmGolden, Rst2Init) {

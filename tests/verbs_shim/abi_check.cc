@@ -8,8 +8,8 @@
 // host memory, the doorbell record and the BlueFlame word written as its CPU proxy writes
 // them, completions read from the collapsed CQE's wqe_counter; memory registered with
 // ibv_reg_mr (and ibv_reg_dmabuf_mr's errors: its success needs the CUDA Dma); two QPs
-// ringing back to back on one UAR page. A bad rkey gets an error CQE; a WQE on a DCI is
-// refused plainly (DC is not modelled); the shim's counters match.
+// ringing back to back on one UAR page. A bad rkey gets an error CQE; a WRITE on the DCI
+// reaches the DCT on this port (NVSHMEM's send to itself); the shim's counters match.
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -224,9 +224,12 @@ TEST_F(ShimAbi, NvshmemSetUpThenItsCpuAssistedDataPath) {
   ASSERT_NE(dct, nullptr);
   ibv_qp_attr qattr{};
   qattr.qp_state = IBV_QPS_INIT;
+  qattr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
   ASSERT_EQ(v.modify_qp(dct, &qattr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
   qattr.qp_state = IBV_QPS_RTR;
+  qattr.path_mtu = IBV_MTU_4096, qattr.min_rnr_timer = 12;
   ASSERT_EQ(v.modify_qp(dct, &qattr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_MIN_RNR_TIMER), 0);
+  ASSERT_NE(dct->qp_num, 0u) << "the DCT's number comes at RTR (CREATE_DCT)";
 
   // Send side, all in host memory: one collapsed CQ per QP, one WQ buffer and one DBR buffer
   // for every QP (two RC QPs connected to each other, and a DCI).
@@ -477,14 +480,19 @@ TEST_F(ShimAbi, NvshmemSetUpThenItsCpuAssistedDataPath) {
     EXPECT_EQ(c->opcode(), uint8_t(mlx5::CqeOpcode::kReqErr));
     EXPECT_EQ(reinterpret_cast<const mlx5::ErrCqe64*>(c)->syndrome, uint8_t(mlx5::CqeSyndrome::kRemoteAccessErr));
 
-    // A WRITE on the DCI: refused plainly (the model executes RC only).
-    const uint32_t dci = post(2, MLX5_OPCODE_RDMA_WRITE, 0, 3, MLX5_WQE_CTRL_CQ_UPDATE,
-                              [&](uint8_t* s) { raddr(s, dst.data(), mdst->rkey), data(s + 16, src.data(), 64, msrc->lkey); });
+    // A WRITE on the DCI to the DCT on this port, as NVSHMEM sends to itself: the AH's half
+    // address vector with the DC key and the DCT's number, then raddr and data (ds 4).
+    const uint32_t dci = post(2, MLX5_OPCODE_RDMA_WRITE, 0, 4, MLX5_WQE_CTRL_CQ_UPDATE, [&](uint8_t* s) {
+      std::memcpy(s, dah.av, 16);
+      reinterpret_cast<mlx5_wqe_av*>(s)->key.dc_key = htobe64(0x5623CEAF);
+      reinterpret_cast<mlx5_wqe_av*>(s)->dqp_dct = htobe32(dct->qp_num);
+      raddr(s + 16, dst.data() + 3584, mdst->rkey), data(s + 32, src.data() + 3584, 64, msrc->lkey);
+    });
     ring_doorbell(2);
     c = wait_cqe(2, dci);
     ASSERT_NE(c, nullptr);
-    EXPECT_EQ(c->opcode(), uint8_t(mlx5::CqeOpcode::kReqErr));
-    EXPECT_EQ(reinterpret_cast<const mlx5::ErrCqe64*>(c)->syndrome, uint8_t(mlx5::CqeSyndrome::kLocalQpOpErr));
+    ASSERT_EQ(c->opcode(), uint8_t(mlx5::CqeOpcode::kReq)) << "syndrome 0x" << std::hex << int(reinterpret_cast<const mlx5::ErrCqe64*>(c)->syndrome);
+    EXPECT_EQ(std::memcmp(dst.data() + 3584, src.data() + 3584, 64), 0);
 
     // The harness's queue checks (on by default) found nothing wrong in all of the above: an
     // error CQE is the NIC's answer to a bad key, not a broken queue.

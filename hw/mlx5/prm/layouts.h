@@ -1,5 +1,5 @@
-// PRM command layouts the DEVX driver builds and the NIC model decodes: CQ and RC QP
-// creation, the QP state transitions, query and destroy. Facts from the mlx5 PRM as the
+// PRM command layouts the DEVX driver builds and the NIC model decodes: CQ, RC / DCI QP and
+// DCT creation, the QP state transitions, query and destroy. Facts from the mlx5 PRM as the
 // kernel's and DOCA's mlx5_ifc headers publish them; declared here once, one u8 per bit.
 // tests/mlx5_devx/prm_golden_test.cc re-describes every field from the PRM independently.
 #pragma once
@@ -23,6 +23,8 @@ enum Opcode : uint16_t {
   kQp2Err = 0x507,
   kQp2Rst = 0x50a,
   kQueryQp = 0x50b,
+  kCreateDct = 0x710,
+  kDestroyDct = 0x711,
 };
 const char* opcode_name(uint16_t op);
 
@@ -403,7 +405,90 @@ struct query_qp_out {
   u8 pas[0x40];
 };
 
+// ---- DC targets ----
+// A DCT's context: active once created (state 0), it takes requests from any DCI whose
+// address vector carries dc_access_key; violations are counted and raise
+// DCT_KEY_VIOLATION (event 0x1d) when armed.
+struct dctc {
+  u8 reserved_at_0[0x4];
+  u8 state[0x4];
+  u8 reserved_at_8[0x18];
+  u8 reserved_at_20[0x8];
+  u8 user_index[0x18];
+  u8 reserved_at_40[0x8];
+  u8 cqn[0x18];
+  u8 counter_set_id[0x8];
+  u8 atomic_mode[0x4];
+  u8 rre[0x1];
+  u8 rwe[0x1];
+  u8 rae[0x1];
+  u8 atomic_like_write_en[0x1];
+  u8 latency_sensitive[0x1];
+  u8 rlky[0x1];
+  u8 free_ar[0x1];
+  u8 reserved_at_73[0xd];
+  u8 reserved_at_80[0x8];
+  u8 cs_res[0x8];
+  u8 reserved_at_90[0x3];
+  u8 min_rnr_nak[0x5];
+  u8 reserved_at_98[0x8];
+  u8 reserved_at_a0[0x8];
+  u8 srqn_xrqn[0x18];
+  u8 reserved_at_c0[0x8];
+  u8 pd[0x18];
+  u8 tclass[0x8];
+  u8 reserved_at_e8[0x4];
+  u8 flow_label[0x14];
+  u8 dc_access_key[0x40];
+  u8 reserved_at_140[0x5];
+  u8 mtu[0x3];
+  u8 port[0x8];
+  u8 pkey_index[0x10];
+  u8 reserved_at_160[0x8];
+  u8 my_addr_index[0x8];
+  u8 reserved_at_170[0x8];
+  u8 hop_limit[0x8];
+  u8 dc_access_key_violation_count[0x20];
+  u8 reserved_at_1a0[0x14];
+  u8 dei_cfi[0x1];
+  u8 eth_prio[0x3];
+  u8 ecn[0x2];
+  u8 dscp[0x6];
+  u8 reserved_at_1c0[0x40];
+};
+struct create_dct_in {
+  u8 opcode[0x10];
+  u8 uid[0x10];
+  u8 reserved_at_20[0x10];
+  u8 op_mod[0x10];
+  u8 reserved_at_40[0x40];
+  dctc dct_context_entry;
+  u8 reserved_at_280[0x180];
+};
+struct create_dct_out {
+  u8 status[0x8];
+  u8 reserved_at_8[0x18];
+  u8 syndrome[0x20];
+  u8 reserved_at_40[0x8];
+  u8 dctn[0x18];
+  u8 reserved_at_60[0x20];
+};
+// DESTROY_DCT (and DRAIN_DCT, QUERY_DCT) name the DCT the same way.
+struct dct_by_number_in {
+  u8 opcode[0x10];
+  u8 uid[0x10];
+  u8 reserved_at_20[0x10];
+  u8 op_mod[0x10];
+  u8 reserved_at_40[0x8];
+  u8 dctn[0x18];
+  u8 reserved_at_60[0x20];
+};
+using destroy_dct_in = dct_by_number_in;
+
 static_assert(sizeof(mbox_in) == 0x80 && sizeof(mbox_out) == 0x80);
+static_assert(sizeof(dctc) == 0x200 && offsetof(dctc, dc_access_key) == 0x100 && offsetof(dctc, pd) == 0xc8);
+static_assert(sizeof(create_dct_in) == 0x400 && offsetof(create_dct_in, dct_context_entry) == 0x80);
+static_assert(sizeof(create_dct_out) == 0x80 && sizeof(dct_by_number_in) == 0x80);
 static_assert(sizeof(cqc) == 0x200 && offsetof(cqc, dbr_addr) == 0x1c0);
 static_assert(sizeof(create_cq_in) == 0x880 && offsetof(create_cq_in, cq_umem_offset) == 0x280);
 static_assert(sizeof(create_cq_out) == 0x80 && sizeof(cq_by_number_in) == 0x80);
@@ -439,6 +524,16 @@ struct DestroyQp {
   using In = destroy_qp_in;
   using Out = mbox_out;
   static constexpr uint16_t kOpcode = kDestroyQp;
+};
+struct CreateDct {
+  using In = create_dct_in;
+  using Out = create_dct_out;
+  static constexpr uint16_t kOpcode = kCreateDct;
+};
+struct DestroyDct {
+  using In = destroy_dct_in;
+  using Out = mbox_out;
+  static constexpr uint16_t kOpcode = kDestroyDct;
 };
 struct Rst2Init {
   using In = modify_qp_in;

@@ -16,6 +16,8 @@ const char* opcode_name(uint16_t op) {
     case kQp2Err: return "2ERR_QP";
     case kQp2Rst: return "2RST_QP";
     case kQueryQp: return "QUERY_QP";
+    case kCreateDct: return "CREATE_DCT";
+    case kDestroyDct: return "DESTROY_DCT";
   }
   return "UNKNOWN_OPCODE";
 }

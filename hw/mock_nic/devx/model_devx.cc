@@ -217,6 +217,10 @@ Result<devx::Obj> ModelDevx::obj_create(const void* in, size_t inlen, void* out,
 #endif
       if (outlen < sizeof(create_qp_out) / 8) return reject(out, DevxSyndrome::kOutputTooShort, "CREATE_QP");
       return create_qp(in, out);
+    case kCreateDct:
+      if (inlen < sizeof(create_dct_in) / 8) return reject(out, DevxSyndrome::kInputTooShort, "CREATE_DCT");
+      if (outlen < sizeof(create_dct_out) / 8) return reject(out, DevxSyndrome::kOutputTooShort, "CREATE_DCT");
+      return create_dct(in, out);
     default: return reject(out, DevxSyndrome::kUnknownOpcode, "opcode 0x" + std::to_string(op));
   }
 }
@@ -312,6 +316,32 @@ Result<devx::Obj> ModelDevx::create_qp(const void* in, void* out) {
   qps_.insert(*qpn);
   DB_SET(create_qp_out, out, qpn, *qpn);
   return obj(*qpn);
+}
+
+// A DCT: its PD, receive CQ and SRQ from this context, port 1, an MTU the link has; active
+// (RTR) at once with its key and rights.
+Result<devx::Obj> ModelDevx::create_dct(const void* in, void* out) {
+  const uint32_t pd = uint32_t(DB_GET(create_dct_in, in, dct_context_entry.pd));
+  if (!pds_.count(pd)) return reject(out, DevxSyndrome::kUnknownPd);
+  DctAttr a;
+  a.pd = pd;
+  a.recv_cqn = uint32_t(DB_GET(create_dct_in, in, dct_context_entry.cqn));
+  if (DevxSyndrome s = check_cq(a.recv_cqn); s != DevxSyndrome::kNone) return reject(out, s, "DCT CQ " + std::to_string(a.recv_cqn));
+  a.srqn = uint32_t(DB_GET(create_dct_in, in, dct_context_entry.srqn_xrqn));
+  if (!srqs_.count(a.srqn)) return reject(out, DevxSyndrome::kUnknownSrq);
+  if (DB_GET(create_dct_in, in, dct_context_entry.port) != 1) return reject(out, DevxSyndrome::kBadPort);
+  const uint64_t mtu = DB_GET(create_dct_in, in, dct_context_entry.mtu);
+  if (mtu < 1 || mtu > 5) return reject(out, DevxSyndrome::kBadMtu);
+  a.dc_key = DB_GET(create_dct_in, in, dct_context_entry.dc_access_key);
+  if (DB_GET(create_dct_in, in, dct_context_entry.rwe)) a.remote_access |= kRemoteWrite;
+  if (DB_GET(create_dct_in, in, dct_context_entry.rre)) a.remote_access |= kRemoteRead;
+  if (DB_GET(create_dct_in, in, dct_context_entry.rae)) a.remote_access |= kRemoteAtomic;
+  a.atomic_mode = uint8_t(DB_GET(create_dct_in, in, dct_context_entry.atomic_mode));
+  Result<uint32_t> dctn = nic_.create_dct(a);
+  if (!dctn) return reject(out, DevxSyndrome::kModelRefused, dctn.status().message());
+  dcts_.insert(*dctn);
+  DB_SET(create_dct_out, out, dctn, *dctn);
+  return obj(*dctn);
 }
 
 Status ModelDevx::obj_modify(const devx::Obj& o, const void* in, size_t inlen, void* out, size_t outlen) {
@@ -433,6 +463,13 @@ Status ModelDevx::obj_destroy(const devx::Obj& o, const void* in, size_t inlen) 
     if (DB_GET(destroy_qp_in, in, qpn) != o.id) return fail(DevxSyndrome::kQpnMismatch);
     if (Status st = nic_.destroy_qp(o.id); !st) return fail(DevxSyndrome::kModelRefused, st.message());
     qps_.erase(o.id);
+    return {};
+  }
+  if (op == kDestroyDct) {
+    if (!dcts_.count(o.id)) return fail(DevxSyndrome::kWrongObject, "not a DCT of this context");
+    if (DB_GET(destroy_dct_in, in, dctn) != o.id) return fail(DevxSyndrome::kWrongObject);
+    if (Status st = nic_.destroy_qp(o.id); !st) return fail(DevxSyndrome::kModelRefused, st.message());
+    dcts_.erase(o.id);
     return {};
   }
   if (op == kDestroyCq) {

@@ -69,6 +69,7 @@ class ModelDevx final : public devx::DevxContext, public devx::QueueMemory {
   DevxSyndrome check_cq(uint32_t cqn) const;
   Result<devx::Obj> create_cq(const void* in, void* out);
   Result<devx::Obj> create_qp(const void* in, void* out);
+  Result<devx::Obj> create_dct(const void* in, void* out);
 
   Nic& nic_;
   devx::DeviceInfo info_;
@@ -77,7 +78,7 @@ class ModelDevx final : public devx::DevxContext, public devx::QueueMemory {
   uint32_t next_umem_ = 1;
   std::map<uint32_t, UmemRec> umems_;
   std::set<uint32_t> pds_, uars_, srqs_, mrs_;
-  std::set<uint32_t> cqs_, qps_;
+  std::set<uint32_t> cqs_, qps_, dcts_;
   std::map<uint32_t, uint32_t> cq_uar_;  // cqn -> uar page, for QUERY_CQ
   struct Block {
     void* base;    // what calloc gave

@@ -84,6 +84,28 @@ struct SendQueue {
     return post_raw(w.b, w.ds);
   }
 
+  // A DCI's RDMA WRITE / READ to DCT `dctn` of the NIC with LID `lid`, with DC key `key`:
+  // ctrl, a half address vector, raddr, data (ds 4).
+  uint64_t dc_rdma(WqeOpcode op, uint16_t lid, uint32_t dctn, uint64_t key, uint32_t lkey, uint64_t laddr, uint32_t len, uint32_t rkey,
+                   uint64_t raddr, uint8_t flags = kCtrlCqUpdate) {
+    Wqe w = begin(op, flags);
+    set_half_av_seg(w.seg<WqeAvSeg>(1), key, dctn, lid);
+    set_raddr_seg(w.seg<WqeRaddrSeg>(2), raddr, rkey);
+    set_data_seg(w.seg<WqeDataSeg>(3), len, lkey, laddr);
+    w.ds = 4;
+    return finish(w);
+  }
+  // A DCI's 8-byte fetch-add through DCT `dctn` (ds 5: ctrl, AV, raddr, atomic, data).
+  uint64_t dc_fetch_add(uint16_t lid, uint32_t dctn, uint64_t key, uint64_t add, uint32_t lkey, uint64_t laddr, uint32_t rkey, uint64_t raddr) {
+    Wqe w = begin(WqeOpcode::kAtomicFa, kCtrlCqUpdate);
+    set_half_av_seg(w.seg<WqeAvSeg>(1), key, dctn, lid);
+    set_raddr_seg(w.seg<WqeRaddrSeg>(2), raddr, rkey);
+    set_atomic_seg(w.seg<WqeAtomicSeg>(3), add, 0);
+    set_data_seg(w.seg<WqeDataSeg>(4), 8, lkey, laddr);
+    w.ds = 5;
+    return finish(w);
+  }
+
   uint64_t nop(uint8_t flags = kCtrlCqUpdate) {
     Wqe w = begin(WqeOpcode::kNop, flags);
     return finish(w);
@@ -213,7 +235,7 @@ struct Rig {
 
   // A collapsed CQ gets `oi` (overrun ignore) unless `oi` says otherwise (0 / 1).
   SendQueue make_sq(int n = 0, uint32_t log_sq = 6, uint32_t log_cq = 6, bool collapsed = false, Receive recv = {},
-                    int oi = -1) {
+                    int oi = -1, bool dci = false) {
     SendQueue q;
     q.nic = &nic(n);
     q.mem = &mem;
@@ -239,9 +261,29 @@ struct Rig {
     s.recv_cqn = recv.cqn;
     s.srqn = recv.srqn;
     s.uar_page = q.uar;
+    s.dci = dci;
     q.qp = check(devx::Driver(devx(n)).create_rc_qp(s));
     q.qpn = q.qp.id;
     return q;
+  }
+
+  // A DC initiator of NIC n in RTS: each WQE names its DCT (SendQueue::dc_av).
+  SendQueue make_dci(int n = 0, uint32_t log_sq = 6) {
+    SendQueue q = make_sq(n, log_sq, 6, false, {}, -1, true);
+    devx::Driver d(devx(n));
+    check(d.rst2init(q.qp, {}));
+    check(d.init2rtr(q.qp, {}));
+    check(d.rtr2rts(q.qp, {}));
+    return q;
+  }
+  // A DC target of NIC n with key `key` (its receives from a fresh SRQ and CQ): its number.
+  uint32_t make_dct(int n, uint64_t key) {
+    devx::DctSpec s;
+    s.pdn = pds[size_t(n)];
+    s.cqn = make_cq(n).cqn;
+    s.srqn = make_srq(n);
+    s.dc_key = key;
+    return check(devx::Driver(devx(n)).create_dct(s)).id;
   }
 
   // A requester in RTS with a responder whose receives come from an SRQ of max_wr (none
