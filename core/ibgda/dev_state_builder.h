@@ -24,6 +24,7 @@ struct QpRing {
   uint8_t* ibuf = nullptr;
   uint32_t ibuf_lkey = 0;
   QpHealth* hp = nullptr;  // failover's health words (none without failover)
+  bool dci = false;        // a DC initiator (its WQEs carry the target's DcTarget)
 };
 
 // One PE's registration of a heap chunk: its address there and its key on each NIC.
@@ -83,6 +84,7 @@ class DevStateBuilder {
     d.ibuf_lkey = r.ibuf_lkey;
     d.ibuf_nslots = ibuf_slots_;
     d.hp = r.hp;
+    d.dci = r.dci;
     return d;
   }
 

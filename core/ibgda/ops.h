@@ -101,10 +101,11 @@ DOORBELL_HD OpResult rma_nbi_warp(C& ctx, const DevState& st, mlx5::WqeOpcode op
     left -= p.bytes;
     if (i % ctx.warp_size() == ctx.lane()) {
       WqeStage s;
-      mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), p.raddr, p.rkey);
+      const uint32_t a = stage_av(st, qp, pe, s);
+      mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16 + 16 * a), p.raddr, p.rkey);
       const bool shifted = op == mlx5::WqeOpcode::kRdmaRead && planted(st.opt.plant.warp_get_shifted);
-      mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32), uint32_t(p.bytes), p.lkey, p.laddr + (shifted ? 8 : 0));
-      publish_wqe(ctx, st.opt, wqe_at(qp, base + i), s, base + i, op, 0, qp.qpn, left == 0 ? mlx5::kCtrlCqUpdate : 0, 3);
+      mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32 + 16 * a), uint32_t(p.bytes), p.lkey, p.laddr + (shifted ? 8 : 0));
+      publish_wqe(ctx, st.opt, wqe_at(qp, base + i), s, base + i, op, 0, qp.qpn, left == 0 ? mlx5::kCtrlCqUpdate : 0, uint8_t(3 + a));
     }
     loff += p.bytes, roff += p.bytes;
   }

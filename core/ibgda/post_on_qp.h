@@ -36,6 +36,16 @@ DOORBELL_HD_HOT heap::Piece qp_piece(const DevState& st, const DevQp& qp, uint64
   return heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe, key_dev(st, qp));
 }
 
+// A DCI's WQE to `pe` carries that PE's DCT as a half address vector right after the control
+// segment (docs/nvshmem-device-ops.md 7); an RC WQE none. Returns the DS it took: every
+// segment after it moves by as many octowords.
+DOORBELL_HD_HOT uint32_t stage_av(const DevState& st, const DevQp& qp, uint32_t pe, WqeStage& s) {
+  if (!qp.dci) return 0;
+  const DcTarget& t = st.dcts[pe * st.num_devices + qp.dev];
+  mlx5::set_half_av_seg(s.at<mlx5::WqeAvSeg>(16), t.key, t.dctn, t.lid);
+  return 1;
+}
+
 // Write the RDMA WRITE / READ WQEs for a transfer at [base, base + pieces), signalling the
 // last unless the caller's batch has a later WQE that will. `first`, if given, is the
 // transfer's first piece (qp_piece), already looked up.
@@ -46,10 +56,11 @@ DOORBELL_HD_HOT void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp,
   for (uint64_t idx = base; bytes != 0; ++idx) {
     const heap::Piece p = idx == base && first != nullptr ? *first : qp_piece(st, qp, loff, roff, bytes, pe);
     WqeStage s;
-    mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), p.raddr, p.rkey);
-    mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32), uint32_t(p.bytes), p.lkey, p.laddr);
+    const uint32_t a = stage_av(st, qp, pe, s);
+    mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16 + 16 * a), p.raddr, p.rkey);
+    mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32 + 16 * a), uint32_t(p.bytes), p.lkey, p.laddr);
     loff += p.bytes, roff += p.bytes, bytes -= p.bytes;
-    publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, op, 0, qp.qpn, bytes == 0 && signal_last ? mlx5::kCtrlCqUpdate : 0, 3);
+    publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, op, 0, qp.qpn, bytes == 0 && signal_last ? mlx5::kCtrlCqUpdate : 0, uint8_t(3 + a));
   }
 }
 
@@ -135,37 +146,37 @@ DOORBELL_HD Amo amo_compare_swap(uint64_t cmp, uint64_t v, uint32_t bytes) {
 }
 
 // The WQEBBs an atomic takes on its QP: its own, and the NOP that carries the CQE after a
-// two-WQEBB one (poll_cq reads a CQE's wqe_counter as the end of a one-WQEBB WQE).
-DOORBELL_HD uint32_t amo_wqebbs(const Amo& a) { return a.wqebbs() == 1 ? 1 : a.wqebbs() + 1; }
+// two-WQEBB one (poll_cq reads a CQE's wqe_counter as the end of a one-WQEBB WQE). On a DCI
+// the address vector makes every atomic two WQEBBs, as NVSHMEM reserves them.
+DOORBELL_HD uint32_t amo_wqebbs(const Amo& a, bool dci = false) { return a.wqebbs() == 1 && !dci ? 1 : 3; }
 
 // The atomic WQE(s) at `idx` on pe's word at `off`, result into local `result_addr`: the
-// atomic, then (two WQEBBs) a NOP with the CQE request, as NVSHMEM posts them.
+// atomic, then (two WQEBBs) a NOP with the CQE request, as NVSHMEM posts them. Segments:
+// [AV,] raddr, the atomic segment(s), the data segment; past 64 bytes they go on in the
+// second WQEBB.
 template <class C>
 DOORBELL_HD void write_atomic_wqe(C& ctx, const DevState& st, const DevQp& qp, uint64_t idx, const Amo& a, uint64_t off, uint32_t pe,
                                   uint64_t result_addr) {
   const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe, key_dev(st, qp));
   const bool masked = a.op == mlx5::WqeOpcode::kAtomicMaskedCs || a.op == mlx5::WqeOpcode::kAtomicMaskedFa;
   const uint8_t opmod = masked ? mlx5::ext_atomic_opmod(a.bytes) : 0;
-  WqeStage s;
-  mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), st.heap_bases[pe] + off, rk.key);
   const uint64_t swap_mask = planted(st.opt.plant.amo_mask_inverted) ? ~a.swap_mask & a.ones() : a.swap_mask;
-  if (a.wqebbs() == 1) {
-    if (a.bytes == 4 && a.op == mlx5::WqeOpcode::kAtomicMaskedCs)
-      mlx5::set_seg(s.at<void>(32), mlx5::masked32_words(uint32_t(a.swap_add), uint32_t(a.compare), uint32_t(swap_mask), uint32_t(a.compare_mask)));
-    else if (a.bytes == 4)
-      mlx5::set_seg(s.at<void>(32), mlx5::masked32_words(uint32_t(a.swap_add), uint32_t(a.compare), 0, 0));
-    else
-      mlx5::set_atomic_seg(s.at<mlx5::WqeAtomicSeg>(32), a.swap_add, a.compare);
-    mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(48), a.bytes, qp.ibuf_lkey, result_addr);
-    return publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, a.op, opmod, qp.qpn, mlx5::kCtrlCqUpdate, 4);
+  WqeStage s, s1;
+  auto at = [&](uint32_t o) -> uint8_t* { return o < mlx5::kWqebb ? s.b + o : s1.b + (o - mlx5::kWqebb); };
+  uint32_t o = 16 + 16 * stage_av(st, qp, pe, s);
+  mlx5::set_raddr_seg(reinterpret_cast<mlx5::WqeRaddrSeg*>(at(o)), st.heap_bases[pe] + off, rk.key), o += 16;
+  if (a.bytes == 4) {
+    const bool cs = a.op == mlx5::WqeOpcode::kAtomicMaskedCs;
+    mlx5::set_seg(at(o), mlx5::masked32_words(uint32_t(a.swap_add), uint32_t(a.compare), cs ? uint32_t(swap_mask) : 0,
+                                              cs ? uint32_t(a.compare_mask) : 0)), o += 16;
+  } else {
+    mlx5::set_atomic_seg(reinterpret_cast<mlx5::WqeAtomicSeg*>(at(o)), a.swap_add, a.compare), o += 16;
+    if (a.wqebbs() == 2) mlx5::set_atomic_seg(reinterpret_cast<mlx5::WqeAtomicSeg*>(at(o)), swap_mask, a.compare_mask), o += 16;
   }
-  // 8-byte masked CS: {swap, compare}, {swap_mask, compare_mask}, then the data segment at the
-  // second WQEBB; the NOP after it asks for the CQE.
-  WqeStage s1;
-  mlx5::set_atomic_seg(s.at<mlx5::WqeAtomicSeg>(32), a.swap_add, a.compare);
-  mlx5::set_atomic_seg(s.at<mlx5::WqeAtomicSeg>(48), swap_mask, a.compare_mask);
-  mlx5::set_data_seg(s1.at<mlx5::WqeDataSeg>(0), a.bytes, qp.ibuf_lkey, result_addr);
-  publish_wqe2(ctx, st.opt, wqe_at(qp, idx), s, wqe_at(qp, idx + 1), s1, idx, a.op, opmod, qp.qpn, 0, 5);
+  mlx5::set_data_seg(reinterpret_cast<mlx5::WqeDataSeg*>(at(o)), a.bytes, qp.ibuf_lkey, result_addr), o += 16;
+  const auto ds = uint8_t(o / 16);
+  if (ds <= 4) return publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, a.op, opmod, qp.qpn, mlx5::kCtrlCqUpdate, ds);
+  publish_wqe2(ctx, st.opt, wqe_at(qp, idx), s, wqe_at(qp, idx + 1), s1, idx, a.op, opmod, qp.qpn, 0, ds);
   WqeStage nop;
   publish_wqe(ctx, st.opt, wqe_at(qp, idx + 2), nop, idx + 2, mlx5::WqeOpcode::kNop, 0, qp.qpn, mlx5::kCtrlCqUpdate, 2);
 }
@@ -216,7 +227,7 @@ DOORBELL_HD OpResult fetch_on(C& ctx, const DevState& st, const DevQp& qp, uint3
 template <class C>
 DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp, const Amo& a, uint64_t off, uint32_t pe,
                                      FetchOutcome* out) {
-  return fetch_on(ctx, st, qp, amo_wqebbs(a), [&](uint64_t base, uint64_t res) { write_atomic_wqe(ctx, st, qp, base, a, off, pe, res); }, out);
+  return fetch_on(ctx, st, qp, amo_wqebbs(a, qp.dci), [&](uint64_t base, uint64_t res) { write_atomic_wqe(ctx, st, qp, base, a, off, pe, res); }, out);
 }
 
 // g on `qp`: an RDMA READ of 1..8 bytes of pe's word at `off` into an ibuf slot (NVSHMEM's g,
@@ -227,9 +238,10 @@ DOORBELL_HD OpResult g_on(C& ctx, const DevState& st, const DevQp& qp, uint64_t 
   return fetch_on(ctx, st, qp, 1, [&](uint64_t base, uint64_t res) {
     const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe, key_dev(st, qp));
     WqeStage s;
-    mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), st.heap_bases[pe] + off, rk.key);
-    mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32), bytes, qp.ibuf_lkey, res);
-    publish_wqe(ctx, st.opt, wqe_at(qp, base), s, base, mlx5::WqeOpcode::kRdmaRead, 0, qp.qpn, mlx5::kCtrlCqUpdate, 3);
+    const uint32_t a = stage_av(st, qp, pe, s);
+    mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16 + 16 * a), st.heap_bases[pe] + off, rk.key);
+    mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32 + 16 * a), bytes, qp.ibuf_lkey, res);
+    publish_wqe(ctx, st.opt, wqe_at(qp, base), s, base, mlx5::WqeOpcode::kRdmaRead, 0, qp.qpn, mlx5::kCtrlCqUpdate, uint8_t(3 + a));
   }, out);
 }
 
@@ -242,10 +254,11 @@ DOORBELL_HD OpResult p_on(C& ctx, const DevState& st, const DevQp& qp, uint64_t 
   if (OpResult r = reserve(ctx, st, qp, 1, idx); r != OpResult::kOk) return r;
   const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe, key_dev(st, qp));
   WqeStage s;
-  mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16), st.heap_bases[pe] + off, rk.key);
-  s.at<mlx5::WqeInlineSeg>(32)->byte_count.set((planted(st.opt.plant.p_short) ? bytes - 1 : bytes) | mlx5::kInlineSegFlag);
-  for (uint32_t i = 0; i < bytes; ++i) s.b[36 + i] = uint8_t(value >> (8 * i));
-  publish_wqe(ctx, st.opt, wqe_at(qp, *idx), s, *idx, mlx5::WqeOpcode::kRdmaWrite, 0, qp.qpn, mlx5::kCtrlCqUpdate, 3);
+  const uint32_t a = stage_av(st, qp, pe, s), o = 16 * a;
+  mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16 + o), st.heap_bases[pe] + off, rk.key);
+  s.at<mlx5::WqeInlineSeg>(32 + o)->byte_count.set((planted(st.opt.plant.p_short) ? bytes - 1 : bytes) | mlx5::kInlineSegFlag);
+  for (uint32_t i = 0; i < bytes; ++i) s.b[36 + o + i] = uint8_t(value >> (8 * i));
+  publish_wqe(ctx, st.opt, wqe_at(qp, *idx), s, *idx, mlx5::WqeOpcode::kRdmaWrite, 0, qp.qpn, mlx5::kCtrlCqUpdate, uint8_t(3 + a));
   return submit(ctx, st, qp, *idx, 1);
 }
 
@@ -254,7 +267,7 @@ DOORBELL_HD OpResult p_on(C& ctx, const DevState& st, const DevQp& qp, uint64_t 
 template <class C>
 DOORBELL_HD OpResult amo_on(C& ctx, const DevState& st, const DevQp& qp, const Amo& a, uint64_t off, uint32_t pe, uint64_t* idx,
                             uint32_t* n) {
-  *n = amo_wqebbs(a);
+  *n = amo_wqebbs(a, qp.dci);
   if (OpResult r = reserve(ctx, st, qp, *n, idx); r != OpResult::kOk) return r;
   write_atomic_wqe(ctx, st, qp, *idx, a, off, pe, reinterpret_cast<uint64_t>(qp.ibuf));
   return submit(ctx, st, qp, *idx, *n);

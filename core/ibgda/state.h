@@ -93,7 +93,20 @@ struct DevQp {
   uint32_t ibuf_lkey = 0;
   uint32_t ibuf_nslots = 0;            // fetch slots (power of two)
   QpHealth* hp = nullptr;              // failover words (null: no failover)
+  bool dci = false;                    // a DC initiator: each WQE to `pe` names DevState::dcts' target
 };
+
+// A PE's DC target as a DCI's address vector names it (the half AV: key, DCT number, LID).
+struct DcTarget {
+  uint64_t key = 0;
+  uint32_t dctn = 0;
+  uint16_t lid = 0;
+};
+// Which QPs are DCIs: none (RC to every PE), those to this PE (NVSHMEM 3.4's default: RC has
+// no loopback, so it sends to itself over a DCI to its own DCT), or all of them (NVSHMEM with
+// no RC QPs).
+enum class DcUse : uint8_t { kNone, kSelf, kAll };
+inline constexpr uint64_t kDcKey = 0x5623ceaf;  // the DC access key NVSHMEM sets on every DCT
 
 enum class QpLayout : uint8_t {
   kQpMajor,  // NVSHMEM: [QP0->PE0, QP0->PE1, ..., QP1->PE0, ...]
@@ -154,6 +167,8 @@ struct DevState {
   DevQp* backups = nullptr;
   struct ReplayLog* logs = nullptr;
   uint32_t log_threads = 0;
+  // DC: each PE's DCT on each NIC, [pe * num_devices + dev], as every PE gathered them.
+  const DcTarget* dcts = nullptr;
   uint64_t* heap_bases = nullptr;       // per PE
   uint64_t* error = nullptr;            // first error CQE seen (error_word); a root cause replaces a flush
 };

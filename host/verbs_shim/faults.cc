@@ -53,8 +53,9 @@ Result<ShimFaults> parse_shim_faults(const std::string& spec, uint64_t seed) {
       for (uint32_t k = 0; k < mock_nic::kFaultKinds; ++k) known += std::string(k ? ", " : "") + mock_nic::fault_kind_name(mock_nic::FaultKind(k));
       return bad(item, text, "unknown fault '" + text.substr(0, colon) + "' (known: " + known + ")");
     }
-    if (f.kind == mock_nic::kStaleRkey)
-      return bad(item, text, "stale_rkey needs keys the model hands a peer; a shim client's keys are its own (not modelled)");
+    if (f.kind == mock_nic::kStaleRkey || f.kind == mock_nic::kStaleDcKey)
+      return bad(item, text, std::string(mock_nic::fault_kind_name(f.kind)) +
+                                 " needs keys the model hands a peer; a shim client's keys are its own (not modelled)");
     for (size_t k = colon == std::string::npos ? text.size() : colon + 1; k < text.size();) {
       const size_t comma = text.find(',', k);
       const std::string kv = text.substr(k, comma == std::string::npos ? std::string::npos : comma - k);

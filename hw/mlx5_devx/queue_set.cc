@@ -88,6 +88,7 @@ Status QueueSet::build() {
     s.srqn = spec_.srqn;
     s.recv_cqn = spec_.recv_cqn;
     s.uar_page = spec_.uar_page;
+    s.dci = i < spec_.dci.size() && spec_.dci[i];
     Result<Obj> qp = drv.create_rc_qp(s);
     if (!qp) return qp.status();
     qps_.push_back(*qp);

@@ -40,6 +40,7 @@ struct QueueSetSpec {
   uint32_t uar_page = 0;
   uint32_t srqn = 0, recv_cqn = 0;
   uint32_t eqn = 0;
+  std::vector<bool> dci;  // QP i is a DC initiator where dci[i] (RC where the mask is short)
 };
 
 class QueueSet {

@@ -624,6 +624,7 @@ struct Engine {
       resp.landed = false;
       resp.syndrome = resp.vendor = 0;
       resp.link_seq = port.async_seq, resp.link_n = port.async_n, resp.link_got = 0, resp.link_unanswered = false;
+      resp.dc_lid = qp.attr.dc ? port.dc_lid : 0;
       qp.async_writes += resp.link_n != 0 ? 1 : 0;
       port.async_n = 0;
       ++qp.pending_responses;
@@ -816,7 +817,7 @@ struct Engine {
     while (qp.state == QpState::kRts && !qp.inflight.empty() && !qp.inflight.front().landed &&
            qp.inflight.front().due <= nic.now_) {
       Inflight& e = qp.inflight.front();
-      const Nic* rn = nic.peer_nic(qp);
+      const Nic* rn = qp.attr.dc ? nic.nic_by_lid(e.dc_lid) : nic.peer_nic(qp);
       const bool far = rn == nullptr && far_peer(nic, qp) != nullptr;  // answered at issue
       if (!nic.link_up() || (!far && (rn == nullptr || !rn->link_up()))) {
         if (!retries_left_out(nic, qp, false, 0)) break;

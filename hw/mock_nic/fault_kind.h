@@ -15,6 +15,7 @@ enum FaultKind : uint8_t {
   kLateDoorbells,  // doorbells act `count` engine actions late
   kLateCqes,       // send CQEs appear `count` engine actions late
   kStaleRkey,      // the keys a peer holds for memory are stale
+  kStaleDcKey,     // the DC key a peer holds for a DCT is stale
   kNodeDeath,      // the node dies: nothing answers any more
   kLateResponses,  // READ / atomic responses land up to `count` engine actions late, seeded
 };
@@ -29,6 +30,7 @@ constexpr const char* fault_kind_name(FaultKind k) {
     case kLateDoorbells: return "doorbell_delay";
     case kLateCqes: return "late_cqes";
     case kStaleRkey: return "stale_rkey";
+    case kStaleDcKey: return "stale_dc_key";
     case kNodeDeath: return "node_death";
     case kLateResponses: return "late_responses";
   }

@@ -65,6 +65,7 @@ struct Inflight {
   std::vector<Scatter> scatter;  // where the payload lands
   bool phantom = false;          // phantom memory on either side: nothing to land
   bool placed = false;           // READ data already in its scatter list (placed from the link at issue)
+  uint16_t dc_lid = 0;           // a DCI's WQE: the LID of the DCT that answers it
   // A WRITE to another process sent without waiting (NicConfig::async_link_writes): its
   // segments' link requests [link_seq, link_seq + link_n), link_got of their answers taken.
   uint64_t link_seq = 0;

@@ -13,10 +13,15 @@ namespace doorbell::scenario {
 
 void parse_stack(const YAML::Node& s, ibgda::Stack& st) {
   only_keys(s, "stack", {"num_rc_per_pe", "default_rc_per_pe", "nics_per_pe", "qp_depth", "num_requests_in_batch", "qp_layout", "cst", "cpu_proxy", "nic_buffers", "ibuf_slots",
-                         "failover", "ack_timeout", "retry_count", "rnr_retry", "start_index"});
+                         "failover", "ack_timeout", "retry_count", "rnr_retry", "start_index", "dc"});
   // Below 2^64 by far more than a run posts: indices must not wrap the 64 bits.
   if (s["start_index"]) st.start_index = uint_of(s["start_index"], "start_index", 0, (uint64_t(3) << 62));
   if (s["failover"]) st.failover = bool_of(s["failover"], "failover");
+  if (s["dc"]) {  // which QPs are DC initiators (to a DCT per PE and NIC)
+    const std::string dc = choice_of(s["dc"], "dc", {"none", "self", "all"});
+    st.dc = dc == "self" ? ibgda::DcUse::kSelf : dc == "all" ? ibgda::DcUse::kAll : ibgda::DcUse::kNone;
+    if (st.dc != ibgda::DcUse::kNone && st.failover) fail(s["dc"], "DC goes without failover (the backup QPs are RC)");
+  }
   if (s["ack_timeout"]) st.ack_timeout = uint32_t(uint_of(s["ack_timeout"], "ack_timeout", 0, 31));
   if (s["retry_count"]) st.retry_count = uint32_t(uint_of(s["retry_count"], "retry_count", 0, 7));
   if (s["rnr_retry"]) st.rnr_retry = uint32_t(uint_of(s["rnr_retry"], "rnr_retry", 0, 7));

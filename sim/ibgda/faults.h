@@ -15,7 +15,8 @@ namespace doorbell::ibgda {
 // The kinds are the NIC model's (hw/mock_nic/fault_kind.h), here on a PE's NICs: kQpError at
 // at_ns takes pe's main QP to target to ERR; kLinkDown and kStall last [at_ns, at_ns + for_ns)
 // (a stall of infinite length: for good); kStaleRkey leaves pe's key table a stale rkey for
-// target's heap; kNodeDeath kills pe's node at at_ns. Scenarios take all but kLateResponses
+// target's heap; kStaleDcKey gives pe's address vectors for target's DCTs another DC key (a
+// world with DC); kNodeDeath kills pe's node at at_ns. Scenarios take all but kLateResponses
 // (a NIC's configuration, NicConfig::response_delay_max).
 struct WorldFault {
   using Kind = mock_nic::FaultKind;

@@ -30,6 +30,8 @@ Result<std::unique_ptr<ModelWorld>> ModelWorld::create(const WorldConfig& cfg) {
   if (uint64_t(cfg.npes) * cfg.num_nics >= 0xc000) return Status(Errc::kBadParam, "world: more NICs than unicast LIDs");
   if (Status st = check_opt(cfg.opt); !st) return st;
   if (cfg.opt.num_default_rc_per_pe > cfg.num_rc_per_pe) return Status(Errc::kBadParam, "world: the DEFAULT pool is larger than num_rc_per_pe");
+  if (cfg.dc != DcUse::kNone && (cfg.procs.boot != nullptr || cfg.failover))
+    return Status(Errc::kBadParam, "world: DC runs in one process and without failover (the process link and the backup QPs are RC)");
   if ((cfg.ibuf_slots & (cfg.ibuf_slots - 1)) != 0 || cfg.ibuf_slots == 0)
     return Status(Errc::kBadParam, "world: ibuf_slots must be a power of two");
   if (cfg.procs.boot != nullptr) {
@@ -53,7 +55,7 @@ namespace {
 // field added to WorldConfig must be sorted into one or the other here.
 static_assert(sizeof(WorldConfig) == 184, "a new WorldConfig field: compare it here, or let rewind() set it");
 auto shape_of(const WorldConfig& w) {
-  return std::tie(w.npes, w.num_rc_per_pe, w.num_nics, w.log_qp_depth, w.layout, w.nic_buf_on_gpumem, w.ibuf_slots, w.heap.npes,
+  return std::tie(w.npes, w.num_rc_per_pe, w.num_nics, w.log_qp_depth, w.layout, w.nic_buf_on_gpumem, w.ibuf_slots, w.dc, w.heap.npes,
                   w.heap.heap_bytes, w.heap.granularity, w.heap.max_handle_bytes, w.heap.phantom, w.response_delay_max, w.seed,
                   w.rts.ack_timeout, w.rts.retry_count, w.rts.rnr_retry, w.rts.sq_psn, w.rts.log_sra_max, w.failover,
                   w.failover_threads, w.watchdog_polls, w.watchdog_ns, w.procs.boot, w.procs.links);
@@ -177,8 +179,10 @@ Status ModelWorld::connect_all(bool backup) {
         for (uint32_t peer = 0; peer < n; ++peer) {
           const devx::Obj& qp = queue_set(pes_[p]->devs[dev], backup).qp(rc * n + peer);
           devx::RtrSpec r;
-          r.remote_qpn = (*qpns)[(size_t(peer) * cfg_.num_nics + dev) * nqs + rc * n + p];
-          r.dlid = lid(peer, dev);
+          if (!is_dci(p, peer)) {  // a DCI names its target in each WQE: it is connected to no one
+            r.remote_qpn = (*qpns)[(size_t(peer) * cfg_.num_nics + dev) * nqs + rc * n + p];
+            r.dlid = lid(peer, dev);
+          }
           if (Status st = drv.rst2init(qp, {}); !st) return st;
           if (Status st = drv.init2rtr(qp, r); !st) return st;
           if (Status st = drv.rtr2rts(qp, cfg_.rts); !st) return st;
@@ -213,7 +217,7 @@ Status ModelWorld::fill_qps(Pe& pe, bool backup) {
       pe.b.set_qp(backup, g, peer,
                   {qs.qp(qi).id, g % ndev, qs.wq(qi), reinterpret_cast<uint64_t*>(qs.qp_dbr(qi)),
                    reinterpret_cast<uint64_t*>(dv.uar.reg_addr), qs.cq_buf(qi), &mvars[slot], pe.ibufs.back(), mr->lkey,
-                   cfg_.failover ? &health[slot] : nullptr});
+                   cfg_.failover ? &health[slot] : nullptr, is_dci(pe.state().my_pe, peer)});
     }
   return {};
 }
@@ -264,6 +268,18 @@ Status ModelWorld::build() {
       qs.gpu_memory = cfg_.nic_buf_on_gpumem;
       qs.pdn = dv.pdn;
       qs.uar_page = dv.uar.page_id;
+      if (cfg_.dc != DcUse::kNone) {  // DCIs where is_dci says, and this NIC's DCT (receives from an SRQ)
+        qs.dci.resize(qs.num_qps);
+        for (uint32_t i = 0; i < qs.num_qps; ++i) qs.dci[i] = is_dci(p, i % n);
+        Result<devx::Obj> srq = dv.devx->create_srq(dv.pdn, 16);
+        Result<devx::Obj> rcq = srq ? dv.devx->create_verbs_cq(64) : Result<devx::Obj>(srq.status());
+        if (!rcq) return rcq.status();
+        devx::DctSpec ds;
+        ds.pdn = dv.pdn, ds.cqn = rcq->id, ds.srqn = srq->id, ds.dc_key = kDcKey;
+        Result<devx::Obj> dct = devx::Driver(*dv.devx).create_dct(ds);
+        if (!dct) return dct.status();
+        dv.dct = *dct;
+      }
       for (bool backup : {false, true}) {
         if (backup && !cfg_.failover) break;
         Result<std::unique_ptr<devx::QueueSet>> q = devx::QueueSet::create(*dv.devx, *dv.devx, qs);
@@ -285,6 +301,11 @@ Status ModelWorld::build() {
       if (!backup || cfg_.failover)
         if (Status st = fill_qps(pe, backup); !st) return st;
     DevState& s = pe.state();
+    if (cfg_.dc != DcUse::kNone) {  // every PE's DCTs, as NVSHMEM all-gathers their address vectors
+      for (uint32_t q = 0; q < n; ++q)
+        for (uint32_t d = 0; d < ndev; ++d) pe.dcts.push_back({kDcKey, pes_[q]->devs[d].dct.id, lid(q, d)});
+      s.dcts = pe.dcts.data();
+    }
     s.group_switches = pe.group_switch;
     s.opt = cfg_.opt;
     s.opt.nic_buf_on_gpumem = cfg_.nic_buf_on_gpumem;
@@ -356,6 +377,10 @@ void ModelWorld::inject(const std::vector<WorldFault>& faults) {
     if (f.kind == WorldFault::kStaleRkey) {  // the variant byte: the key of a registration that no longer exists
       for (uint32_t c = 0; c < st.keys.nchunks; ++c)
         for (uint32_t d = 0; d < st.keys.ndevs; ++d) heap::rkey_entry(st.keys, c, f.target, d).key ^= 0x80;
+      continue;
+    }
+    if (f.kind == WorldFault::kStaleDcKey) {  // pe's address vectors for target's DCTs carry another key
+      for (uint32_t d = 0; d < cfg_.num_nics && !pes_[f.pe]->dcts.empty(); ++d) pes_[f.pe]->dcts[size_t(f.target) * cfg_.num_nics + d].key ^= 1;
       continue;
     }
     if (f.kind == WorldFault::kLateCqes) {

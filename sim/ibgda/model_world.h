@@ -49,6 +49,9 @@ struct WorldConfig {
   Options opt;
   bool nic_buf_on_gpumem = true;
   uint32_t ibuf_slots = 8;            // fetch slots per QP (power of two)
+  // DC: which QPs are DCIs (each PE then has a DCT per NIC, key kDcKey): none, those to the PE
+  // itself (NVSHMEM's sends to self), or all. One process only; not with failover.
+  DcUse dc = DcUse::kNone;
   heap::HeapConfig heap{0, 64ull << 20, 64ull << 10, 2ull << 30};  // npes filled in
   uint32_t response_delay_max = 0;    // NIC model: late READ / atomic responses
   uint64_t seed = 1;
@@ -146,7 +149,10 @@ class ModelWorld {
     uint32_t pdn = 0;
     devx::Uar uar;
     std::unique_ptr<devx::QueueSet> queues, backup_queues;  // npes * num_rc_per_pe, QP-major
+    devx::Obj dct{};  // DC: this NIC's DCT (its SRQ and CQ beside it)
   };
+  // Whether queue-set QP (rc * npes + peer) of PE p is a DCI.
+  bool is_dci(uint32_t p, uint32_t peer) const { return cfg_.dc == DcUse::kAll || (cfg_.dc == DcUse::kSelf && peer == p); }
   struct Pe {
     explicit Pe(const StateShape& s) : b(s) {}
     DevState& state() { return b.state(); }
@@ -160,6 +166,7 @@ class ModelWorld {
     std::vector<devx::Mr> ibuf_mrs;
     std::vector<uint32_t> ibuf_devs;    // the NIC each ibuf is registered on
     std::vector<uint64_t> heap_bases;
+    std::vector<DcTarget> dcts;  // every PE's DCTs, [pe * num_nics + dev]: this PE's view (a fault may stale one)
     uint64_t group_switch[kQpPools] = {}, error = 0;
   };
   explicit ModelWorld(const WorldConfig& c) : cfg_(c) {}

@@ -18,6 +18,7 @@ WorldConfig world_config(const Stack& s, uint32_t npes, uint64_t seed) {
   c.nic_buf_on_gpumem = s.nic_buffers_on_gpu;
   c.ibuf_slots = s.ibuf_slots;
   c.failover = s.failover;
+  c.dc = s.dc;
   c.start_index = s.start_index;
   c.rts.ack_timeout = uint8_t(s.ack_timeout);
   c.rts.retry_count = uint8_t(s.retry_count);

@@ -24,6 +24,7 @@ struct Stack {
   bool cpu_proxy = false;               // a CPU thread rings the doorbells for the GPU
   bool nic_buffers_on_gpu = true;       // WQ rings and DBRs in GPU memory (else host memory)
   bool failover = false;                // backup QPs, health, host recovery (core/ibgda/failover.h)
+  DcUse dc = DcUse::kNone;              // DC: none, to self (NVSHMEM's default), or every QP a DCI
   uint64_t start_index = 0;             // where every QP's counters begin (near 2^16, 2^32, 2^63: reach)
   uint32_t ack_timeout = 14, retry_count = 7, rnr_retry = 7;  // RC timers, as the driver sets them
   uint32_t response_delay = 0;          // NIC model: late READ / atomic responses

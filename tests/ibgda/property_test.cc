@@ -27,7 +27,7 @@ void showValue(const Case& c, std::ostream& os) {
   const Program& p = c.p;
   os << "npes=" << p.npes << " warps=" << p.warps << " lanes=" << p.lanes << " depth=" << (1u << p.stack.log_qp_depth)
      << " batch=" << p.stack.num_requests_in_batch << " rc=" << p.stack.num_rc_per_pe << " nics=" << p.stack.nics_per_pe << (p.stack.pe_major ? " pe-major" : " qp-major") << " ibuf=" << p.stack.ibuf_slots << " proxy=" << p.stack.cpu_proxy << " pct=" << c.pct << " park=" << c.park
-     << " delay=" << p.stack.response_delay << " seed=" << p.seed << " start_index=" << p.stack.start_index << "\n";
+     << " delay=" << p.stack.response_delay << " dc=" << int(p.stack.dc) << " seed=" << p.seed << " start_index=" << p.stack.start_index << "\n";
   for (const ProgramOp& o : p.ops) {
     os << "  pe" << o.pe << "/w" << o.warp << "/l" << o.lane << " scope=" << int(o.scope) << " kind=" << int(o.kind) << " -> pe" << o.target
        << " bytes=" << o.bytes << " src=" << o.src << " ctr=" << o.counter << " add=" << o.add << " cmp=" << o.compare;
@@ -51,6 +51,7 @@ rc::Gen<Case> gen_case(uint32_t families = kAllFamilies) {
     p.stack.nics_per_pe = *rc::gen::element(1u, 1u, 2u);
     p.stack.pe_major = *rc::gen::arbitrary<bool>();
     p.stack.cpu_proxy = *rc::gen::arbitrary<bool>();
+    p.stack.dc = DcUse(*rc::gen::inRange(0u, 3u));  // RC only, DCIs to self (NVSHMEM's default), or DCIs only
     c.pct = *rc::gen::arbitrary<bool>();
     c.park = *rc::gen::arbitrary<bool>();
     p.stack.response_delay = *rc::gen::element(0u, 0u, 20u);
