@@ -17,6 +17,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "gpu/nvshmem_api_expect.h"
 #include "gpu/nvshmem_uid.h"
 
 #define CK(x)                                                                            \
@@ -30,8 +31,8 @@
 
 namespace {
 
+using doorbell::nvshmem_api::pattern;
 constexpr size_t kMax = 4 << 20;
-__host__ __device__ uint8_t pattern(int pe, size_t i, int round) { return uint8_t(i * 29 + pe * 101 + round * 7 + 3); }
 
 __global__ void fill(uint8_t* p, size_t n, int pe, int round) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) p[i] = pattern(pe, i, round);
@@ -107,8 +108,7 @@ __global__ void amos(Amo* a, unsigned long long* olds) {
   nvshmemx_signal_op(&a->sig[1], 6, NVSHMEM_SIGNAL_ADD, peer);                       // 10
   nvshmem_quiet();
 }
-constexpr unsigned long long kOlds[] = {105, 116, 0, 0xf0f0, 0xff00, 0x0e0e, 0x000e, 0x100e, 0x1000,
-                                        10, 16, 0, 0xabcd, 0x0201, 0x0201, 0x8201, 0x8200};
+using doorbell::nvshmem_api::kAmoOlds;
 
 __global__ void get_int(const int* p, long* out) { *out = nvshmem_int_g(p, 1); }
 
@@ -314,9 +314,11 @@ int main() {
     CK(cudaMemcpy(&mine, amo, sizeof mine, cudaMemcpyDeviceToHost));
     bool ok = true;
     if (me == 1)
-      ok = mine.w8[0] == 117 && mine.w8[1] == 0x1000 && mine.w4[0] == 17 && mine.w4[1] == 0x8200 && mine.sig[0] == 9 && mine.sig[1] == 10;
+      for (int k = 0; k < 2; ++k)
+        ok &= mine.w8[k] == doorbell::nvshmem_api::kAmoW8[k] && mine.w4[k] == doorbell::nvshmem_api::kAmoW4[k] &&
+              mine.sig[k] == doorbell::nvshmem_api::kAmoSig[k];
     if (me == 0)
-      for (size_t k = 0; k < std::size(kOlds); ++k) ok &= olds[k] == kOlds[k];
+      for (size_t k = 0; k < std::size(kAmoOlds); ++k) ok &= olds[k] == kAmoOlds[k];
     row("AMOs 8 B + 4 B (fetch, non-fetch), signal set / add", agree(ok), "17 fetched values, 6 final words");
   }
   {
@@ -351,7 +353,7 @@ int main() {
     CK(cudaMemcpy(&last, &words[2], 8, cudaMemcpyDeviceToHost));
     char fig[96];
     std::snprintf(fig, sizeof fig, "%.1f us round trip (%d x)", 1000.0 * ms_of(a, b) / iters, iters);
-    row("put-with-signal ping-pong", agree(last == 7), fig);
+    row("put-with-signal ping-pong", agree(last == doorbell::nvshmem_api::kPingPongValue), fig);
   }
   nvshmem_barrier_all();
 

@@ -318,6 +318,12 @@ DOORBELL_HD OpResult atomic_fetch_inc(C& ctx, const DevState& st, uint64_t off, 
   return fetch_amo(ctx, st, Amo{mlx5::WqeOpcode::kAtomicMaskedFa, sizeof(T), 1}, off, pe, old);  // MASKED_FA at both widths, as NVSHMEM's FETCH_INC
 }
 
+// NVSHMEM's atomic_fetch: MASKED_FA adding 0 (docs/nvshmem-device-ops.md 1).
+template <class T, class C>
+DOORBELL_HD OpResult atomic_fetch(C& ctx, const DevState& st, uint64_t off, uint32_t pe, T* old) {
+  return fetch_amo(ctx, st, Amo{mlx5::WqeOpcode::kAtomicMaskedFa, sizeof(T), 0}, off, pe, old);
+}
+
 // Every AMO above by name, for callers that pick one at run time (workloads, scenario
 // replay): T is the word (uint32_t or uint64_t); `cmp` is compare-swap's, `old` is written
 // by the fetching ones only.
@@ -370,15 +376,20 @@ DOORBELL_HD OpResult fence_all(C& ctx, const DevState& st) {
 // the put goes as put_nbi's and the signal in its own reservation, as NVSHMEM does when the
 // data spans chunks.
 enum class SignalOp : uint8_t { kSet, kAdd };
+// The signal update alone (NVSHMEM's signal_op): set as an 8-byte masked compare-swap, add as
+// a masked fetch-add, on the warp's QP.
+template <class C>
+DOORBELL_HD OpResult signal_op(C& ctx, const DevState& st, uint64_t sig, uint64_t signal, SignalOp op, uint32_t pe) {
+  return nonfetch_amo(ctx, st, op == SignalOp::kSet ? amo_swap(signal, 8) : Amo{mlx5::WqeOpcode::kAtomicMaskedFa, 8, signal}, sig, pe);
+}
 template <class C>
 DOORBELL_HD OpResult put_signal_nbi(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint64_t sig,
                                     uint64_t signal, SignalOp op, uint32_t pe) {
-  const Amo a = op == SignalOp::kSet ? amo_swap(signal, 8) : Amo{mlx5::WqeOpcode::kAtomicMaskedFa, 8, signal};
   const bool first = planted(st.opt.plant.signal_first);
   if (first)
-    if (OpResult r = nonfetch_amo(ctx, st, a, sig, pe); r != OpResult::kOk) return r;
+    if (OpResult r = signal_op(ctx, st, sig, signal, op, pe); r != OpResult::kOk) return r;
   if (OpResult r = put_nbi(ctx, st, dest, src, bytes, pe, QpSelector{QpSelector::kByWarp, 0}); r != OpResult::kOk) return r;
-  return first ? OpResult::kOk : nonfetch_amo(ctx, st, a, sig, pe);
+  return first ? OpResult::kOk : signal_op(ctx, st, sig, signal, op, pe);
 }
 
 // Wait until this PE's signal word at heap offset `sig` compares true with `value` (NVSHMEM's

@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <utility>
+#include <vector>
 
+#include "sim/ibgda/atomic_check.h"
 #include "sim/ibgda/program.h"
 
 namespace doorbell::ibgda {
@@ -37,6 +39,11 @@ void draw_ops(Program& p, uint32_t n, Draw&& draw, Pick&& pick, uint32_t max_byt
   for (const auto& [k, f] : kFamilyOf)
     if (families & f) kinds[nkinds++] = k;
   if (nkinds == 0) return;
+  // The AMOs a word takes (its order is searched for: AtomicCheck::kMaxSearched at most); one
+  // drawn onto a full word becomes a put.
+  std::vector<uint32_t> amo_calls(size_t(p.npes) * kProgramAmoWords);
+  for (const ProgramOp& o : p.ops)
+    if (o.kind == K::kAmo) ++amo_calls[size_t(o.target) * kProgramAmoWords + o.counter];
   p.ops.reserve(p.ops.size() + n);
   for (uint32_t i = 0; i < n; ++i) {
     ProgramOp o;
@@ -62,6 +69,7 @@ void draw_ops(Program& p, uint32_t n, Draw&& draw, Pick&& pick, uint32_t max_byt
       o.compare = draw(0u, 4u);
     }
     if (o.kind == K::kPutSignal) o.signal_add = pick(2u) == 0;
+    if (o.kind == K::kAmo && ++amo_calls[size_t(o.target) * kProgramAmoWords + o.counter] > AtomicCheck::kMaxSearched) o.kind = K::kPut;
     p.ops.push_back(o);
   }
 }

@@ -25,16 +25,6 @@ using gpu_sim::RunResult;
 using gpu_sim::Scheduler;
 using gpu_sim::SimCtx;
 
-// Launch `body` as a kernel on every PE, with the NIC engines attached; run.
-template <class Body>
-RunResult run_on_all(ModelWorld& w, Scheduler& s, LaunchConfig cfg, Body body) {
-  for (uint32_t pe = 0; pe < w.config().npes; ++pe) {
-    DevState* st = &w.state(pe);
-    s.launch("pe" + std::to_string(pe), cfg, [st, body](SimCtx& ctx) { body(ctx, *st); });
-  }
-  w.attach(s);
-  return s.run();
-}
 
 // A workload placed in a world's heap for the one runner (sim/ibgda/workload.h): sources of
 // `src_bytes`, destination slots of `slot` bytes, 8 counter words.

@@ -2,8 +2,11 @@
 // scheduler options.
 #pragma once
 
+#include <string>
+
 #include "sim/ibgda/model_world.h"
 #include "hw/gpu_sim/scheduler.h"
+#include "hw/gpu_sim/sim_ctx.h"
 
 namespace doorbell::ibgda {
 
@@ -24,6 +27,18 @@ inline gpu_sim::SchedOptions sched(uint64_t seed, gpu_sim::Policy p = gpu_sim::P
   o.policy = p;
   o.hang_spins = 256;
   return o;
+}
+
+// Launch `body(ctx, state)` as a kernel of shape `cfg` on every PE, with the NIC engines
+// attached; run.
+template <class Body>
+gpu_sim::RunResult run_on_all(ModelWorld& w, gpu_sim::Scheduler& s, gpu_sim::LaunchConfig cfg, Body body) {
+  for (uint32_t pe = 0; pe < w.config().npes; ++pe) {
+    DevState* st = &w.state(pe);
+    s.launch("pe" + std::to_string(pe), cfg, [st, body](gpu_sim::SimCtx& ctx) { body(ctx, *st); });
+  }
+  w.attach(s);
+  return s.run();
 }
 
 }  // namespace doorbell::ibgda
