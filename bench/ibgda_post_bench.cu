@@ -16,8 +16,8 @@
 
 #include "bench/post_bench.h"
 #include "core/ibgda/api.h"
-#include "core/ibgda/dev_state_builder.h"
 #include "gpu/cuda_check.h"
+#include "gpu/post_rig.cuh"
 #include "hw/cuda/cuda_ctx.cuh"
 
 using namespace doorbell;
@@ -26,26 +26,6 @@ using doorbell::cuda_exec::CudaCtx;
 using doorbell::cuda_exec::UnboundedCudaCtx;
 
 namespace {
-
-// The fake NIC: thread q serves QP q. A new DBR value completes everything below it at
-// once (one CQE for the newest WQE, as a collapsed CQ shows it). `stop` is host memory.
-__global__ void fake_nic(Rings r, uint32_t nqps, const volatile uint32_t* stop) {
-  const uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
-  if (q >= nqps) return;
-  const volatile uint64_t* dbr = reinterpret_cast<const volatile uint64_t*>(r.dbr + q * 8);
-  volatile uint64_t* tail = reinterpret_cast<volatile uint64_t*>(r.cqe + q * 64 + 56);
-  uint16_t seen = 0;
-  for (uint32_t idle = 0;; ++idle) {
-    const uint16_t pi = mlx5::dbr_send(*dbr);
-    if (pi != seen) {
-      seen = pi, idle = 0;
-      // The CQE of WQE pi - 1, of the first pass of a one-entry CQ: its last word only.
-      *tail = mlx5::cqe_words(mlx5::requester_completion(0, uint16_t(pi - 1), 0, 0, 0, 0), 0, 0).w7;
-    } else if ((idle & 1023) == 1023 && *stop != 0) {
-      return;
-    }
-  }
-}
 
 // doorbell's device state, in constant memory as NVSHMEM keeps its own.
 __constant__ ibgda::DevState c_state;
@@ -127,110 +107,19 @@ inline constexpr const char* kPrimitives[] = {"fence.acq_rel.gpu", "__threadfenc
                                               "atom.add.gpu", "ld.acquire.gpu", "ld.volatile", "st.release.gpu",
                                               "st.relaxed.sys", "st.mmio"};
 
-// doorbell's device state over the shared rings: PE 0 posts to PE 1 on nqps QPs (QP-major).
-// Returns its device allocations, for the caller to free once the fake NIC has stopped.
+// doorbell's device state over the rings (post_rig), into c_state.
 std::vector<void*> doorbell_state(const Rings& r, uint32_t nqps) {
-  const uint32_t npes = 2, log_depth = uint32_t(__builtin_ctz(kDepth));
-  ibgda::Mvars* mvars = dalloc<ibgda::Mvars>(npes * nqps);
-  ibgda::DevStateBuilder b({0, npes, nqps, 1, ibgda::QpLayout::kQpMajor, log_depth, 8, kHeapBytes, false});
-  for (uint32_t q = 0; q < nqps; ++q)
-    for (uint32_t pe = 0; pe < npes; ++pe) {  // both PEs' QP q over ring q
-      ibgda::QpRing g;
-      g.qpn = 0x100 + q;
-      g.wq = r.wq + size_t(q) * kDepth * 64;
-      g.dbr = r.dbr + q * 8;
-      g.bf = r.bf + q * 8;
-      g.cqe = reinterpret_cast<const mlx5::Cqe64*>(r.cqe + q * 64);
-      g.mv = mvars + b.slot(q, pe);
-      g.ibuf = r.ibuf + size_t(q) * 4096, g.ibuf_lkey = 0x9000 + q;
-      b.set_qp(false, q, pe, g);
-    }
-  std::vector<uint64_t> bases = {uint64_t(r.heap[0]), uint64_t(r.heap[1])};
-  ibgda::ChunkReg regs[2];
-  for (uint32_t p = 0; p < npes; ++p) regs[p].addr = bases[p], regs[p].keys[0] = 0x1000u + p * 16;
-  b.set_chunk(0, regs, kHeapBytes);
-  ibgda::DevState s = b.placed([](const auto& v) { return dcopy(v); });
-  s.group_switches = dalloc<uint64_t>(ibgda::kQpPools);
-  s.opt.num_requests_in_batch = kBatch;
-  s.opt.nic_buf_on_gpumem = true;  // as NVSHMEM's state says: rings and DBRs are GPU memory
-  s.heap_bases = dcopy(bases);
-  s.error = dalloc<uint64_t>(1);
+  std::vector<void*> allocs;
+  const ibgda::DevState s = doorbell_rig_state(r, nqps, allocs);
   CHECK(cudaMemcpyToSymbol(c_state, &s, sizeof(s)));
-  return {mvars, s.qps, s.group_switches, s.heap_bases, s.error};
+  return allocs;
 }
 
-// POST_TRACE=1: each step of a run on stderr (to find where a run hangs).
-void trace(const char* who, const char* what) {
-  static const bool on = std::getenv("POST_TRACE") != nullptr;
-  if (on) std::fprintf(stderr, "[%s] %s\n", who, what);
-}
-
-struct Bench {
-  Rings r;
-  volatile uint32_t* stop = nullptr;
-  cudaStream_t nic_stream, work_stream;
-  cudaEvent_t begin, end, nic_done;
+struct Bench : PostRig {
   unsigned long long* fails = dalloc<unsigned long long>(1);
 
-  Bench() {
-    r.wq = dalloc<uint8_t>(size_t(kMaxQps) * kDepth * 64);
-    r.dbr = dalloc<uint64_t>(kMaxQps * 8);
-    r.cqe = dalloc<uint8_t>(kMaxQps * 64);
-    r.bf = dalloc<uint64_t>(kMaxQps * 8);
-    r.heap[0] = dalloc<uint8_t>(kHeapBytes);
-    r.heap[1] = dalloc<uint8_t>(kHeapBytes);
-    r.ibuf = dalloc<uint8_t>(kMaxQps * 4096);
-    CHECK(cudaHostAlloc(const_cast<uint32_t**>(&stop), 4, cudaHostAllocMapped));
-    CHECK(cudaStreamCreateWithFlags(&nic_stream, cudaStreamNonBlocking));
-    CHECK(cudaStreamCreateWithFlags(&work_stream, cudaStreamNonBlocking));
-    CHECK(cudaEventCreate(&begin));
-    CHECK(cudaEventCreate(&end));
-    CHECK(cudaEventCreate(&nic_done));
-  }
-
-  // Wait for `e` at most 20 s: a post path that hangs (NVSHMEM's waits have no timeout)
-  // must not hang the benchmark.
-  static void wait(cudaEvent_t e, const char* who, const char* what, const Shape& s) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    cudaError_t r;
-    while ((r = cudaEventQuery(e)) == cudaErrorNotReady) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        std::printf("%s: hung %s on \"%s\" (20 s); stopping\n", who, what, s.name);
-        std::fflush(stdout);
-        std::_Exit(3);
-      }
-    }
-    CHECK(r);
-  }
-
-  // Fresh rings, the fake NIC started, `launch` timed on the work stream; returns its ms.
-  // Nothing here may synchronise the device while the NIC runs (no cudaMalloc / cudaFree).
   template <class Launch>
-  float run(const Shape& s, const char* who, Launch launch) {
-    trace(who, "rings");
-    CHECK(cudaMemset(r.wq, 0, size_t(kMaxQps) * kDepth * 64));
-    CHECK(cudaMemset(r.dbr, 0, kMaxQps * 8 * 8));
-    CHECK(cudaMemset(r.cqe, 0xff, kMaxQps * 64));  // no CQE yet: wqe_counter 0xffff
-    CHECK(cudaDeviceSynchronize());
-    *stop = 0;
-    fake_nic<<<(s.nqps + 127) / 128, 128, 0, nic_stream>>>(r, s.nqps, stop);
-    CHECK(cudaGetLastError());
-    trace(who, "nic started");
-    CHECK(cudaEventRecord(begin, work_stream));
-    launch();
-    CHECK(cudaEventRecord(end, work_stream));
-    trace(who, "launched");
-    // A post path that hangs (NVSHMEM's waits have no timeout) must not hang the benchmark.
-    wait(end, who, "posting", s);
-    trace(who, "posted");
-    *stop = 1;
-    CHECK(cudaEventRecord(nic_done, nic_stream));
-    wait(nic_done, who, "stopping the fake NIC", s);
-    trace(who, "nic stopped");
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, begin, end));
-    return ms;
-  }
+  float run(const Shape& s, const char* who, Launch launch) { return PostRig::run(s.nqps, who, s.name, launch); }
 
   template <class Ctx>
   float doorbell(const Shape& s) {

@@ -1,8 +1,7 @@
 // The NVSHMEM 3.4.5 peer of the post-path benchmark: NVSHMEM's own IBGDA device code
 // (non_abi/device/pt-to-pt/ibgda_device.cuh, its thread-scope RMA path `ibgda_rma_thread`
-// and `ibgda_quiet`) runs against the same rings and fake NIC as doorbell. Its device state
-// is filled here the way its host transport would for RC QPs with NIC buffers in GPU
-// memory. Built only with -DDOORBELL_WITH_NVSHMEM and NVSHMEM's include directory.
+// and `ibgda_quiet`) runs against the same rings and fake NIC as doorbell, its device state
+// gpu/nvshmem_rig.cuh's. Built only with -DDOORBELL_WITH_NVSHMEM and NVSHMEM's include directory.
 #include "bench/post_bench.h"
 
 #include <vector>
@@ -28,6 +27,7 @@ const char* nvshmem_missing() { return nullptr; }
 // (its device library defines it); the generic device state is a per-file constant.
 static __constant__ nvshmemi_ibgda_device_state_t nvshmemi_ibgda_device_state_d;
 #include "non_abi/device/pt-to-pt/ibgda_device.cuh"
+#include "gpu/nvshmem_rig.cuh"
 
 namespace doorbell::postbench {
 namespace {
@@ -96,77 +96,7 @@ std::vector<void*> g_allocs;
 }  // namespace
 
 void nvshmem_prepare(const Rings& r, const Shape& sh) {
-  const uint32_t npes = 2, nrc = sh.nqps;
-  // Host-side images of the two constant states and the QP / CQ arrays (PE-major; PE 0's
-  // QPs exist but are never used, as in NVSHMEM where a PE has no RC QP to itself).
-  nvshmemi_device_host_state_t dev{};
-  nvshmemi_ibgda_device_state_t st{};
-  std::vector<void*> peer_bases = {r.heap[0], r.heap[1]};
-  void** dpeer = dcopy(peer_bases);
-  dev.mype = 0, dev.npes = int(npes), dev.node_mype = 0, dev.node_npes = int(npes);
-  dev.heap_base = r.heap[0], dev.heap_size = kHeapBytes, dev.peer_heap_base_remote = dpeer;
-  dev.symmetric_heap_kind = 0, dev.enable_rail_opt = 0;
-
-  // (Plain arrays: nvcc 13 fails on std::vector of NVSHMEM's anonymous-struct typedefs.)
-  const uint32_t n = npes * nrc;
-  auto* qps = new nvshmemi_ibgda_device_qp_t[n]();
-  auto* cqs = new nvshmemi_ibgda_device_cq_t[n]();
-  nvshmemi_ibgda_device_qp_t* dqps = dalloc<nvshmemi_ibgda_device_qp_t>(n);
-  nvshmemi_ibgda_device_cq_t* dcqs = dalloc<nvshmemi_ibgda_device_cq_t>(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint32_t q = i % nrc;  // both PEs' QP q share ring q; only PE 1's are posted to
-    nvshmemi_ibgda_device_qp_t& qp = qps[i];
-    nvshmemi_init_ibgda_device_qp(qp);
-    qp.qp_type = NVSHMEMI_IBGDA_DEVICE_QP_TYPE_RC;
-    qp.qpn = 0x100 + q;
-    qp.dev_idx = 0;
-    qp.ibuf.nslots = 8;
-    qp.ibuf.buf = r.ibuf + size_t(q) * 4096;
-    qp.ibuf.lkey = qp.ibuf.rkey = htobe32(0x9000 + q);
-    qp.tx_wq.nwqes = kDepth;
-    qp.tx_wq.wqe = r.wq + size_t(q) * kDepth * 64;
-    qp.tx_wq.dbrec = reinterpret_cast<__be32*>(r.dbr + q * 8) + 1;  // send counter
-    qp.tx_wq.bf = r.bf + q * 8;
-    qp.tx_wq.cq = dcqs + i;
-    memset(&qp.mvars, 0, sizeof(qp.mvars));
-    qp.mvars.version = (1 << 16) + sizeof(nvshmemi_ibgda_device_qp_management_t);
-    qp.tx_wq.prod_idx = &dqps[i].mvars.tx_wq.prod_idx;
-    nvshmemi_ibgda_device_cq_t& cq = cqs[i];
-    nvshmemi_init_ibgda_device_cq(cq);
-    cq.qp_type = NVSHMEMI_IBGDA_DEVICE_QP_TYPE_RC;
-    cq.cqe = r.cqe + q * 64;
-    cq.prod_idx = &dqps[i].mvars.tx_wq.prod_idx;
-    cq.cons_idx = &dqps[i].mvars.tx_wq.cons_idx;
-    cq.resv_head = &dqps[i].mvars.tx_wq.resv_head;
-    cq.ready_head = &dqps[i].mvars.tx_wq.ready_head;
-    cq.cqn = 0x200 + q, cq.ncqes = kDepth, cq.qpn = qp.qpn;
-    cq.dbrec = nullptr;
-  }
-  CHECK(cudaMemcpy(dqps, qps, n * sizeof(qps[0]), cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(dcqs, cqs, n * sizeof(cqs[0]), cudaMemcpyHostToDevice));
-  delete[] qps;
-  delete[] cqs;
-
-  nvshmemi_init_ibgda_device_state(st);
-  st.num_shared_dcis = 0, st.num_exclusive_dcis = 0, st.ndcts_per_pe = 0;
-  st.num_qp_groups = nrc, st.num_dct_groups = 0;
-  st.num_rc_per_pe = nrc;
-  st.rc_map_type = sh.warp ? NVSHMEMI_IBGDA_DEVICE_QP_MAP_TYPE_WARP : NVSHMEMI_IBGDA_DEVICE_QP_MAP_TYPE_CTA;
-  st.num_requests_in_batch = kBatch;
-  st.log2_cumem_granularity = 21;
-  st.num_devices_initialized = 1;
-  st.nic_buf_on_gpumem = true;
-  st.support_half_av_seg = false;
-  st.may_skip_cst = true;
-  st.use_async_postsend = false;
-  st.constmem.lkeys[0] = {htobe32(0x1000), uint64_t(r.heap[0]) + kHeapBytes};  // absolute end
-  st.constmem.rkeys[1] = {htobe32(0x1010), kHeapBytes};                          // offset end, PE 1
-  st.globalmem.qp_group_switches = dalloc<uint8_t>(nrc);
-  st.globalmem.cqs = dcqs;
-  st.globalmem.rcs = dqps;
-  CHECK(cudaMemcpyToSymbol(nvshmemi_device_state_d, &dev, sizeof(dev)));
-  CHECK(cudaMemcpyToSymbol(nvshmemi_ibgda_device_state_d, &st, sizeof(st)));
-  g_allocs = {dqps, dcqs, dpeer, st.globalmem.qp_group_switches};
+  g_allocs = nvshmem_rig_state(r, sh.nqps, sh.warp ? NVSHMEMI_IBGDA_DEVICE_QP_MAP_TYPE_WARP : NVSHMEMI_IBGDA_DEVICE_QP_MAP_TYPE_CTA);
   // An empty launch (nothing posted, quiet returns at once): a first launch may resize local
   // memory, which waits for an idle device, and the running fake NIC never lets it.
   nvshmem_launch(Shape{sh.name, sh.ctas, sh.warps, sh.nqps, sh.warp, 0}, 0);

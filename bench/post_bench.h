@@ -1,28 +1,18 @@
-// The GPU post-path benchmark's shared terms: the QP rings one instant fake NIC serves, the
-// grid shapes measured, and the NVSHMEM 3.4.5 peer's entry (bench/nvshmem_post.cu, built
-// only where NVSHMEM's headers are found).
+// The GPU post-path benchmark's shared terms: the grid shapes measured and the NVSHMEM 3.4.5
+// peer's entry (bench/nvshmem_post.cu, built only where NVSHMEM's headers are found). The
+// rings one instant fake NIC serves are gpu/post_rig.h's.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "gpu/post_rig.h"
+
 namespace doorbell::postbench {
 
-inline constexpr uint32_t kDepth = 1024, kBatch = 32, kPutBytes = 8;
-inline constexpr uint64_t kHeapBytes = 2ull << 20;  // one key chunk per PE
-
-// Device memory for up to kMaxQps QPs to PE 1, laid out the same for both implementations:
-// WQ rings, 64-byte-strided DBRs (send counter, big-endian, at byte 4), collapsed CQEs.
-inline constexpr uint32_t kMaxQps = 128;
-struct Rings {
-  uint8_t* wq = nullptr;      // kMaxQps * kDepth * 64
-  uint64_t* dbr = nullptr;    // kMaxQps * 8 words
-  uint8_t* cqe = nullptr;     // kMaxQps * 64
-  uint64_t* bf = nullptr;     // one BlueFlame word per QP (8-word stride)
-  uint8_t* heap[2] = {};      // PE 0 (local) and PE 1 (remote), kHeapBytes each
-  uint8_t* ibuf = nullptr;    // kMaxQps * 4 KiB
-};
+using namespace post_rig;
+inline constexpr uint32_t kPutBytes = 8;
 
 // One measured shape: `ctas` x `warps` warps; QP = CTA (thread) or warp (warp) id % nqps.
 // thread: every lane posts its own 8-byte put, lanes diverged (one at a time per warp);

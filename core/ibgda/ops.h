@@ -371,25 +371,54 @@ DOORBELL_HD OpResult fence_all(C& ctx, const DevState& st) {
 
 // put-with-signal (NVSHMEM's putmem_signal_nbi): the data, then the 8-byte signal update on
 // the same QP (RC keeps the order, so the signal lands after the data; NVSHMEM sets no fence
-// bit either): set as an 8-byte masked compare-swap, add as a masked fetch-add. NVSHMEM posts
-// both in one reservation, the WRITE without a CQE, when the data is in one heap chunk; here
-// the put goes as put_nbi's and the signal in its own reservation, as NVSHMEM does when the
-// data spans chunks.
+// bit either): set as an 8-byte masked compare-swap, add as a masked fetch-add. Data in one
+// heap chunk goes in one reservation with the signal (put_signal_on), as NVSHMEM posts it;
+// data spanning chunks goes as put_nbi's, then the signal in its own reservation, as NVSHMEM
+// does then. With failover on, both go through the thread's log (put_nbi, signal_op).
 enum class SignalOp : uint8_t { kSet, kAdd };
-// The signal update alone (NVSHMEM's signal_op): set as an 8-byte masked compare-swap, add as
-// a masked fetch-add, on the warp's QP.
+DOORBELL_HD Amo signal_amo(uint64_t signal, SignalOp op) {
+  return op == SignalOp::kSet ? amo_swap(signal, 8) : Amo{mlx5::WqeOpcode::kAtomicMaskedFa, 8, signal};
+}
+// The signal update alone (NVSHMEM's signal_op), on the warp's QP.
 template <class C>
 DOORBELL_HD OpResult signal_op(C& ctx, const DevState& st, uint64_t sig, uint64_t signal, SignalOp op, uint32_t pe) {
-  return nonfetch_amo(ctx, st, op == SignalOp::kSet ? amo_swap(signal, 8) : Amo{mlx5::WqeOpcode::kAtomicMaskedFa, 8, signal}, sig, pe);
+  return nonfetch_amo(ctx, st, signal_amo(signal, op), sig, pe);
 }
 template <class C>
 DOORBELL_HD OpResult put_signal_nbi(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint64_t sig,
                                     uint64_t signal, SignalOp op, uint32_t pe) {
+  const QpSelector by_warp{QpSelector::kByWarp, 0};
   const bool first = planted(st.opt.plant.signal_first);
+  if (!first && st.backups == nullptr && bytes != 0) {
+    const DevQp qp = select_qp(ctx, st, pe, by_warp);
+    if (qp_piece(st, qp, src, dest, bytes, pe).bytes == bytes) return put_signal_on(ctx, st, qp, dest, src, bytes, 1, sig, signal_amo(signal, op), pe, 1);
+  }
   if (first)
     if (OpResult r = signal_op(ctx, st, sig, signal, op, pe); r != OpResult::kOk) return r;
-  if (OpResult r = put_nbi(ctx, st, dest, src, bytes, pe, QpSelector{QpSelector::kByWarp, 0}); r != OpResult::kOk) return r;
+  if (OpResult r = put_nbi(ctx, st, dest, src, bytes, pe, by_warp); r != OpResult::kOk) return r;
   return first ? OpResult::kOk : signal_op(ctx, st, sig, signal, op, pe);
+}
+// Warp-collective put-with-signal (every lane, the same arguments; NVSHMEM's _warp form): one
+// reservation for the pieces and the signal, lane k writing piece k, when the data is at most
+// warp_size - 1 pieces; otherwise, with failover, or planted, lane 0 posts it as a thread.
+template <class C>
+DOORBELL_HD OpResult put_signal_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint64_t sig,
+                                         uint64_t signal, SignalOp op, uint32_t pe) {
+  const DevQp qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
+  const uint32_t n = st.backups != nullptr || planted(st.opt.plant.signal_first) ? ctx.warp_size() : count_pieces(st, src, dest, bytes, pe);
+  if (n < ctx.warp_size()) return put_signal_on(ctx, st, qp, dest, src, bytes, n, sig, signal_amo(signal, op), pe, ctx.warp_size());
+  OpResult r = OpResult::kOk;
+  if (ctx.lane() == 0) r = put_signal_nbi(ctx, st, dest, src, bytes, sig, signal, op, pe);
+  return OpResult(ctx.shfl(uint64_t(r), 0));
+}
+// Block-collective: warp 0 issues it (as put_nbi_block), the CTA waits for it.
+template <class C>
+DOORBELL_HD OpResult put_signal_nbi_block(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint64_t sig,
+                                          uint64_t signal, SignalOp op, uint32_t pe) {
+  OpResult r = OpResult::kOk;
+  if (ctx.warp() == 0) r = put_signal_nbi_warp(ctx, st, dest, src, bytes, sig, signal, op, pe);
+  ctx.sync_cta();
+  return r;
 }
 
 // Wait until this PE's signal word at heap offset `sig` compares true with `value` (NVSHMEM's

@@ -145,18 +145,22 @@ DOORBELL_HD Amo amo_compare_swap(uint64_t cmp, uint64_t v, uint32_t bytes) {
   return Amo{mlx5::WqeOpcode::kAtomicMaskedCs, 4, v, cmp, 0xffff'ffffull, 0xffff'ffffull};
 }
 
-// The WQEBBs an atomic takes on its QP: its own, and the NOP that carries the CQE after a
-// two-WQEBB one (poll_cq reads a CQE's wqe_counter as the end of a one-WQEBB WQE). On a DCI
-// the address vector makes every atomic two WQEBBs, as NVSHMEM reserves them.
-DOORBELL_HD uint32_t amo_wqebbs(const Amo& a, bool dci = false) { return a.wqebbs() == 1 && !dci ? 1 : 3; }
+// The WQEBBs an atomic takes on its QP: its own, and the WQE that carries the CQE after it
+// when it may not: a NOP after a two-WQEBB one (poll_cq reads a CQE's wqe_counter as the end
+// of a one-WQEBB WQE), or, with `cst`, a CST. On a DCI the address vector makes every atomic
+// two WQEBBs, as NVSHMEM reserves them.
+DOORBELL_HD uint32_t amo_wqebbs(const Amo& a, bool dci = false, bool cst = false) {
+  const uint32_t own = a.wqebbs() == 2 || dci ? 2 : 1;
+  return own == 1 && !cst ? 1 : own + 1;
+}
 
 // The atomic WQE(s) at `idx` on pe's word at `off`, result into local `result_addr`: the
-// atomic, then (two WQEBBs) a NOP with the CQE request, as NVSHMEM posts them. Segments:
-// [AV,] raddr, the atomic segment(s), the data segment; past 64 bytes they go on in the
-// second WQEBB.
+// atomic, then (two WQEBBs) a NOP with the CQE request, or with `cst` (a fetch on a GPU
+// without write ordering) a CST, as NVSHMEM posts them. Segments: [AV,] raddr, the atomic
+// segment(s), the data segment; past 64 bytes they go on in the second WQEBB.
 template <class C>
 DOORBELL_HD void write_atomic_wqe(C& ctx, const DevState& st, const DevQp& qp, uint64_t idx, const Amo& a, uint64_t off, uint32_t pe,
-                                  uint64_t result_addr) {
+                                  uint64_t result_addr, bool cst = false) {
   const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe, key_dev(st, qp));
   const bool masked = a.op == mlx5::WqeOpcode::kAtomicMaskedCs || a.op == mlx5::WqeOpcode::kAtomicMaskedFa;
   const uint8_t opmod = masked ? mlx5::ext_atomic_opmod(a.bytes) : 0;
@@ -175,10 +179,38 @@ DOORBELL_HD void write_atomic_wqe(C& ctx, const DevState& st, const DevQp& qp, u
   }
   mlx5::set_data_seg(reinterpret_cast<mlx5::WqeDataSeg*>(at(o)), a.bytes, qp.ibuf_lkey, result_addr), o += 16;
   const auto ds = uint8_t(o / 16);
-  if (ds <= 4) return publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, a.op, opmod, qp.qpn, mlx5::kCtrlCqUpdate, ds);
-  publish_wqe2(ctx, st.opt, wqe_at(qp, idx), s, wqe_at(qp, idx + 1), s1, idx, a.op, opmod, qp.qpn, 0, ds);
+  if (ds <= 4 && !cst) return publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, a.op, opmod, qp.qpn, mlx5::kCtrlCqUpdate, ds);
+  if (ds <= 4) publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, a.op, opmod, qp.qpn, 0, ds);
+  else publish_wqe2(ctx, st.opt, wqe_at(qp, idx), s, wqe_at(qp, idx + 1), s1, idx, a.op, opmod, qp.qpn, 0, ds);
+  const uint64_t tail = idx + (ds <= 4 ? 1 : 2);
+  if (cst) return write_cst(ctx, st, qp, tail);
   WqeStage nop;
-  publish_wqe(ctx, st.opt, wqe_at(qp, idx + 2), nop, idx + 2, mlx5::WqeOpcode::kNop, 0, qp.qpn, mlx5::kCtrlCqUpdate, 2);
+  publish_wqe(ctx, st.opt, wqe_at(qp, tail), nop, tail, mlx5::WqeOpcode::kNop, 0, qp.qpn, mlx5::kCtrlCqUpdate, 2);
+}
+
+// put-with-signal in one reservation on `qp`, as NVSHMEM 3.4.5 posts it when a warp can
+// write every piece (docs/nvshmem-device-ops.md §4): the n pieces' WRITEs asking for no CQE,
+// then the signal's atomic at `sig` (and, after a two-WQEBB one, its NOP), one submission;
+// RC runs them in order, so the signal lands after the data. `lanes` threads of one warp call
+// it together (1: a thread alone); lane k writes piece k, lane n the atomic.
+template <class C>
+DOORBELL_HD OpResult put_signal_on(C& ctx, const DevState& st, const DevQp& qp, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t n,
+                                   uint64_t sig, const Amo& a, uint32_t pe, uint32_t lanes) {
+  const uint32_t lane = lanes == 1 ? 0 : ctx.lane(), total = n + amo_wqebbs(a, qp.dci);
+  uint64_t base = 0;
+  OpResult r = OpResult::kOk;
+  if (lane == 0) r = reserve(ctx, st, qp, total, &base);
+  if (lanes > 1) base = ctx.shfl(base, 0), r = OpResult(ctx.shfl(uint64_t(r), 0));
+  if (r != OpResult::kOk) return r;
+  for (uint32_t i = 0; i < n; ++i) {
+    const heap::Piece p = qp_piece(st, qp, src, dest, bytes, pe);
+    if (i % lanes == lane) write_rma_wqes(ctx, st, qp, mlx5::WqeOpcode::kRdmaWrite, base + i, src, dest, p.bytes, pe, false, &p);
+    src += p.bytes, dest += p.bytes, bytes -= p.bytes;
+  }
+  if (n % lanes == lane) write_atomic_wqe(ctx, st, qp, base + n, a, sig, pe, reinterpret_cast<uint64_t>(qp.ibuf));
+  if (lanes > 1) ctx.syncwarp();
+  if (lane == 0) r = submit(ctx, st, qp, base, total);
+  return lanes > 1 ? OpResult(ctx.shfl(uint64_t(r), 0)) : r;
 }
 
 // What a fetching atomic on one QP left behind: its WQE index (valid once posted) and the
@@ -227,21 +259,26 @@ DOORBELL_HD OpResult fetch_on(C& ctx, const DevState& st, const DevQp& qp, uint3
 template <class C>
 DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp, const Amo& a, uint64_t off, uint32_t pe,
                                      FetchOutcome* out) {
-  return fetch_on(ctx, st, qp, amo_wqebbs(a, qp.dci), [&](uint64_t base, uint64_t res) { write_atomic_wqe(ctx, st, qp, base, a, off, pe, res); }, out);
+  const bool cst = !st.opt.may_skip_cst;
+  return fetch_on(ctx, st, qp, amo_wqebbs(a, qp.dci, cst), [&](uint64_t base, uint64_t res) { write_atomic_wqe(ctx, st, qp, base, a, off, pe, res, cst); },
+                  out);
 }
 
 // g on `qp`: an RDMA READ of 1..8 bytes of pe's word at `off` into an ibuf slot (NVSHMEM's g,
-// docs/nvshmem-device-ops.md §3: ds 3, CQ_UPDATE); out->value holds the bytes as memory
-// does (little-endian, the rest of the slot's word unspecified).
+// docs/nvshmem-device-ops.md §3: ds 3, CQ_UPDATE; without GPU write ordering a CST after it
+// carries the CQE); out->value holds the bytes as memory does (little-endian, the rest of
+// the slot's word unspecified).
 template <class C>
 DOORBELL_HD OpResult g_on(C& ctx, const DevState& st, const DevQp& qp, uint64_t off, uint32_t bytes, uint32_t pe, FetchOutcome* out) {
-  return fetch_on(ctx, st, qp, 1, [&](uint64_t base, uint64_t res) {
+  const bool cst = !st.opt.may_skip_cst;
+  return fetch_on(ctx, st, qp, cst ? 2 : 1, [&](uint64_t base, uint64_t res) {
     const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe, key_dev(st, qp));
     WqeStage s;
     const uint32_t a = stage_av(st, qp, pe, s);
     mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16 + 16 * a), st.heap_bases[pe] + off, rk.key);
     mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32 + 16 * a), bytes, qp.ibuf_lkey, res);
-    publish_wqe(ctx, st.opt, wqe_at(qp, base), s, base, mlx5::WqeOpcode::kRdmaRead, 0, qp.qpn, mlx5::kCtrlCqUpdate, uint8_t(3 + a));
+    publish_wqe(ctx, st.opt, wqe_at(qp, base), s, base, mlx5::WqeOpcode::kRdmaRead, 0, qp.qpn, cst ? 0 : mlx5::kCtrlCqUpdate, uint8_t(3 + a));
+    if (cst) write_cst(ctx, st, qp, base + 1);
   }, out);
 }
 

@@ -253,16 +253,20 @@ DOORBELL_HD_HOT OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uin
   return OpResult::kOk;
 }
 
-// A consistency WQE (CST): a fenced DUMP reading one byte of ibuf slot 0; its completion
-// means every earlier READ has landed. Returns the index after it.
+// A consistency WQE (CST) at `idx`: a fenced DUMP reading one byte of ibuf slot 0; its
+// completion means every earlier READ and fetch has landed.
+template <class C>
+DOORBELL_HD void write_cst(C& ctx, const DevState& st, const DevQp& qp, uint64_t idx) {
+  WqeStage s;
+  mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(16), 1, qp.ibuf_lkey, reinterpret_cast<uint64_t>(qp.ibuf));
+  publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, mlx5::WqeOpcode::kDump, 0, qp.qpn, mlx5::kCtrlCqUpdate | mlx5::kCtrlFmFence, 2);
+}
+// A CST alone. Returns the index after it.
 template <class C>
 DOORBELL_HD OpResult post_cst(C& ctx, const DevState& st, const DevQp& qp, uint64_t* end) {
   uint64_t base;
   if (OpResult r = reserve(ctx, st, qp, 1, &base); r != OpResult::kOk) return r;
-  WqeStage s;
-  mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(16), 1, qp.ibuf_lkey, reinterpret_cast<uint64_t>(qp.ibuf));
-  publish_wqe(ctx, st.opt, wqe_at(qp, base), s, base, mlx5::WqeOpcode::kDump, 0, qp.qpn,
-              mlx5::kCtrlCqUpdate | mlx5::kCtrlFmFence, 2);
+  write_cst(ctx, st, qp, base);
   *end = base + 1;
   return submit(ctx, st, qp, base, 1);
 }

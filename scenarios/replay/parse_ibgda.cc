@@ -145,7 +145,8 @@ Op parse_op(const YAML::Node& o, const Scenario& sc, const IbgdaWorkload& iw) {
   if (o["scope"]) {
     static const char* const kScopes[] = {"thread", "warp", "block"};  // Scope's order
     op.scope = enum_of<Scope>(o["scope"], "scope", 3, [](Scope s) { return kScopes[int(s)]; });
-    if (op.scope != Scope::kThread && op.kind != OpKind::kPut && op.kind != OpKind::kGet) fail(o["scope"], "warp and block scope are for puts and gets, not " + k);
+    if (op.scope != Scope::kThread && op.kind != OpKind::kPut && op.kind != OpKind::kGet && op.kind != OpKind::kPutSignal)
+      fail(o["scope"], "warp and block scope are for puts, gets and put_signal, not " + k);
     if (op.scope == Scope::kBlock && o["warp"]) fail(o["warp"], "a block-scope " + k + " is called by every warp of the CTA: no 'warp'");
   }
   if (o["qp"]) {  // which QP a thread-scope put or get takes: a pool's next, or its warp's / CTA's

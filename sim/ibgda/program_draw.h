@@ -58,7 +58,7 @@ void draw_ops(Program& p, uint32_t n, Draw&& draw, Pick&& pick, uint32_t max_byt
     if (value) o.src &= ~7u;  // a value lies within one aligned word (never across heap chunks), as NVSHMEM's typed p / g
     o.counter = draw(0u, o.kind == K::kAmo ? kProgramAmoWords : kProgramCounters);
     o.add = draw(1u, 1000u);
-    if (o.kind == K::kPut || o.kind == K::kGet) o.scope = kScopes[pick(4u)];
+    if (o.kind == K::kPut || o.kind == K::kGet || o.kind == K::kPutSignal) o.scope = kScopes[pick(4u)];
     if (o.kind == K::kCompareSwap)  // few values: swaps chain and collide
       o.compare = draw(0u, 4u), o.add = draw(0u, 4u);
     if (o.kind == K::kAmo) {  // small values and bit patterns: results collide and masks overlap

@@ -34,7 +34,7 @@ struct Op {
   uint32_t count = 1;     // repetitions
   int32_t warp = -1;      // only this warp of each CTA runs it (-1: every warp)
   int32_t lane = -1;      // only this lane (-1: every lane); thread-scope ops only
-  Scope scope = Scope::kThread;  // puts
+  Scope scope = Scope::kThread;  // puts, gets and put_signal
   uint64_t src = 0;       // puts / gets: offset of the source bytes past Workload::src
   // Atomics: which 8-byte word of the target's counter block, the add (or the new value of
   // a compare-swap), and a compare-swap's compare value. A word takes adds or compare-swaps.

@@ -54,10 +54,14 @@ void WorkloadRun::launch(gpu_sim::Scheduler& s) {
                 res = amo<uint64_t>(ctx, *st, o.amo, word, o.value, o.compare, o.target, &old);
               }
               break;
-            case OpKind::kPutSignal:
-              res = put_signal_nbi(ctx, *st, slot, src, o.bytes, w.sig_at(owner, j), o.value, o.signal_add ? SignalOp::kAdd : SignalOp::kSet,
-                                   o.target);
+            case OpKind::kPutSignal: {
+              const SignalOp sop = o.signal_add ? SignalOp::kAdd : SignalOp::kSet;
+              const uint64_t sig = w.sig_at(owner, j);
+              res = o.scope == Scope::kWarp    ? put_signal_nbi_warp(ctx, *st, slot, src, o.bytes, sig, o.value, sop, o.target)
+                    : o.scope == Scope::kBlock ? put_signal_nbi_block(ctx, *st, slot, src, o.bytes, sig, o.value, sop, o.target)
+                                               : put_signal_nbi(ctx, *st, slot, src, o.bytes, sig, o.value, sop, o.target);
               break;
+            }
             case OpKind::kP: {  // the value is the source's bytes, read by this thread
               uint64_t v = 0;
               ctx.read_bytes(&v, world_.at(pe, src), o.bytes);

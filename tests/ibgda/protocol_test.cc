@@ -294,6 +294,48 @@ TEST(IbgdaProtocol, QuietIssuesACstAfterGetsOnlyWithoutWriteOrdering) {
 }
 
 
+// Without write ordering a fetch's result may land after its CQE: NVSHMEM 3.4.5 ends every
+// fetching atomic and g with a CST (a fenced DUMP) that carries the CQE, in the same
+// reservation, the NOP after a two-WQEBB atomic becoming that CST. With ordering, none.
+TEST(IbgdaProtocol, FetchesEndInACstWithoutWriteOrdering) {
+  for (bool ordering : {false, true}) {
+    WorldConfig c = world_cfg(2, 5, 4);
+    c.opt.may_skip_cst = ordering;
+    c.response_delay_max = 20;
+    auto w = ModelWorld::create(c);
+    ASSERT_TRUE(w.is_ok());
+    const uint64_t word = *(*w)->malloc(64);
+    (*w)->at(1, word)[0] = 40;
+    DevState* st = &(*w)->state(0);
+    uint64_t old = 0, swapped = 0, got = 0;
+    Scheduler s(sched(4));
+    s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {
+      EXPECT_EQ(atomic_fetch_add<uint64_t>(ctx, *st, word, 2, 1, &old), OpResult::kOk);   // FA: 1 WQEBB
+      EXPECT_EQ(atomic_swap<uint64_t>(ctx, *st, word, 7, 1, &swapped), OpResult::kOk);    // masked CS: 2 WQEBBs
+      EXPECT_EQ(g<uint64_t>(ctx, *st, word, 1, &got), OpResult::kOk);
+    });
+    (*w)->attach(s);
+    ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
+    EXPECT_EQ(old, 40u);
+    EXPECT_EQ(swapped, 42u);
+    EXPECT_EQ(got, 7u);
+    const DevQp& qp = st->qps[1];
+    // FA [+ CST], masked CS + (NOP | CST), READ [+ CST]
+    EXPECT_EQ(qp.mv->ready_head, ordering ? 1u + 3u + 1u : 2u + 3u + 2u);
+    auto opcode = [&](uint64_t i) { return mlx5::WqeOpcode(reinterpret_cast<const uint8_t*>(wqe_at(qp, i))[3]); };
+    auto fm = [&](uint64_t i) { return reinterpret_cast<const uint8_t*>(wqe_at(qp, i))[11]; };
+    if (ordering) {
+      EXPECT_EQ(opcode(3), mlx5::WqeOpcode::kNop);
+      continue;
+    }
+    for (uint64_t i : {1u, 4u, 6u}) {
+      EXPECT_EQ(opcode(i), mlx5::WqeOpcode::kDump) << "WQEBB " << i;
+      EXPECT_EQ(fm(i), mlx5::kCtrlCqUpdate | mlx5::kCtrlFmFence) << "WQEBB " << i;
+    }
+    for (uint64_t i : {0u, 2u, 5u}) EXPECT_EQ(fm(i), 0) << "the fetch itself asks for no CQE: WQEBB " << i;
+  }
+}
+
 TEST(IbgdaWorld, ReachMapFollowsQpState) {
   auto w = ModelWorld::create(world_cfg(3, 4, 4));
   ASSERT_TRUE(w.is_ok());
