@@ -31,17 +31,19 @@ namespace {
 __constant__ ibgda::DevState c_state;
 
 // Ctx: CudaCtx (bounded waits) or UnboundedCudaCtx (no device timeout, as NVSHMEM's default).
-template <class Ctx, bool kWarp>
+template <class Ctx, Posting kPosting>
 __global__ void doorbell_kernel(uint32_t iters, unsigned long long* fails) {
   Ctx ctx;
   const ibgda::DevState& st = c_state;
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t off = ((uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kPutBytes) % kHeapBytes;
-  const ibgda::QpSelector sel{kWarp ? ibgda::QpSelector::kByWarp : ibgda::QpSelector::kByCta, 0};
+  const ibgda::QpSelector sel{kPosting != Posting::kInTurn ? ibgda::QpSelector::kByWarp : ibgda::QpSelector::kByCta, 0};
   bool ok = true;
   for (uint32_t i = 0; i < iters; ++i) {
-    if constexpr (kWarp) {
+    if constexpr (kPosting == Posting::kWarp) {
       ok &= ibgda::put_nbi_lanes(ctx, st, off, off, kPutBytes, 1) == ibgda::OpResult::kOk;
+    } else if constexpr (kPosting == Posting::kLane0) {
+      if (lane == 0) ok &= ibgda::put_nbi(ctx, st, off, off, kPutBytes, 1, sel) == ibgda::OpResult::kOk;
     } else {
       for (uint32_t k = 0; k < 32; ++k)
         if (lane == k) ok &= ibgda::put_nbi(ctx, st, off, off, kPutBytes, 1, sel) == ibgda::OpResult::kOk;
@@ -125,8 +127,9 @@ struct Bench : PostRig {
   float doorbell(const Shape& s) {
     const std::vector<void*> allocs = doorbell_state(r, s.nqps);
     auto launch = [&](uint32_t iters) {
-      if (s.warp) doorbell_kernel<Ctx, true><<<s.ctas, s.warps * 32, 0, work_stream>>>(iters, fails);
-      else doorbell_kernel<Ctx, false><<<s.ctas, s.warps * 32, 0, work_stream>>>(iters, fails);
+      if (s.posting == Posting::kWarp) doorbell_kernel<Ctx, Posting::kWarp><<<s.ctas, s.warps * 32, 0, work_stream>>>(iters, fails);
+      else if (s.posting == Posting::kLane0) doorbell_kernel<Ctx, Posting::kLane0><<<s.ctas, s.warps * 32, 0, work_stream>>>(iters, fails);
+      else doorbell_kernel<Ctx, Posting::kInTurn><<<s.ctas, s.warps * 32, 0, work_stream>>>(iters, fails);
       CHECK(cudaGetLastError());
     };
     // An empty launch first: a kernel's first launch may resize local memory, which waits
@@ -139,7 +142,7 @@ struct Bench : PostRig {
   }
   // Cycles per put of each phase, one thread on one QP, for both implementations.
   void phases(uint32_t iters) {
-    const Shape s{"phases", 1, 1, 1, false, iters};
+    const Shape s{"phases", 1, 1, 1, Posting::kInTurn, iters};
     unsigned long long* out = dalloc<unsigned long long>(2 * kPhases);
     const std::vector<void*> allocs = doorbell_state(r, 1);
     run(s, "doorbell", [&] { doorbell_phase_kernel<<<1, 1, 0, work_stream>>>(iters, out, fails); });
@@ -183,12 +186,18 @@ int main(int argc, char** argv) {
               prop.multiProcessorCount, kDepth, kBatch, kPutBytes, reps);
   if (const char* why = nvshmem_missing()) std::printf("NVSHMEM column: %s\n", why);
   const Shape shapes[] = {
-      {"1 CTA x 1 warp, 1 QP, thread", 1, 1, 1, false, 256},
-      {"1 CTA x 1 warp, 1 QP, warp (32 WQEs)", 1, 1, 1, true, 2048},
-      {"128 CTAs x 1 warp, own QP, thread", 128, 1, 128, false, 256},
-      {"128 CTAs x 1 warp, own QP, warp", 128, 1, 128, true, 2048},
-      {"128 CTAs x 4 warps, 8 shared QPs, thread", 128, 4, 8, false, 64},
-      {"128 CTAs x 4 warps, 8 shared QPs, warp", 128, 4, 8, true, 256},
+      {"1 CTA x 1 warp, 1 QP, thread", 1, 1, 1, Posting::kInTurn, 256},
+      {"1 CTA x 1 warp, 1 QP, warp (32 WQEs)", 1, 1, 1, Posting::kWarp, 2048},
+      {"128 CTAs x 1 warp, own QP, thread", 128, 1, 128, Posting::kInTurn, 256},
+      {"128 CTAs x 1 warp, own QP, warp", 128, 1, 128, Posting::kWarp, 2048},
+      {"128 CTAs x 4 warps, 8 shared QPs, thread", 128, 4, 8, Posting::kInTurn, 64},
+      {"128 CTAs x 4 warps, 8 shared QPs, warp", 128, 4, 8, Posting::kWarp, 256},
+      // One poster per warp (lane 0), one put per call: how a peer's rate depends on how
+      // many posters share a QP.
+      {"1 CTA x 1 warp, 1 QP, lane 0", 1, 1, 1, Posting::kLane0, 20000},
+      {"128 CTAs x 4 warps, lane 0, own QP", 128, 4, 512, Posting::kLane0, 500},
+      {"128 CTAs x 4 warps, lane 0, 8 shared QPs", 128, 4, 8, Posting::kLane0, 500},
+      {"128 CTAs x 4 warps, lane 0, 1 QP", 128, 4, 1, Posting::kLane0, 500},
   };
   Bench b;
   // Two doorbell columns: bounded waits (CudaCtx, what the checks run) and unbounded ones
@@ -199,7 +208,7 @@ int main(int argc, char** argv) {
   for (const Shape& s : shapes) {
     const std::string row = std::to_string(&s - shapes + 1);
     if (!rows.empty() && ("," + rows + ",").find("," + row + ",") == std::string::npos) continue;
-    const double wqes = double(s.ctas) * s.warps * 32 * s.iters;
+    const double wqes = double(s.posters()) * s.iters;
     std::vector<float> d, u, n;
     for (int i = 0; i < reps; ++i) {
       d.push_back(b.doorbell<CudaCtx>(s));

@@ -72,21 +72,23 @@ __global__ void nvshmem_phase_kernel(uint32_t iters, unsigned long long* out) {
 #endif
 }
 
-template <bool kWarp>
+template <Posting kPosting>
 __global__ void nvshmem_kernel(uint32_t iters) {
 #ifdef __CUDA_ARCH__
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t off = ((uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kPutBytes) % kHeapBytes;
   const uint64_t local = uint64_t(nvshmemi_device_state_d.heap_base) + off;
   for (uint32_t i = 0; i < iters; ++i) {
-    if constexpr (kWarp) {
+    if constexpr (kPosting == Posting::kWarp) {
       ibgda_rma_thread<NVSHMEMI_OP_PUT, true, false>(local, local, kPutBytes, 1, 1);
+    } else if constexpr (kPosting == Posting::kLane0) {
+      if (lane == 0) ibgda_rma_thread<NVSHMEMI_OP_PUT, true, false>(local, local, kPutBytes, 1, 1);
     } else {
       for (uint32_t k = 0; k < 32; ++k)
         if (lane == k) ibgda_rma_thread<NVSHMEMI_OP_PUT, true, false>(local, local, kPutBytes, 1, 1);
     }
   }
-  ibgda_quiet(peer_qp(kWarp ? blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32 : blockIdx.x));
+  ibgda_quiet(peer_qp(kPosting != Posting::kInTurn ? blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32 : blockIdx.x));
 #endif
 }
 
@@ -96,10 +98,10 @@ std::vector<void*> g_allocs;
 }  // namespace
 
 void nvshmem_prepare(const Rings& r, const Shape& sh) {
-  g_allocs = nvshmem_rig_state(r, sh.nqps, sh.warp ? NVSHMEMI_IBGDA_DEVICE_QP_MAP_TYPE_WARP : NVSHMEMI_IBGDA_DEVICE_QP_MAP_TYPE_CTA);
+  g_allocs = nvshmem_rig_state(r, sh.nqps, sh.by_warp() ? NVSHMEMI_IBGDA_DEVICE_QP_MAP_TYPE_WARP : NVSHMEMI_IBGDA_DEVICE_QP_MAP_TYPE_CTA);
   // An empty launch (nothing posted, quiet returns at once): a first launch may resize local
   // memory, which waits for an idle device, and the running fake NIC never lets it.
-  nvshmem_launch(Shape{sh.name, sh.ctas, sh.warps, sh.nqps, sh.warp, 0}, 0);
+  nvshmem_launch(Shape{sh.name, sh.ctas, sh.warps, sh.nqps, sh.posting, 0}, 0);
   CHECK(cudaDeviceSynchronize());
 }
 
@@ -114,8 +116,9 @@ void nvshmem_phases(uint32_t iters, unsigned long long* out, cudaStream_t stream
 }
 
 void nvshmem_launch(const Shape& sh, cudaStream_t stream) {
-  if (sh.warp) nvshmem_kernel<true><<<sh.ctas, sh.warps * 32, 0, stream>>>(sh.iters);
-  else nvshmem_kernel<false><<<sh.ctas, sh.warps * 32, 0, stream>>>(sh.iters);
+  if (sh.posting == Posting::kWarp) nvshmem_kernel<Posting::kWarp><<<sh.ctas, sh.warps * 32, 0, stream>>>(sh.iters);
+  else if (sh.posting == Posting::kLane0) nvshmem_kernel<Posting::kLane0><<<sh.ctas, sh.warps * 32, 0, stream>>>(sh.iters);
+  else nvshmem_kernel<Posting::kInTurn><<<sh.ctas, sh.warps * 32, 0, stream>>>(sh.iters);
   CHECK(cudaGetLastError());
 }
 

@@ -13,15 +13,20 @@ namespace doorbell::postbench {
 
 using namespace post_rig;
 inline constexpr uint32_t kPutBytes = 8;
+static_assert(kMaxQps >= 512, "the lane-0 rows give each of 128 x 4 warps its own QP");
 
-// One measured shape: `ctas` x `warps` warps; QP = CTA (thread) or warp (warp) id % nqps.
-// thread: every lane posts its own 8-byte put, lanes diverged (one at a time per warp);
-// warp: the warp's 32 lanes post their own puts together, one reservation of 32 WQEs.
+// Who posts in a warp: kInTurn, every lane its own 8-byte put, lanes diverged (one at a time;
+// QP = CTA id % nqps); kWarp, the 32 lanes together, one reservation of 32 WQEs (QP = warp id
+// % nqps); kLane0, lane 0 alone, one put per call (QP = warp id % nqps: the other warps'
+// posters share it).
+enum class Posting : uint8_t { kInTurn, kWarp, kLane0 };
 struct Shape {
   const char* name;
   uint32_t ctas, warps, nqps;
-  bool warp;
-  uint32_t iters;  // puts per thread
+  Posting posting;
+  uint32_t iters;  // puts per posting thread
+  bool by_warp() const { return posting != Posting::kInTurn; }
+  uint32_t posters() const { return ctas * warps * (posting == Posting::kLane0 ? 1 : 32); }
 };
 
 // NVSHMEM peer: set its device state up over `r` for `s` (before the fake NIC starts: its

@@ -41,7 +41,7 @@ inline std::vector<void*> nvshmem_rig_state(const Rings& r, uint32_t nrc, nvshme
     qp.qp_type = NVSHMEMI_IBGDA_DEVICE_QP_TYPE_RC;
     qp.qpn = 0x100 + q;
     qp.dev_idx = 0;
-    qp.ibuf.nslots = 8;
+    qp.ibuf.nslots = kIbufSlots;
     qp.ibuf.buf = r.ibuf + size_t(q) * kIbufBytes;
     qp.ibuf.lkey = qp.ibuf.rkey = htobe32(ibuf_key(q));
     qp.tx_wq.nwqes = kDepth;

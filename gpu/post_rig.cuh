@@ -47,7 +47,7 @@ static __global__ void fake_nic(Rings r, uint32_t nqps, const volatile uint32_t*
 inline ibgda::DevState doorbell_rig_state(const Rings& r, uint32_t nqps, std::vector<void*>& allocs) {
   const uint32_t npes = 2, log_depth = uint32_t(__builtin_ctz(kDepth));
   ibgda::Mvars* mvars = dalloc<ibgda::Mvars>(npes * nqps);
-  ibgda::DevStateBuilder b({0, npes, nqps, 1, ibgda::QpLayout::kQpMajor, log_depth, 8, kHeapBytes, false});
+  ibgda::DevStateBuilder b({0, npes, nqps, 1, ibgda::QpLayout::kQpMajor, log_depth, kIbufSlots, kHeapBytes, false});
   for (uint32_t q = 0; q < nqps; ++q)
     for (uint32_t pe = 0; pe < npes; ++pe) {
       ibgda::QpRing g;

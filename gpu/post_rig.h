@@ -14,10 +14,12 @@ inline constexpr uint64_t kHeapBytes = 2ull << 20;  // one key chunk per PE
 // Keys both sides use: PE p's heap chunk, and QP q's ibuf.
 inline constexpr uint32_t heap_key(uint32_t pe) { return 0x1000u + pe * 16; }
 inline constexpr uint32_t ibuf_key(uint32_t q) { return 0x9000u + q; }
-inline constexpr uint32_t kIbufBytes = 4096;  // per QP: NVSHMEM's slot 0 and 15 fetch slots of 256 B
+// Per QP: slot 0 (non-fetching AMOs' results) and kIbufSlots fetch slots of 256 B, enough
+// for a warp's 32 coalesced fetches.
+inline constexpr uint32_t kIbufSlots = 32, kIbufBytes = (kIbufSlots + 1) * 256;
 
 // WQ rings, 64-byte-strided DBRs (send counter, big-endian, at byte 4), collapsed CQEs.
-inline constexpr uint32_t kMaxQps = 128;
+inline constexpr uint32_t kMaxQps = 512;
 struct Rings {
   uint8_t* wq = nullptr;      // kMaxQps * kDepth * 64
   uint64_t* dbr = nullptr;    // kMaxQps * 8 words

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "core/ibgda/amo_op.h"
 #include "gpu/post_rig.h"
@@ -41,6 +42,12 @@ inline constexpr uint64_t kValue = 0x0123456789abcdefull, kCompare = 0xfedcba987
 inline constexpr uint32_t threads_of(Scope s) { return s == Scope::kBlock ? 128 : 32; }
 inline constexpr bool calls(Scope s, uint32_t t) { return s == Scope::kThread ? t == 0 : s == Scope::kBlock || t < 32; }
 inline constexpr uint64_t lane_step(Scope s, uint32_t t) { return s == Scope::kLanes ? t % 32 : 0; }
+
+// doorbell's side (gpu/wqe_doorbell.cu): its state over `r` for case `c` and the case's kernel
+// loaded (before the fake NIC starts), then the case posted (`dry`: nothing posted); a call
+// that fails counts in `fails`.
+void doorbell_prepare(const post_rig::Rings& r, const Case& c, unsigned long long* fails, std::vector<void*>& allocs);
+void doorbell_launch(const Case& c, cudaStream_t stream, bool dry, unsigned long long* fails);
 
 // NVSHMEM's side (gpu/nvshmem_wqe.cu, built only with -DDOORBELL_WITH_NVSHMEM): its state over
 // `r` (before the fake NIC starts: it allocates), one case posted through its device code,
