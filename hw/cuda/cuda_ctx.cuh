@@ -150,8 +150,12 @@ class BasicCudaCtx {
   __device__ __forceinline__ bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
     // A short sleep per failed poll gives the warp's issue slots to its other diverged lanes
     // (the one a waiter waits for may be among them): it helps thread-scope puts on 8 QPs
-    // shared by 512 warps; longer sleeps slow the warp-scope rows.
-    __nanosleep(50);
+    // shared by 512 warps; longer sleeps slow the warp-scope rows. The first kEagerPolls
+    // polls of a wait (a new word or value) do not sleep: a chain of posters handing a QP's
+    // ready_head on ran at half the rate with every poll asleep (gpu/run-post-bench).
+    if (addr != eager_addr_ || seen != eager_seen_) eager_addr_ = addr, eager_seen_ = seen, eager_ = 0;
+    if (eager_ >= kEagerPolls) __nanosleep(50);
+    else ++eager_;
     if constexpr (!kBoundedWaits) {
       return (void)what, (void)addr, (void)seen, true;
     } else {
@@ -199,6 +203,10 @@ class BasicCudaCtx {
   uint64_t last_seen_ = 0, last_ns_ = 0;
   uint64_t start_ns_ = 0;                // when the current wait's deadline started
   uint32_t polls_ = 0;
+  static constexpr uint32_t kEagerPolls = 16;
+  const uint64_t* eager_addr_ = nullptr;  // the wait the eager polls count for
+  uint64_t eager_seen_ = 0;
+  uint32_t eager_ = 0;
 };
 
 using CudaCtx = BasicCudaCtx<true>;
