@@ -374,7 +374,9 @@ DOORBELL_HD OpResult fence_all(C& ctx, const DevState& st) {
 // bit either): set as an 8-byte masked compare-swap, add as a masked fetch-add. Data in one
 // heap chunk goes in one reservation with the signal (put_signal_on), as NVSHMEM posts it;
 // data spanning chunks goes as put_nbi's, then the signal in its own reservation, as NVSHMEM
-// does then. With failover on, both go through the thread's log (put_nbi, signal_op).
+// does then, and so does a transfer whose one reservation would take more than half the ring
+// (NVSHMEM's rings are 64 deep at least; a smaller one could never fit it). With failover
+// on, both go through the thread's log (put_nbi, signal_op).
 enum class SignalOp : uint8_t { kSet, kAdd };
 DOORBELL_HD Amo signal_amo(uint64_t signal, SignalOp op) {
   return op == SignalOp::kSet ? amo_swap(signal, 8) : Amo{mlx5::WqeOpcode::kAtomicMaskedFa, 8, signal};
@@ -391,7 +393,9 @@ DOORBELL_HD OpResult put_signal_nbi(C& ctx, const DevState& st, uint64_t dest, u
   const bool first = planted(st.opt.plant.signal_first);
   if (!first && st.backups == nullptr && bytes != 0) {
     const DevQp qp = select_qp(ctx, st, pe, by_warp);
-    if (qp_piece(st, qp, src, dest, bytes, pe).bytes == bytes) return put_signal_on(ctx, st, qp, dest, src, bytes, 1, sig, signal_amo(signal, op), pe, 1);
+    const Amo a = signal_amo(signal, op);
+    if (1 + amo_wqebbs(a, qp.dci) <= max_transfer_wqes(qp) && qp_piece(st, qp, src, dest, bytes, pe).bytes == bytes)
+      return put_signal_on(ctx, st, qp, dest, src, bytes, 1, sig, a, pe, 1);
   }
   if (first)
     if (OpResult r = signal_op(ctx, st, sig, signal, op, pe); r != OpResult::kOk) return r;
@@ -400,13 +404,16 @@ DOORBELL_HD OpResult put_signal_nbi(C& ctx, const DevState& st, uint64_t dest, u
 }
 // Warp-collective put-with-signal (every lane, the same arguments; NVSHMEM's _warp form): one
 // reservation for the pieces and the signal, lane k writing piece k, when the data is at most
-// warp_size - 1 pieces; otherwise, with failover, or planted, lane 0 posts it as a thread.
+// warp_size - 1 pieces and the whole fits half the ring; otherwise, with failover, or
+// planted, lane 0 posts it as a thread.
 template <class C>
 DOORBELL_HD OpResult put_signal_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint64_t sig,
                                          uint64_t signal, SignalOp op, uint32_t pe) {
   const DevQp qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
+  const Amo a = signal_amo(signal, op);
   const uint32_t n = st.backups != nullptr || planted(st.opt.plant.signal_first) ? ctx.warp_size() : count_pieces(st, src, dest, bytes, pe);
-  if (n < ctx.warp_size()) return put_signal_on(ctx, st, qp, dest, src, bytes, n, sig, signal_amo(signal, op), pe, ctx.warp_size());
+  if (n < ctx.warp_size() && n + amo_wqebbs(a, qp.dci) <= max_transfer_wqes(qp))
+    return put_signal_on(ctx, st, qp, dest, src, bytes, n, sig, a, pe, ctx.warp_size());
   OpResult r = OpResult::kOk;
   if (ctx.lane() == 0) r = put_signal_nbi(ctx, st, dest, src, bytes, sig, signal, op, pe);
   return OpResult(ctx.shfl(uint64_t(r), 0));

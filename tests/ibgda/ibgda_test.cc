@@ -265,6 +265,39 @@ TEST(Ibgda, PutWithSignalLandsAfterItsData) {
   EXPECT_EQ(bad, 0u);
 }
 
+// put-with-signal on rings too small for its one reservation (NVSHMEM's rings are 64 deep at
+// least): data in 1 or 4 pieces (64 KiB heap chunks) with a set signal (3 WQEBBs) on rings of
+// 4, 8 and 16, at thread, warp and block scope (warps of 8 lanes, so 4 pieces are few enough
+// for one warp's reservation), must fall back to two reservations and land;
+// taking the one reservation anyway waits for room that never comes (CI's property run found
+// it: WorldPool.ARewoundWorldRunsAProgramAsAFreshOneDoes, seed 9289401301451113137).
+TEST(Ibgda, PutWithSignalFitsAnyRing) {
+  for (uint32_t log_depth : {2u, 3u, 4u})
+    for (uint64_t bytes : {uint64_t{96}, uint64_t{100} << 10})
+      for (int scope : {0, 1, 2}) {
+        auto w = ModelWorld::create(world_cfg(2, log_depth, 1));
+        ASSERT_TRUE(w.is_ok());
+        ModelWorld& world = **w;
+        const uint64_t src = *world.malloc(bytes), dst = *world.malloc(bytes), sig = *world.malloc(64);
+        for (uint64_t i = 0; i < bytes; ++i) world.at(0, src)[i] = uint8_t(i * 7 + 1);
+        Scheduler s(sched(log_depth * 10 + uint64_t(scope)));
+        const gpu_sim::LaunchConfig shape{1, scope == 2 ? 2u : 1u, scope == 0 ? 1u : 8u};
+        s.launch("pe0", shape, [&](SimCtx& ctx) {
+          const DevState& st = world.state(0);
+          const OpResult r = scope == 0   ? put_signal_nbi(ctx, st, dst, src, bytes, sig, 5, SignalOp::kSet, 1)
+                             : scope == 1 ? put_signal_nbi_warp(ctx, st, dst, src, bytes, sig, 5, SignalOp::kSet, 1)
+                                          : put_signal_nbi_block(ctx, st, dst, src, bytes, sig, 5, SignalOp::kSet, 1);
+          EXPECT_EQ(r, OpResult::kOk);
+          if (ctx.lane() == 0 && ctx.warp() == 0) EXPECT_EQ(quiet_all(ctx, st), OpResult::kOk);
+        });
+        world.attach(s);
+        const RunResult r = s.run();
+        ASSERT_EQ(r.outcome, Outcome::kCompleted) << "depth " << (1u << log_depth) << ", " << bytes << " B, scope " << scope << "\n" << r.report;
+        EXPECT_EQ(0, std::memcmp(world.at(1, dst), world.at(0, src), bytes));
+        EXPECT_EQ(*reinterpret_cast<const uint64_t*>(world.at(1, sig)), 5u);
+      }
+}
+
 TEST(Ibgda, MaskedAtomics) {
   auto w = ModelWorld::create(world_cfg());
   ASSERT_TRUE(w.is_ok());
