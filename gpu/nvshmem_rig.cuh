@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/ibgda/state.h"
 #include "gpu/cuda_check.h"
 #include "gpu/post_rig.h"
 
@@ -17,8 +18,10 @@ namespace doorbell::post_rig {
 // `map`: NVSHMEM's rc_map_type (which QP a thread's CTA or warp gets); `may_skip_cst`: the
 // GPU orders PCIe writes (no CST after READs and fetches). Returns the device allocations,
 // for the caller to free once nothing runs on them.
+// `dc`: no RC QPs; `nrc` shared DCIs instead (QP q over ring q) and a DCT per PE
+// (post_rig.h's dctn and lid, NVSHMEM's key), whose half AV each WQE carries.
 inline std::vector<void*> nvshmem_rig_state(const Rings& r, uint32_t nrc, nvshmemi_ibgda_device_qp_map_type_t map,
-                                            bool may_skip_cst = true) {
+                                            bool may_skip_cst = true, bool dc = false) {
   const uint32_t npes = 2;
   nvshmemi_device_host_state_t dev{};
   nvshmemi_ibgda_device_state_t st{};
@@ -29,7 +32,7 @@ inline std::vector<void*> nvshmem_rig_state(const Rings& r, uint32_t nrc, nvshme
   dev.symmetric_heap_kind = 0, dev.enable_rail_opt = 0;
 
   // (Plain arrays: nvcc 13 fails on std::vector of NVSHMEM's anonymous-struct typedefs.)
-  const uint32_t n = npes * nrc;
+  const uint32_t n = dc ? nrc : npes * nrc;
   auto* qps = new nvshmemi_ibgda_device_qp_t[n]();
   auto* cqs = new nvshmemi_ibgda_device_cq_t[n]();
   nvshmemi_ibgda_device_qp_t* dqps = dalloc<nvshmemi_ibgda_device_qp_t>(n);
@@ -38,7 +41,7 @@ inline std::vector<void*> nvshmem_rig_state(const Rings& r, uint32_t nrc, nvshme
     const uint32_t q = i % nrc;  // both PEs' QP q share ring q; only PE 1's are posted to
     nvshmemi_ibgda_device_qp_t& qp = qps[i];
     nvshmemi_init_ibgda_device_qp(qp);
-    qp.qp_type = NVSHMEMI_IBGDA_DEVICE_QP_TYPE_RC;
+    qp.qp_type = dc ? NVSHMEMI_IBGDA_DEVICE_QP_TYPE_DCI : NVSHMEMI_IBGDA_DEVICE_QP_TYPE_RC;
     qp.qpn = 0x100 + q;
     qp.dev_idx = 0;
     qp.ibuf.nslots = kIbufSlots;
@@ -54,7 +57,7 @@ inline std::vector<void*> nvshmem_rig_state(const Rings& r, uint32_t nrc, nvshme
     qp.tx_wq.prod_idx = &dqps[i].mvars.tx_wq.prod_idx;
     nvshmemi_ibgda_device_cq_t& cq = cqs[i];
     nvshmemi_init_ibgda_device_cq(cq);
-    cq.qp_type = NVSHMEMI_IBGDA_DEVICE_QP_TYPE_RC;
+    cq.qp_type = qp.qp_type;
     cq.cqe = r.cqe + q * 64;
     cq.prod_idx = &dqps[i].mvars.tx_wq.prod_idx;
     cq.cons_idx = &dqps[i].mvars.tx_wq.cons_idx;
@@ -85,6 +88,19 @@ inline std::vector<void*> nvshmem_rig_state(const Rings& r, uint32_t nrc, nvshme
   st.globalmem.qp_group_switches = dalloc<uint8_t>(nrc);
   st.globalmem.cqs = dcqs;
   st.globalmem.rcs = dqps;
+  if (dc) {
+    st.num_rc_per_pe = 0, st.globalmem.rcs = nullptr, st.globalmem.dcis = dqps;
+    st.num_shared_dcis = nrc, st.dci_map_type = map;
+    st.ndcts_per_pe = 1, st.num_dct_groups = 1;
+    st.support_half_av_seg = true;
+    for (uint32_t p = 0; p < npes; ++p) {
+      nvshmemi_ibgda_device_dct_t& av = st.constmem.dcts[p];  // dct id pe * ndcts_per_pe
+      std::memset(&av, 0, sizeof av);
+      av.key.dc_key = htobe64(ibgda::kDcKey);
+      av.dqp_dct = htobe32(dctn(p));  // ext 0: the half AV
+      av.rlid = htobe16(lid(p));
+    }
+  }
   CHECK(cudaMemcpyToSymbol(nvshmemi_device_state_d, &dev, sizeof(dev)));
   CHECK(cudaMemcpyToSymbol(nvshmemi_ibgda_device_state_d, &st, sizeof(st)));
   return {dqps, dcqs, dpeer, st.globalmem.qp_group_switches};

@@ -13,7 +13,7 @@ namespace doorbell::wqe_compare {
 
 #ifndef DOORBELL_WITH_NVSHMEM
 const char* nvshmem_missing() { return "built without NVSHMEM headers (gpu/run-wqe-compare finds them)"; }
-void nvshmem_prepare(const post_rig::Rings&, bool) {}
+void nvshmem_prepare(const post_rig::Rings&, bool, bool) {}
 void nvshmem_launch(const Case&, cudaStream_t) {}
 void nvshmem_release() {}
 }  // namespace doorbell::wqe_compare
@@ -109,8 +109,8 @@ std::vector<void*> g_allocs;
 
 }  // namespace
 
-void nvshmem_prepare(const post_rig::Rings& r, bool cst) {
-  g_allocs = post_rig::nvshmem_rig_state(r, 1, NVSHMEMI_IBGDA_DEVICE_QP_MAP_TYPE_CTA, !cst);
+void nvshmem_prepare(const post_rig::Rings& r, bool cst, bool dc) {
+  g_allocs = post_rig::nvshmem_rig_state(r, 1, NVSHMEMI_IBGDA_DEVICE_QP_MAP_TYPE_CTA, !cst, dc);
   // A launch that posts nothing first (a kernel's first launch may resize local memory, which
   // waits for an idle device that the running fake NIC never gives it).
   Case none{"none", Op::kPut, Scope::kThread, 0};

@@ -42,9 +42,10 @@ static __global__ void fake_nic(Rings r, uint32_t nqps, const volatile uint32_t*
 }
 
 // doorbell's device state over the rings: PE 0 posts to PE 1 on nqps QPs (QP-major), both
-// PEs' QP q over ring q, the keys of post_rig.h. `allocs` gets its device allocations, for
-// the caller to free once the fake NIC has stopped.
-inline ibgda::DevState doorbell_rig_state(const Rings& r, uint32_t nqps, std::vector<void*>& allocs) {
+// PEs' QP q over ring q, the keys of post_rig.h; with `dc` every QP is a DCI and each PE has
+// its DCT (dctn, lid). `allocs` gets its device allocations, for the caller to free once the
+// fake NIC has stopped.
+inline ibgda::DevState doorbell_rig_state(const Rings& r, uint32_t nqps, std::vector<void*>& allocs, bool dc = false) {
   const uint32_t npes = 2, log_depth = uint32_t(__builtin_ctz(kDepth));
   ibgda::Mvars* mvars = dalloc<ibgda::Mvars>(npes * nqps);
   ibgda::DevStateBuilder b({0, npes, nqps, 1, ibgda::QpLayout::kQpMajor, log_depth, kIbufSlots, kHeapBytes, false});
@@ -58,6 +59,7 @@ inline ibgda::DevState doorbell_rig_state(const Rings& r, uint32_t nqps, std::ve
       g.cqe = reinterpret_cast<const mlx5::Cqe64*>(r.cqe + q * 64);
       g.mv = mvars + b.slot(q, pe);
       g.ibuf = r.ibuf + size_t(q) * kIbufBytes, g.ibuf_lkey = ibuf_key(q);
+      g.dci = dc;
       b.set_qp(false, q, pe, g);
     }
   std::vector<uint64_t> bases = {uint64_t(r.heap[0]), uint64_t(r.heap[1])};
@@ -71,6 +73,11 @@ inline ibgda::DevState doorbell_rig_state(const Rings& r, uint32_t nqps, std::ve
   s.heap_bases = dcopy(bases);
   s.error = dalloc<uint64_t>(1);
   allocs = {mvars, s.qps, s.group_switches, s.heap_bases, s.error};
+  if (dc) {
+    ibgda::DcTarget* t = dcopy(std::vector<ibgda::DcTarget>{{ibgda::kDcKey, dctn(0), lid(0)}, {ibgda::kDcKey, dctn(1), lid(1)}});
+    s.dcts = t;
+    allocs.push_back(t);
+  }
   return s;
 }
 

@@ -14,6 +14,9 @@ inline constexpr uint64_t kHeapBytes = 2ull << 20;  // one key chunk per PE
 // Keys both sides use: PE p's heap chunk, and QP q's ibuf.
 inline constexpr uint32_t heap_key(uint32_t pe) { return 0x1000u + pe * 16; }
 inline constexpr uint32_t ibuf_key(uint32_t q) { return 0x9000u + q; }
+// DC: PE p's DCT number and LID (its key is NVSHMEM's, ibgda::kDcKey).
+inline constexpr uint32_t dctn(uint32_t pe) { return 0x300u + pe; }
+inline constexpr uint16_t lid(uint32_t pe) { return uint16_t(1 + pe); }
 // Per QP: slot 0 (non-fetching AMOs' results) and kIbufSlots fetch slots of 256 B, enough
 // for a warp's 32 coalesced fetches.
 inline constexpr uint32_t kIbufSlots = 32, kIbufBytes = (kIbufSlots + 1) * 256;

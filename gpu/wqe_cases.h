@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/ibgda/amo_op.h"
+#include "core/ibgda/state.h"
 #include "gpu/post_rig.h"
 
 namespace doorbell::wqe_compare {
@@ -31,6 +32,7 @@ struct Case {
   // nullptr: the two must match byte for byte; else why they differ (the check fails when
   // they then match: a stale reason).
   const char* known = nullptr;
+  bool dc = false;                         // over a DCI, each WQE with the target's half AV
 };
 
 // Heap offsets (both PEs' heaps are the rings' kHeapBytes): a thread's source, destination
@@ -43,17 +45,16 @@ inline constexpr uint32_t threads_of(Scope s) { return s == Scope::kBlock ? 128 
 inline constexpr bool calls(Scope s, uint32_t t) { return s == Scope::kThread ? t == 0 : s == Scope::kBlock || t < 32; }
 inline constexpr uint64_t lane_step(Scope s, uint32_t t) { return s == Scope::kLanes ? t % 32 : 0; }
 
-// doorbell's side (gpu/wqe_doorbell.cu): its state over `r` for case `c` and the case's kernel
-// loaded (before the fake NIC starts), then the case posted (`dry`: nothing posted); a call
-// that fails counts in `fails`.
-void doorbell_prepare(const post_rig::Rings& r, const Case& c, unsigned long long* fails, std::vector<void*>& allocs);
+// doorbell's side (gpu/wqe_doorbell.cu): the state its kernels read, and a case posted
+// (`dry`: nothing posted, the kernel only loaded); a call that fails counts in `fails`.
+void doorbell_set_state(const ibgda::DevState& s);
 void doorbell_launch(const Case& c, cudaStream_t stream, bool dry, unsigned long long* fails);
 
 // NVSHMEM's side (gpu/nvshmem_wqe.cu, built only with -DDOORBELL_WITH_NVSHMEM): its state over
 // `r` (before the fake NIC starts: it allocates), one case posted through its device code,
 // the state freed (after the NIC stopped). nvshmem_missing: why it is absent, or nullptr.
 const char* nvshmem_missing();
-void nvshmem_prepare(const post_rig::Rings& r, bool cst);
+void nvshmem_prepare(const post_rig::Rings& r, bool cst, bool dc);
 void nvshmem_launch(const Case& c, cudaStream_t stream);
 void nvshmem_release();
 

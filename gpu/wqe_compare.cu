@@ -59,6 +59,25 @@ std::vector<Case> cases() {
   v.push_back({"swap, no write ordering", Op::kAmo, Scope::kThread, 8, AmoOp::kSwap, false, true});
   v.push_back({"add", Op::kAmo, Scope::kLanes, 8, AmoOp::kAdd, false, false, kLanesCoalesce});
   v.push_back({"fetch_add", Op::kAmo, Scope::kLanes, 8, AmoOp::kFetchAdd, false, false, kLanesCoalesce});
+  // Over a DCI (NVSHMEM with the half AV: every port IB with a LID, compact AVs).
+  const Case dc[] = {
+      {"DC put 8 B", Op::kPut, Scope::kThread, 8},
+      {"DC put 64 KiB", Op::kPut, Scope::kBlock, 64 << 10},
+      {"DC get 8 B", Op::kGet, Scope::kWarp, 8},
+      {"DC put_signal 64 B, set", Op::kPutSignal, Scope::kThread, 64},
+      {"DC put_signal 64 B, add", Op::kPutSignal, Scope::kWarp, 64, AmoOp::kAdd, true},
+      {"DC signal_op add", Op::kSignalOp, Scope::kThread, 8, AmoOp::kAdd, true},
+      {"DC p", Op::kP, Scope::kThread, 4},
+      {"DC g", Op::kG, Scope::kThread, 8},
+      {"DC fetch_add", Op::kAmo, Scope::kThread, 8, AmoOp::kFetchAdd},
+      {"DC compare_swap", Op::kAmo, Scope::kThread, 8, AmoOp::kCompareSwap},
+      {"DC swap", Op::kAmo, Scope::kThread, 8, AmoOp::kSwap},
+      {"DC add", Op::kAmo, Scope::kThread, 4, AmoOp::kAdd},
+  };
+  for (Case c : dc) {
+    c.dc = true;
+    v.push_back(c);
+  }
   return v;
 }
 
@@ -139,14 +158,17 @@ const char* field_name(uint32_t off_in_wqe) {
 }
 
 // Bytes within the DS that NVSHMEM never writes or writes from an uninitialised local
-// (docs/nvshmem-device-ops.md §8; RC layout), all ignored by the NIC: an 8-byte ATOMIC_FA's
-// compare field and a 4-byte MASKED_FA segment's reserved half (bytes 40..47), a NOP's
-// bytes 16..31 (ds 2, only the control segment written), an inline WRITE's padding after
-// its payload. `w`: the WQE's first byte.
-bool indeterminate(const uint8_t* w, uint32_t off) {
+// (docs/nvshmem-device-ops.md §8), all ignored by the NIC: an 8-byte ATOMIC_FA's compare
+// field and a 4-byte MASKED_FA segment's reserved half (bytes 40..47), a NOP's bytes 16..31
+// (ds 2, only the control segment written), an inline WRITE's padding after its payload.
+// `w`: the WQE's first byte; `av`: the bytes of its address vector (16 on a DCI, else 0),
+// which move the segments after it.
+bool indeterminate(const uint8_t* w, uint32_t off, uint32_t av) {
   const uint8_t opcode = w[3], opmod = w[0];
-  if (opcode == 0x12 || (opcode == 0x15 && opmod == mlx5::ext_atomic_opmod(4))) return off >= 40 && off < 48;
   if (opcode == 0x00) return off >= 16 && off < 32;
+  if (off < av) return false;
+  off -= av, w += av;
+  if (opcode == 0x12 || (opcode == 0x15 && opmod == mlx5::ext_atomic_opmod(4))) return off >= 40 && off < 48;
   if (opcode == 0x08 && (w[32] & 0x80) != 0) return off >= 36 + ((uint32_t(w[34]) << 8 | w[35]) & 0x3ff) && off < 48;
   return false;
 }
@@ -157,7 +179,7 @@ struct Diff {
   std::vector<std::string> where;
 };
 
-Diff compare(const Snapshot& nv, const Snapshot& db) {
+Diff compare(const Snapshot& nv, const Snapshot& db, uint32_t av) {
   Diff d;
   const uint32_t n = std::max(nv.wqebbs, db.wqebbs);
   const std::vector<bool> mn = read_mask(nv), md = read_mask(db);
@@ -176,7 +198,7 @@ Diff compare(const Snapshot& nv, const Snapshot& db) {
       if (nv.wq[at] == db.wq[at]) continue;
       const bool read = (at < mn.size() && mn[at]) || (at < md.size() && md[at]);
       const uint32_t off = uint32_t(at - size_t(start) * 64);
-      if (read && indeterminate(walk.wq.data() + size_t(start) * 64, off)) {
+      if (read && indeterminate(walk.wq.data() + size_t(start) * 64, off, av)) {
         ++d.indeterminate;
         continue;
       }
@@ -221,17 +243,21 @@ int main() {
   for (const Case& c : cases()) {
     // doorbell
     std::vector<void*> allocs;
-    doorbell_prepare(rig.r, c, fails, allocs);
+    ibgda::DevState s = post_rig::doorbell_rig_state(rig.r, 1, allocs, c.dc);
+    s.opt.may_skip_cst = !c.cst;
+    doorbell_set_state(s);
+    doorbell_launch(c, 0, true, fails);  // loads the kernel before the NIC runs
+    CHECK(cudaDeviceSynchronize());
     rig.run(1, "doorbell", c.name, [&] { doorbell_launch(c, rig.work_stream, false, fails); }, 0xee);
     const Snapshot db = snapshot();
     for (void* p : allocs) CHECK(cudaFree(p));
     // NVSHMEM
-    nvshmem_prepare(rig.r, c.cst);
+    nvshmem_prepare(rig.r, c.cst, c.dc);
     rig.run(1, "NVSHMEM", c.name, [&] { nvshmem_launch(c, rig.work_stream); }, 0xee);
     const Snapshot nv = snapshot();
     nvshmem_release();
 
-    const Diff d = compare(nv, db);
+    const Diff d = compare(nv, db, c.dc ? 16 : 0);
     const bool same = d.read == 0 && nv.wqebbs == db.wqebbs;
     std::string verdict = same ? "same" : "DIFFERENT";
     if (same && d.indeterminate != 0) verdict += " (but " + std::to_string(d.indeterminate) + " bytes NVSHMEM leaves indeterminate)";

@@ -1,6 +1,7 @@
 // doorbell's side of the WQE comparison (gpu/wqe_compare.cu): each case posted through the
-// device API (core/ibgda, CudaCtx) over doorbell's state on the post rig's rings. Apart from
-// the comparison's host code because it compiles slowly (cicc and ptxas take minutes).
+// device API (core/ibgda, CudaCtx) over the state gpu/wqe_compare.cu builds on the post rig's
+// rings. Apart from the comparison's host code because it compiles slowly (cicc and ptxas take
+// minutes).
 #include <cuda_runtime.h>
 
 #include <utility>
@@ -135,13 +136,7 @@ Launch find_launch(const Case& c) {
 
 }  // namespace
 
-void doorbell_prepare(const post_rig::Rings& r, const Case& c, unsigned long long* fails, std::vector<void*>& allocs) {
-  ibgda::DevState s = post_rig::doorbell_rig_state(r, 1, allocs);
-  s.opt.may_skip_cst = !c.cst;
-  CHECK(cudaMemcpyToSymbol(c_state, &s, sizeof(s)));
-  doorbell_launch(c, 0, true, fails);
-  CHECK(cudaDeviceSynchronize());
-}
+void doorbell_set_state(const ibgda::DevState& s) { CHECK(cudaMemcpyToSymbol(c_state, &s, sizeof(s))); }
 
 void doorbell_launch(const Case& c, cudaStream_t stream, bool dry, unsigned long long* fails) {
   find_launch(c)(c, stream, dry, fails);
