@@ -53,21 +53,26 @@ __global__ void doorbell_kernel(uint32_t iters, unsigned long long* fails) {
   if (!ok) atomicAdd(fails, 1ull);
 }
 
-// One thread's puts through doorbell's post path (ibgda::post_rma's steps) cut into the
-// same phases as nvshmem_phase_kernel: lookup (QP, pieces and keys), reserve, write, submit.
+// One thread's puts through doorbell's post path (ibgda::post_rma's steps for a one-piece
+// transfer) cut into the same phases as nvshmem_phase_kernel: lookup (QP, keys and
+// addresses), reserve, write, submit. (The lookup's piece must reach the write: looked up
+// again there, the write phase counted a second lookup.)
 __global__ void doorbell_phase_kernel(uint32_t iters, unsigned long long* out, unsigned long long* fails) {
   CudaCtx ctx;
   const ibgda::DevState& st = c_state;
   unsigned long long sum[kPhases] = {};
   for (uint32_t i = 0; i < iters; ++i) {
     long long t0 = clock64();
+    // As post_rma: the first piece (QP, keys, addresses) looked up once, before the
+    // reservation, and the WQE written from it.
     const ibgda::DevQp& qp = ibgda::select_qp(ctx, st, 1, ibgda::QpSelector{ibgda::QpSelector::kByCta, 0});
-    const uint32_t n = ibgda::count_pieces(st, 0, 0, kPutBytes, 1);
+    const heap::Piece head = ibgda::qp_piece(st, qp, 0, 0, kPutBytes, 1);
+    const uint32_t n = 1;
     long long t1 = clock64();
     uint64_t base = 0;
     bool ok = ibgda::reserve(ctx, st, qp, n, &base) == ibgda::OpResult::kOk;
     long long t2 = clock64();
-    ibgda::write_rma_wqes(ctx, st, qp, mlx5::WqeOpcode::kRdmaWrite, base, 0, 0, kPutBytes, 1);
+    ibgda::write_rma_wqes(ctx, st, qp, mlx5::WqeOpcode::kRdmaWrite, base, 0, 0, kPutBytes, 1, true, &head);
     long long t3 = clock64();
     ok &= ibgda::submit(ctx, st, qp, base, n) == ibgda::OpResult::kOk;
     long long t4 = clock64();
