@@ -7,7 +7,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <vector>
 
 #include "core/ibgda/amo_op.h"
 #include "core/ibgda/state.h"

@@ -101,6 +101,9 @@ Ctrl ctrl_at(const Snapshot& s, uint32_t i) {
   return {w[3], w[0], uint8_t(w[7] & 0x3f), w[11]};
 }
 
+// The WQEBBs the WQE starting at WQEBB i spans, by its DS (at least one).
+uint32_t wqebbs_at(const Snapshot& s, uint32_t i) { return std::max(1u, (ctrl_at(s, i).ds * 16u + 63) / 64); }
+
 const char* opcode_name(uint8_t op) {
   switch (op) {
     case 0x00: return "NOP";
@@ -124,7 +127,7 @@ std::string wqe_list(const Snapshot& s) {
     char b[40];
     std::snprintf(b, sizeof b, "%s%s/%u%s", opcode_name(c.opcode), c.opmod ? "+" : "", c.ds, (c.fm_ce_se & 0x08) ? "c" : "");
     names.push_back(b);
-    i += std::max(1u, (c.ds * 16u + 63) / 64);
+    i += wqebbs_at(s, i);
   }
   std::string out;
   for (size_t i = 0, run; i < names.size(); i += run) {
@@ -138,9 +141,9 @@ std::string wqe_list(const Snapshot& s) {
 std::vector<bool> read_mask(const Snapshot& s) {
   std::vector<bool> m(size_t(s.wqebbs) * 64, false);
   for (uint32_t i = 0; i < s.wqebbs;) {
-    const uint32_t ds = ctrl_at(s, i).ds, n = std::max(1u, (ds * 16 + 63) / 64);
+    const uint32_t ds = ctrl_at(s, i).ds;
     for (uint32_t b = 0; b < ds * 16 && size_t(i) * 64 + b < m.size(); ++b) m[size_t(i) * 64 + b] = true;
-    i += n;
+    i += wqebbs_at(s, i);
   }
   return m;
 }
@@ -186,7 +189,7 @@ Diff compare(const Snapshot& nv, const Snapshot& db, uint32_t av) {
   const Snapshot& walk = nv.wqebbs >= db.wqebbs ? nv : db;
   std::vector<uint32_t> first(n);
   for (uint32_t w = 0; w < n;) {
-    const uint32_t len = std::max(1u, (ctrl_at(walk, w).ds * 16u + 63) / 64);
+    const uint32_t len = wqebbs_at(walk, w);
     for (uint32_t k = w; k < w + len && k < n; ++k) first[k] = w;
     w += len;
   }

@@ -5,11 +5,9 @@
 #include <cuda_runtime.h>
 
 #include <utility>
-#include <vector>
 
 #include "core/ibgda/ops.h"
 #include "gpu/cuda_check.h"
-#include "gpu/post_rig.cuh"
 #include "gpu/wqe_cases.h"
 #include "hw/cuda/cuda_ctx.cuh"
 

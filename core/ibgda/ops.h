@@ -391,7 +391,7 @@ DOORBELL_HD OpResult put_signal_nbi(C& ctx, const DevState& st, uint64_t dest, u
                                     uint64_t signal, SignalOp op, uint32_t pe) {
   const QpSelector by_warp{QpSelector::kByWarp, 0};
   const bool first = planted(st.opt.plant.signal_first);
-  if (!first && st.backups == nullptr && bytes != 0) {
+  if (st.backups == nullptr && bytes != 0) {
     const DevQp qp = select_qp(ctx, st, pe, by_warp);
     const Amo a = signal_amo(signal, op);
     if (1 + amo_wqebbs(a, qp.dci) <= max_transfer_wqes(qp) && qp_piece(st, qp, src, dest, bytes, pe).bytes == bytes)
@@ -404,14 +404,14 @@ DOORBELL_HD OpResult put_signal_nbi(C& ctx, const DevState& st, uint64_t dest, u
 }
 // Warp-collective put-with-signal (every lane, the same arguments; NVSHMEM's _warp form): one
 // reservation for the pieces and the signal, lane k writing piece k, when the data is at most
-// warp_size - 1 pieces and the whole fits half the ring; otherwise, with failover, or
-// planted, lane 0 posts it as a thread.
+// warp_size - 1 pieces and the whole fits half the ring; otherwise, or with failover, lane 0
+// posts it as a thread.
 template <class C>
 DOORBELL_HD OpResult put_signal_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint64_t sig,
                                          uint64_t signal, SignalOp op, uint32_t pe) {
   const DevQp qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
   const Amo a = signal_amo(signal, op);
-  const uint32_t n = st.backups != nullptr || planted(st.opt.plant.signal_first) ? ctx.warp_size() : count_pieces(st, src, dest, bytes, pe);
+  const uint32_t n = st.backups != nullptr ? ctx.warp_size() : count_pieces(st, src, dest, bytes, pe);
   if (n < ctx.warp_size() && n + amo_wqebbs(a, qp.dci) <= max_transfer_wqes(qp))
     return put_signal_on(ctx, st, qp, dest, src, bytes, n, sig, a, pe, ctx.warp_size());
   OpResult r = OpResult::kOk;

@@ -192,22 +192,25 @@ DOORBELL_HD void write_atomic_wqe(C& ctx, const DevState& st, const DevQp& qp, u
 // write every piece (docs/nvshmem-device-ops.md §4): the n pieces' WRITEs asking for no CQE,
 // then the signal's atomic at `sig` (and, after a two-WQEBB one, its NOP), one submission;
 // RC runs them in order, so the signal lands after the data. `lanes` threads of one warp call
-// it together (1: a thread alone); lane k writes piece k, lane n the atomic.
+// it together (1: a thread alone); lane k writes piece k, lane n the atomic. Planted
+// (signal_first): the atomic first, the pieces after it, the last asking for the CQE.
 template <class C>
 DOORBELL_HD OpResult put_signal_on(C& ctx, const DevState& st, const DevQp& qp, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t n,
                                    uint64_t sig, const Amo& a, uint32_t pe, uint32_t lanes) {
-  const uint32_t lane = lanes == 1 ? 0 : ctx.lane(), total = n + amo_wqebbs(a, qp.dci);
+  const bool first = planted(st.opt.plant.signal_first);
+  const uint32_t lane = lanes == 1 ? 0 : ctx.lane(), amo_n = amo_wqebbs(a, qp.dci), total = n + amo_n;
   uint64_t base = 0;
   OpResult r = OpResult::kOk;
   if (lane == 0) r = reserve(ctx, st, qp, total, &base);
   if (lanes > 1) base = ctx.shfl(base, 0), r = OpResult(ctx.shfl(uint64_t(r), 0));
   if (r != OpResult::kOk) return r;
+  const uint64_t data = first ? base + amo_n : base;
   for (uint32_t i = 0; i < n; ++i) {
     const heap::Piece p = qp_piece(st, qp, src, dest, bytes, pe);
-    if (i % lanes == lane) write_rma_wqes(ctx, st, qp, mlx5::WqeOpcode::kRdmaWrite, base + i, src, dest, p.bytes, pe, false, &p);
+    if (i % lanes == lane) write_rma_wqes(ctx, st, qp, mlx5::WqeOpcode::kRdmaWrite, data + i, src, dest, p.bytes, pe, first && i == n - 1, &p);
     src += p.bytes, dest += p.bytes, bytes -= p.bytes;
   }
-  if (n % lanes == lane) write_atomic_wqe(ctx, st, qp, base + n, a, sig, pe, reinterpret_cast<uint64_t>(qp.ibuf));
+  if (n % lanes == lane) write_atomic_wqe(ctx, st, qp, first ? base : base + n, a, sig, pe, reinterpret_cast<uint64_t>(qp.ibuf));
   if (lanes > 1) ctx.syncwarp();
   if (lane == 0) r = submit(ctx, st, qp, base, total);
   return lanes > 1 ? OpResult(ctx.shfl(uint64_t(r), 0)) : r;
