@@ -17,9 +17,10 @@ enum class RunKind : uint8_t {
   kError,            // an operation or the set-up failed (an error CQE, a refused allocation, ...)
   kWrongData,        // finished, but a check of the bytes or counters failed
   kBrokenInvariant,  // a queue invariant broke (the root cause of any hang that follows)
+  kRace,             // the race detector found a data race (SchedOptions::races)
 };
 
-// The name reports use: completed, hang, step-limit, error, wrong-data, broken-invariant.
+// The name reports use: completed, hang, step-limit, error, wrong-data, broken-invariant, race.
 constexpr const char* run_kind_name(RunKind k) {
   switch (k) {
     case RunKind::kCompleted: return "completed";
@@ -28,6 +29,7 @@ constexpr const char* run_kind_name(RunKind k) {
     case RunKind::kError: return "error";
     case RunKind::kWrongData: return "wrong-data";
     case RunKind::kBrokenInvariant: return "broken-invariant";
+    case RunKind::kRace: return "race";
   }
   return "?";
 }
@@ -36,6 +38,14 @@ constexpr const char* run_kind_name(RunKind k) {
 // after it; a finished one is what they found.
 constexpr RunKind finished_or(gpu_sim::Outcome o, RunKind found) {
   return o == gpu_sim::Outcome::kHang ? RunKind::kHang : o == gpu_sim::Outcome::kStepLimit ? RunKind::kStepLimit : found;
+}
+
+// A data race the detector found is the root cause of whatever else the run came to: it
+// becomes the kind, its report the detail, with what the run came to after it.
+inline void take_races(const gpu_sim::RunResult& r, RunKind* kind, std::string* detail) {
+  if (r.races.empty()) return;
+  *detail = r.races + (detail->empty() || *kind == RunKind::kCompleted ? std::string() : "then " + std::string(run_kind_name(*kind)) + ": " + *detail);
+  *kind = RunKind::kRace;
 }
 
 // A kind with what explains it (a hang report, the error, what differed).

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   r->add_option("--schedule", rep.schedule, "override the schedule")->check(CLI::IsMember({"random", "pct", "timed", "preempt"}));
   r->add_option("--memory-model", rep.memory_model, "override the memory model (sc: sequentially consistent; weak: store buffers, stale loads)")
       ->check(CLI::IsMember({"sc", "weak"}));
+  r->add_option("--races", rep.races, "the happens-before race detector over byte ranges (default on)")->check(CLI::IsMember({"on", "off"}));
   r->add_option("--report", rep.report, "write the JSON report here");
   r->add_option("--trace", rep.trace, "write a Chrome / Perfetto trace (queue indices, doorbells) here");
   r->add_flag("--verbose", rep.verbose, "print per-QP tables and every hang report, not only a line per scenario");
@@ -44,6 +45,8 @@ int main(int argc, char** argv) {
                 "override the schedule; preempt: a systematic search of every schedule with one preemption")
       ->check(CLI::IsMember({"random", "pct", "timed", "preempt"}));
   x->add_option("--memory-model", ex_memory, "override the memory model")->check(CLI::IsMember({"sc", "weak"}));
+  std::string ex_races;
+  x->add_option("--races", ex_races, "the race detector (default on)")->check(CLI::IsMember({"on", "off"}));
   unsigned ex_jobs = 0;  // every core, shared among this host's ranks
   x->add_option("--jobs", ex_jobs,
                 "threads running seeds, per rank under mpirun (default: every core, shared among a host's ranks); "
@@ -72,7 +75,7 @@ int main(int argc, char** argv) {
     if (seed_opt->count() != 0) rep.seed = rep_seed;
     return doorbell::tools::run_replay(rep);
   }
-  if (x->parsed()) return doorbell::tools::run_explore(ex_file, ex_seeds, ex_schedule, ex_memory, ex_jobs);
+  if (x->parsed()) return doorbell::tools::run_explore(ex_file, ex_seeds, ex_schedule, ex_memory, ex_jobs, ex_races);
   if (lt->parsed()) return doorbell::tools::run_litmus(lit_runs, lit_memory);
   if (l->parsed()) return doorbell::tools::run_list(list_dir);
   if (d->parsed()) return doorbell::tools::run_demo(demo);

@@ -22,25 +22,28 @@
 namespace doorbell::tools {
 
 namespace {
-scenario::ReplayOptions options(std::optional<uint64_t> seed, const std::string& schedule, const std::string& memory) {
+scenario::ReplayOptions options(std::optional<uint64_t> seed, const std::string& schedule, const std::string& memory,
+                                const std::string& races) {
   scenario::ReplayOptions o;
   o.seed = seed;
   if (!schedule.empty()) o.schedule = schedule;
   if (!memory.empty()) o.memory_model = memory;
+  if (!races.empty()) o.races = races == "on";
   return o;
 }
 
 // The command that replays one run exactly: from a run's report, or before it runs.
-std::string replay_line(const std::string& file, uint64_t seed, const std::string& schedule, const std::string& memory) {
-  return "doorbell replay " + file + " --seed " + std::to_string(seed) + " --schedule " + schedule + " --memory-model " + memory;
+std::string replay_line(const std::string& file, uint64_t seed, const std::string& schedule, const std::string& memory, bool races) {
+  return "doorbell replay " + file + " --seed " + std::to_string(seed) + " --schedule " + schedule + " --memory-model " + memory +
+         (races ? "" : " --races off");
 }
 std::string replay_line(const std::string& file, const nlohmann::ordered_json& report) {
   return replay_line(file, report["seed"].get<uint64_t>(), report["schedule"].get<std::string>(),
-                     report["memory_model"].get<std::string>());
+                     report["memory_model"].get<std::string>(), report.value("races", true));
 }
 std::string replay_line(const scenario::Scenario& s, const scenario::ReplayOptions& o) {
   const scenario::RunSpec spec = scenario::run_spec(s, o);
-  return replay_line(s.file, spec.seed, spec.schedule, spec.memory_model);
+  return replay_line(s.file, spec.seed, spec.schedule, spec.memory_model, spec.races);
 }
 
 // Before a run: what a crash in it must leave on stderr. DOORBELL_CRASH_TEST=abort then dies
@@ -70,7 +73,7 @@ int run_replay(const ReplayCmd& c) {
   int missed = 0;
   crash_note_install();
   for (const scenario::Scenario& s : scs) {
-    scenario::ReplayOptions o = options(c.seed, c.schedule, c.memory_model);
+    scenario::ReplayOptions o = options(c.seed, c.schedule, c.memory_model, c.races);
     o.progress = isatty(2) != 0;
     if (!c.trace.empty()) o.trace = &trace;
     // The name first, flushed, so that a crash in the run names it.
@@ -118,13 +121,13 @@ struct Share {
 // in increasing order and skip those above the least miss found so far: every seed below it
 // runs, so the least miss is the one a serial run stops at.
 Miss run_seeds(const scenario::Scenario& s, const Share& share, uint64_t from, uint64_t hi, const std::string& schedule,
-               const std::string& memory_model, unsigned jobs) {
+               const std::string& memory_model, const std::string& races, unsigned jobs) {
   std::atomic<uint64_t> next{0}, first_miss{UINT64_MAX};
   std::mutex mu;
   Miss miss;
   auto work = [&] {
     for (uint64_t seed; (seed = share.seed(from, next.fetch_add(1))) <= hi && seed < first_miss.load();) {
-      const scenario::ReplayOptions o = options(seed, schedule, memory_model);
+      const scenario::ReplayOptions o = options(seed, schedule, memory_model, races);
       arm_crash_note(s, o);
       scenario::ReplayResult r = scenario::replay(s, o);
       crash_note_set("");
@@ -177,7 +180,7 @@ constexpr uint64_t kLongRoundNs = 1'000'000'000;  // one longer than this halves
 }  // namespace
 
 int run_explore(const std::string& file, uint64_t seeds, const std::string& schedule, const std::string& memory_model,
-                unsigned jobs) {
+                unsigned jobs, const std::string& races) {
   // The job's ranks (mpirun, the TCP unique id, or this process alone: bootstrap::from_env).
   Result<std::unique_ptr<bootstrap::Bootstrap>> boot = bootstrap::from_env();
   if (!boot) {
@@ -207,7 +210,7 @@ int run_explore(const std::string& file, uint64_t seeds, const std::string& sche
   // The preempt search: seed 0 runs the schedule without a preemption and counts its
   // scheduling points; seeds 1.. then cover one preemption at each point to each agent.
   if (schedule == "preempt" || (schedule.empty() && s->schedule == "preempt")) {
-    const scenario::ReplayResult base = scenario::replay(*s, options(0, "preempt", memory_model));
+    const scenario::ReplayResult base = scenario::replay(*s, options(0, "preempt", memory_model, races));
     const uint64_t points = base.report.value("points", uint64_t(0)), all = points * scenario::kPreemptChoices;
     if (me == 0)
       std::printf("%s: preempt search: %llu scheduling points x %llu agents = %llu schedules%s\n", s->name.c_str(),
@@ -228,7 +231,7 @@ int run_explore(const std::string& file, uint64_t seeds, const std::string& sche
   while (saturating_mul(from, share.period) < seeds && least == UINT64_MAX) {
     const uint64_t hi = std::min(seeds, saturating_mul(std::min(from, UINT64_MAX - scale) + scale, share.period));
     const auto t0 = std::chrono::steady_clock::now();
-    Miss m = run_seeds(*s, share, from, hi, schedule, memory_model, jobs);
+    Miss m = run_seeds(*s, share, from, hi, schedule, memory_model, races, jobs);
     notes[me] = {m.seed, uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count())};
     if (Status st = b.allgather(notes.data(), sizeof(RoundNote)); !st) return exchange_failed(b, st);
     uint64_t slowest = 0;

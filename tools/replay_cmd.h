@@ -13,6 +13,7 @@ struct ReplayCmd {
   std::optional<uint64_t> seed;
   std::string schedule;  // empty: the scenario's
   std::string memory_model;  // empty: the scenario's (sc | weak)
+  std::string races;         // empty or "on": the race detector on; "off"
   std::string report;    // JSON report path
   std::string trace;     // Chrome / Perfetto trace path (one scenario)
   bool verbose = false;  // per-QP tables and every report, not only a line per scenario
@@ -26,7 +27,7 @@ int run_replay(const ReplayCmd& c);
 // one: the least seed that misses (every seed below it is run). Only rank 0 prints it; every
 // rank returns the same exit status.
 int run_explore(const std::string& file, uint64_t seeds, const std::string& schedule, const std::string& memory_model,
-                unsigned jobs = 1);
+                unsigned jobs = 1, const std::string& races = "");
 // The litmus suite on the CPU model (and the PTX verdict per cell).
 int run_litmus(uint64_t runs, const std::string& memory_model);
 // One line per scenario file in dir.

@@ -41,13 +41,14 @@ CudaModel::CudaModel(Scheduler& s, CudaModelConfig c) : s_(s), cfg_(c), mem_(c.g
         }
         const uint32_t id = ce_[g].front();
         Work& w = work_[id];
+        if (w.moved == 0) hand_on(id, true);
         const uint64_t n = std::min(cfg_.copy_bytes_per_step, w.bytes - w.moved);
         if (w.dst != nullptr && w.src != nullptr) {
           auto* dst = static_cast<uint8_t*>(w.dst) + w.moved;
           const auto* src = static_cast<const uint8_t*>(w.src) + w.moved;
-          if (WeakMemory* m = s_.weak()) {  // a copy engine is a system-scope observer
+          if (mem::Observer* m = s_.device_observer()) {  // a copy engine is a system-scope observer
             m->device_read(src, n, "copy engine", "copy source at byte", w.moved);
-            m->device_write(dst, n);
+            m->device_write(dst, n, "copy destination at byte", w.moved);
           }
           std::memmove(dst, src, n);
         }
@@ -98,6 +99,7 @@ uint32_t CudaModel::enqueue(StreamHandle s, Work w) {
       dep(o.last);
   }
   work_.push_back(std::move(w));
+  hand_on(id, false);  // what the enqueuer did comes first
   st.last = id;
   ql = id;
   return id;
@@ -127,9 +129,28 @@ void CudaModel::wait_event(StreamHandle s, EventHandle e) {
   enqueue(s, std::move(w));
 }
 
-bool CudaModel::query(EventHandle e) const { return events_[e] < 0 || work_[size_t(events_[e])].done; }
+// Stream order in the race detector: work comes after what its enqueuer did and after the
+// work it depends on; a query that finds work done orders the asker after it.
+void CudaModel::hand_on(uint32_t w, bool acquire) const {
+  RaceDetector* r = s_.race();
+  if (r == nullptr || s_.race_thread() == RaceDetector::kNoThread) return;
+  if (acquire) r->acquire_from(s_.race_thread(), this, w);
+  else r->release_to(s_.race_thread(), this, w);
+}
 
-bool CudaModel::stream_idle(StreamHandle s) const { return streams_[s].last < 0 || work_[size_t(streams_[s].last)].done; }
+bool CudaModel::query(EventHandle e) const {
+  if (events_[e] < 0) return true;
+  if (!work_[size_t(events_[e])].done) return false;
+  hand_on(uint32_t(events_[e]), true);
+  return true;
+}
+
+bool CudaModel::stream_idle(StreamHandle s) const {
+  if (streams_[s].last < 0) return true;
+  if (!work_[size_t(streams_[s].last)].done) return false;
+  hand_on(uint32_t(streams_[s].last), true);
+  return true;
+}
 
 bool CudaModel::dispatch() {
   bool any = false;
@@ -140,11 +161,14 @@ bool CudaModel::dispatch() {
     if (w.ahead >= 0 && !work_[size_t(w.ahead)].started) continue;
     if (!std::all_of(w.deps.begin(), w.deps.end(), [this](uint32_t d) { return work_[d].done; })) continue;
     w.started = any = true;
+    hand_on(i, true);  // the enqueuer's release
+    for (uint32_t d : w.deps) hand_on(d, true);
     switch (w.kind) {
       case Kind::kKernel:
         s_.launch(w.name, w.cfg, w.body, [this, i] { complete(i); });
         break;
       case Kind::kCopy:
+        hand_on(i, false);  // to its copy engine
         if (w.bytes == 0) complete(i);
         else ce_[streams_[w.stream].gpu].push_back(i);
         break;
@@ -155,7 +179,10 @@ bool CudaModel::dispatch() {
   return any;
 }
 
-void CudaModel::complete(uint32_t w) { work_[w].done = true; }
+void CudaModel::complete(uint32_t w) {
+  work_[w].done = true;
+  hand_on(w, false);
+}
 
 std::string CudaModel::describe(uint32_t i) const {
   const Work& w = work_[i];

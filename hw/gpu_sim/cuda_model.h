@@ -96,6 +96,7 @@ class CudaModel {
   uint32_t enqueue(StreamHandle s, Work w);
   bool dispatch();  // start every work whose dependencies completed; true if any did
   void complete(uint32_t w);
+  void hand_on(uint32_t w, bool acquire) const;  // stream order in the race detector
   std::string describe(uint32_t w) const;
 
   Scheduler& s_;

@@ -1,8 +1,10 @@
 #include "hw/gpu_sim/scheduler.h"
 
 #include <algorithm>
-#include <utility>
+#include <cstdio>
 #include <sstream>
+#include <unordered_map>
+#include <utility>
 
 #include "hw/gpu_sim/sim_ctx.h"
 
@@ -69,12 +71,62 @@ struct LaunchDone {
   std::vector<uint32_t> threads;  // the kernel's threads in the weak memory model
 };
 
+// What devices tell of their accesses, told to the weak memory model and the race detector.
+// A device actor (a NIC's QP) is a thread of its own in the detector, named after the agent.
+struct Scheduler::Devices final : mem::Observer {
+  Scheduler& s;
+  std::unordered_map<const void*, uint32_t> actors;
+  explicit Devices(Scheduler& sc) : s(sc) {}
+  void device_write(const void* addr, size_t len, const char* what, uint64_t index) override {
+    if (s.weak_) s.weak_->device_write(addr, len);
+    if (s.race_ && s.cur_actor_ != RaceDetector::kNoThread) s.race_->device_write(s.cur_actor_, addr, len, what, index);
+  }
+  void device_read(const void* addr, size_t len, const char* who, const char* what, uint64_t index) override {
+    if (s.weak_) s.weak_->device_read(addr, len, who, what, index);
+    if (s.race_ && s.cur_actor_ != RaceDetector::kNoThread) s.race_->device_read(s.cur_actor_, addr, len, what, index);
+  }
+  void device_rewrite(const void* addr, size_t len, const char*, uint64_t) override {
+    if (s.weak_) s.weak_->device_write(addr, len);
+    if (s.race_ && s.cur_actor_ != RaceDetector::kNoThread) s.race_->device_rewrite(s.cur_actor_, addr, len);
+  }
+  void device_atomic(const void* addr, size_t len) override {
+    if (s.weak_) s.weak_->device_write(addr, len);
+    if (s.race_ && s.cur_actor_ != RaceDetector::kNoThread) s.race_->device_atomic(s.cur_actor_, addr);
+  }
+  void device_actor(const void* key, const char* what, uint64_t index) override {
+    if (!s.race_ || s.cur_lane_ == nullptr) return;
+    auto [it, fresh] = actors.try_emplace(key, 0);
+    if (fresh) {
+      char n[32];
+      std::snprintf(n, sizeof n, " %s 0x%llx", what, static_cast<unsigned long long>(index));
+      it->second = s.race_->add_thread(agent_name(*s.cur_agent_) + n);
+    }
+    s.cur_actor_ = it->second;
+    s.race_->acquire_from(s.cur_actor_, key);
+  }
+  void device_command(const void* key) override {
+    if (!s.race_ || s.cur_actor_ == RaceDetector::kNoThread) return;
+    if (auto it = actors.find(key); it != actors.end()) s.race_->acquire_thread(s.cur_actor_, it->second);
+    s.race_->release_to(s.cur_actor_, key);
+  }
+  void device_release(const void* key) override {
+    if (s.race_ && s.cur_actor_ != RaceDetector::kNoThread) s.race_->release_to(s.cur_actor_, key);
+  }
+};
+
+mem::Observer* Scheduler::device_observer() {
+  if (!weak_ && !race_) return nullptr;
+  if (!devices_) devices_ = std::make_unique<Devices>(*this);
+  return devices_.get();
+}
+
 // A lane's scheduling state: all of it goes back to these values when a lane is reused.
 struct Scheduler::LaneVars {
   using State = LaneState;
   Agent* agent = nullptr;
   uint32_t index = 0;
   uint32_t mem_thread = WeakMemory::kNoThread;  // kernel lanes in the weak memory model
+  uint32_t race_thread = RaceDetector::kNoThread;  // the lane (or device agent) in the race detector
   State state = State::kRunnable;
   uint64_t resumes = 0;
   double step_ns = 0;  // kTimed: this lane's cost in the current warp step
@@ -214,6 +266,13 @@ Scheduler::Scheduler(SchedOptions o) : opt_(o), rng_(o.seed * 0x9E3779B97F4A7C15
     weak_ = std::make_unique<WeakMemory>(opt_.seed);
     weak_->set_namer([this](const void* a) { return name_of(static_cast<const uint64_t*>(a)); });
   }
+  if (opt_.races) {
+    race_ = std::make_unique<RaceDetector>();
+    race_->set_namer([this](const void* a) {
+      const std::string n = name_of(static_cast<const uint64_t*>(a));
+      return n.starts_with("0x") ? std::string() : n;
+    });
+  }
 }
 
 Scheduler::~Scheduler() {
@@ -299,6 +358,8 @@ void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::fu
           l->mem_thread = weak_->add_thread(global_cta, agent_name(*a) + " lane " + std::to_string(i));
           done->threads.push_back(l->mem_thread);
         }
+        // Launched by a running agent: ordered after what it did before the launch.
+        if (race_) l->race_thread = race_->add_thread(agent_name(*a) + " lane " + std::to_string(i), cur_lane_ != nullptr ? cur_actor_ : RaceDetector::kNoThread);
         a->lanes.push_back(std::move(l));
       }
       a->live = lanes;
@@ -338,6 +399,7 @@ uint32_t Scheduler::add_agent(const std::string& name, std::function<void(AgentC
   a->index = uint32_t(agents_.size());
   a->daemon = daemon;
   a->lanes.push_back(new_lane(0));
+  if (race_) a->lanes[0]->race_thread = race_->add_thread(name, cur_lane_ != nullptr ? cur_actor_ : RaceDetector::kNoThread);
   a->live = 1;
   Agent* ap = a.get();
   agents_.push_back(std::move(a));
@@ -457,6 +519,7 @@ void Scheduler::mmio_store(uint64_t* addr, uint64_t value) {
   point();
   if (!route_mmio(addr, value)) {
     if (weak_) weak_->device_write(addr, sizeof value);  // uncached: straight to memory
+    if (race_) race_->relaxed_store(cur_actor_, addr);
     *addr = value;
   }
   record(Access::kMmio, value, true, addr);  // a doorbell is an event even when the value repeats
@@ -513,6 +576,11 @@ void Scheduler::sync_cta() {
   // __syncthreads orders memory among the CTA's threads, as a CTA fence on each side.
   if (weak_) weak_->fence(cur_lane_->mem_thread, exec::Scope::kCta);
   if (++b->arrived == b->live) {
+    if (race_) {
+      std::vector<uint32_t> ts{cur_actor_};
+      for (const Lane* l : b->waiting) ts.push_back(l->race_thread);
+      race_->barrier(ts);
+    }
     b->release(*this);
     return;
   }
@@ -528,6 +596,12 @@ void Scheduler::complete_collective(Agent& a) {
   for (const auto& l : a.lanes)
     if (l->state != Lane::State::kDone && a.in_val[l->index] != 0) ballot |= uint64_t(1) << l->index;
   uint64_t* out = a.out[a.gen & 1];
+  if (race_ && a.coll_kind == 2) {  // __syncwarp: bar.warp.sync orders the warp's lanes
+    std::vector<uint32_t> ts;
+    for (const auto& l : a.lanes)
+      if (l->state != Lane::State::kDone) ts.push_back(l->race_thread);
+    race_->barrier(ts);
+  }
   for (const auto& l : a.lanes) {
     const uint32_t i = l->index;
     out[i] = a.coll_kind == 0 ? a.in_val[a.in_arg[i]] : a.coll_kind == 1 ? ballot : 0;
@@ -540,7 +614,9 @@ void Scheduler::complete_collective(Agent& a) {
 void Scheduler::finish_lane(Agent& a, Lane& l) {
   set_state(l, LaneState::kDone);
   const std::shared_ptr<LaunchDone>& launch = a.launch;
+  if (race_ && launch) race_->release_to(l.race_thread, launch.get());  // what completion hands on: every lane's work
   if (launch && --launch->left == 0 && launch->fn) {
+    if (race_) race_->acquire_from(l.race_thread, launch.get());
     // The kernel completed: its stores are visible to the stream work behind it, which may
     // start now. (Without a successor its buffers drain as the run goes on: a concurrent
     // observer such as the host may still see them land out of order.)
@@ -561,11 +637,13 @@ void Scheduler::resume(Agent& a, Lane& l) {
   cur_lane_ = &l;
   who_mix_ = ((uint64_t(a.index) << 40) | (uint64_t(l.index) << 32)) * kMix;
   cur_daemon_ = a.daemon;
-  plain_ = opt_.policy == Policy::kRunToCompletion && !weak_ && !store_hooks_ && !aborted_ && !(stopping_ && a.daemon);
+  cur_actor_ = l.race_thread;
+  plain_ = opt_.policy == Policy::kRunToCompletion && !weak_ && !race_ && !store_hooks_ && !aborted_ && !(stopping_ && a.daemon);
   ++l.resumes;
   ++steps_;
   Fiber::switch_to(main_, l.fiber);
   cur_lane_ = nullptr;
+  cur_actor_ = RaceDetector::kNoThread;
   plain_ = false;
 }
 
@@ -760,6 +838,7 @@ RunResult Scheduler::run() {
   r.report = report_;
   r.points = points_;
   r.preempted = preempted_what_;
+  if (race_ && race_->found()) r.races = race_->report();
   return r;
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "hw/gpu_sim/fiber.h"
+#include "hw/gpu_sim/race_detector.h"
 #include "hw/gpu_sim/weak_memory.h"
 #include "hw/gpu_sim/write_times.h"
 #include "models/cost_model.h"
@@ -46,6 +47,10 @@ struct SchedOptions {
   models::CostModel costs;         // kTimed: what accesses, doorbells and polls cost
   // kWeak: store buffers and stale loads (weak_memory.h), drawn from `seed`.
   MemoryModel memory = MemoryModel::kSc;
+  // The happens-before race detector over byte ranges (race_detector.h): a run with a race
+  // says so in RunResult::races. It costs every access its bookkeeping (fast mode's plain
+  // path is off).
+  bool races = false;
   // Called after every `observe_every`-th agent step with the step count and the stepped
   // agent's clock; it draws nothing from the schedule, so observing never changes a run.
   std::function<void(uint64_t step, double now_ns)> observe;
@@ -79,6 +84,7 @@ struct RunResult {
   double sim_time_ns = 0;    // kTimed: when the last kernel lane finished
   uint64_t points = 0;       // kPreempt: scheduling points passed (the search's range)
   std::string preempted;     // kPreempt: who was preempted where, and who ran next
+  std::string races;         // SchedOptions::races: the data races found (empty: none)
 };
 
 struct LaunchConfig {
@@ -155,6 +161,13 @@ class Scheduler {
   WeakMemory* weak() const { return weak_.get(); }
   // Stale reads the weak model saw (empty otherwise): for failure reports.
   std::string memory_report() const { return weak_ ? weak_->report() : std::string(); }
+  // The race detector (null unless SchedOptions::races) and the running lane's or device
+  // actor's thread in it.
+  RaceDetector* race() const { return race_.get(); }
+  uint32_t race_thread() const { return cur_actor_; }
+  // What devices (a NIC engine, a copy engine) tell of their own accesses: the weak memory
+  // model and the race detector, whichever are on; null when neither is.
+  mem::Observer* device_observer();
 
   // ---- used by SimCtx / AgentCtx from inside running fibers ----
   // A scheduling point before an access, and the record of one (both on every simulated
@@ -201,6 +214,7 @@ class Scheduler {
   uint32_t mem_thread() const;
   void fence(exec::Scope s) {
     if (weak_) fence_weak(s);  // the sequentially consistent mode has nothing to order
+    if (race_ && cur_actor_ != RaceDetector::kNoThread) race_->fence(cur_actor_);
   }
 
  private:
@@ -256,6 +270,10 @@ class Scheduler {
 
   SchedOptions opt_;
   std::unique_ptr<WeakMemory> weak_;
+  std::unique_ptr<RaceDetector> race_;
+  uint32_t cur_actor_ = RaceDetector::kNoThread;  // race_thread()
+  struct Devices;                                  // device_observer()
+  std::unique_ptr<Devices> devices_;
   std::vector<std::unique_ptr<Agent>> agents_;
   std::vector<std::unique_ptr<CtaBarrier>> barriers_;  // one per launched CTA
   Fiber main_;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <source_location>
 #include <type_traits>
 
 #include "core/exec/context.h"
@@ -81,13 +82,16 @@ class SimCtx {
     store_slow<S, O>(p, v);
   }
   // Plain (weak) byte ranges, e.g. WQE segments: not scheduling points; in the weak mode
-  // they are buffered and read like any other store and load.
-  void write_bytes(void* dst, const void* src, size_t n) {
+  // they are buffered and read like any other store and load. The race detector checks them
+  // (the caller's file:line names the access).
+  void write_bytes(void* dst, const void* src, size_t n, std::source_location at = std::source_location::current()) {
+    if (RaceDetector* r = s_->race()) [[unlikely]] r->write(s_->race_thread(), dst, n, r->site(at));
     if (WeakMemory* w = s_->weak()) w->store(s_->mem_thread(), dst, src, n);
     else if (n % 8 == 0) copy_words(dst, src, n);
     else std::memcpy(dst, src, n);
   }
-  void read_bytes(void* dst, const void* src, size_t n) {
+  void read_bytes(void* dst, const void* src, size_t n, std::source_location at = std::source_location::current()) {
+    if (RaceDetector* r = s_->race()) [[unlikely]] r->read(s_->race_thread(), src, n, r->site(at));
     if (WeakMemory* w = s_->weak()) w->load(s_->mem_thread(), src, dst, n);
     else std::memcpy(dst, src, n);
   }
@@ -129,6 +133,10 @@ class SimCtx {
   template <exec::Scope S, exec::Order O, class T>
   [[gnu::noinline]] T load_slow(const T* p) {
     s_->point();
+    if (RaceDetector* r = s_->race()) {
+      if constexpr (O == exec::Order::kAcquire || O == exec::Order::kAcqRel) r->acquire_load(s_->race_thread(), p);
+      else r->relaxed_load(s_->race_thread(), p);
+    }
     T v;
     if (WeakMemory* w = s_->weak()) {
       w->load(s_->mem_thread(), p, &v, sizeof v);
@@ -142,6 +150,10 @@ class SimCtx {
   template <exec::Scope S, exec::Order O, class T>
   [[gnu::noinline]] void store_slow(T* p, T v) {
     s_->point();
+    if (RaceDetector* r = s_->race()) {
+      if constexpr (O == exec::Order::kRelease || O == exec::Order::kAcqRel) r->release_store(s_->race_thread(), p);
+      else r->relaxed_store(s_->race_thread(), p);
+    }
     if (WeakMemory* w = s_->weak()) {
       if constexpr (O == exec::Order::kRelease || O == exec::Order::kAcqRel) w->fence(s_->mem_thread(), S);
       const bool changed = w->store_changes(p, &v, sizeof v);
@@ -156,6 +168,7 @@ class SimCtx {
   template <class Next>
   [[gnu::noinline]] uint64_t rmw_slow(Access kind, uint64_t* p, Next next) {
     s_->point();
+    if (RaceDetector* r = s_->race()) r->rmw(s_->race_thread(), p);
     if (WeakMemory* w = s_->weak()) {
       w->rmw_begin(s_->mem_thread(), p, sizeof *p);
       w->rmw(s_->mem_thread(), p, sizeof *p, next(*p) != *p);
@@ -209,10 +222,17 @@ class AgentCtx {
   // weak memory model, if any; `what` / `index` name a read in stale-read notes.
   uint64_t load64(const uint64_t* p, const char* who, const char* what, uint64_t index) {
     if (WeakMemory* w = s_->weak()) w->device_read(p, sizeof *p, who, what, index);
+    if (RaceDetector* r = s_->race()) r->acquire_load(s_->race_thread(), p);
     return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+  }
+  // A word the agent read straight from memory with acquire order (the host's view, which the
+  // weak memory model does not hear of): the race detector still orders the agent after it.
+  void acquired(const uint64_t* p) {
+    if (RaceDetector* r = s_->race()) r->acquire_load(s_->race_thread(), p);
   }
   void store64(uint64_t* p, uint64_t v) {
     if (WeakMemory* w = s_->weak()) w->device_write(p, sizeof v);
+    if (RaceDetector* r = s_->race()) r->release_store(s_->race_thread(), p);
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
   }
   // A host agent ringing a device as a GPU thread does (core/ibgda ring_qp takes this

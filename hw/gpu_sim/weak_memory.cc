@@ -144,7 +144,7 @@ bool WeakMemory::trackable(uintptr_t w, uintptr_t a, size_t len) const {
   return (w >= a && w + kWord <= a + len) || hist_.count(w) != 0;
 }
 
-void WeakMemory::device_write(const void* addr, size_t len) {
+void WeakMemory::device_write(const void* addr, size_t len, const char*, uint64_t) {
   if (len == 0) return;
   const auto a = reinterpret_cast<uintptr_t>(addr);
   const bool all = len <= kTrackAll;  // bulk payloads: only words GPU threads already track

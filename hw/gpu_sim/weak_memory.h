@@ -70,7 +70,7 @@ class WeakMemory final : public mem::Observer {
   bool store_changes(const void* addr, const void* src, size_t len) const;
 
   // ---- devices (system scope) ----
-  void device_write(const void* addr, size_t len) override;
+  void device_write(const void* addr, size_t len, const char* what = "device write", uint64_t index = 0) override;
   void device_read(const void* addr, size_t len, const char* who, const char* what, uint64_t index) override;
 
   // ---- the scheduler ----

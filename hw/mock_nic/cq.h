@@ -45,6 +45,7 @@ struct Cq {
   // False when the CQ overran (now or before): the completion is lost.
   bool post(const mlx5::Completion& c, uint64_t now) {
     if (delay == 0 && pending.empty()) return write(c);
+    if (observer != nullptr && *observer != nullptr) (*observer)->device_release(this);  // what the CQE announces comes first
     pending.push_back({now + delay, c});
     return !overrun;
   }
@@ -64,7 +65,7 @@ struct Cq {
     }
     const mlx5::CqeWords q = mlx5::cqe_words(c, pi, log_size);
     mlx5::Cqe64* slot = mlx5::cqe_slot(ring, pi, log_size, collapsed);
-    if (observer != nullptr && *observer != nullptr) (*observer)->device_write(slot, sizeof *slot);
+    if (observer != nullptr && *observer != nullptr) (*observer)->device_write(slot, sizeof *slot, "CQE", pi);
     // Word by word, the one holding op_own last with release order: a poller that sees it
     // sees the rest. (As atomics, so that the compiler keeps them eight plain stores: from an
     // array it made them a `rep stos` and a `rep movs`.)

@@ -38,8 +38,11 @@ constexpr uint32_t kMaxAsyncWrites = 256;
 
 struct Engine {
   // The memory model hears of the engine's writes and of its WQE / DBR reads.
-  static void wrote(Nic& nic, const void* p, size_t len) {
-    if (nic.observer_ != nullptr) nic.observer_->device_write(p, len);
+  // `src`: the bytes about to land (where known): a write of what memory holds is a rewrite.
+  static void wrote(Nic& nic, const void* p, size_t len, const char* what, uint64_t index, const void* src = nullptr) {
+    if (nic.observer_ == nullptr) return;
+    if (src != nullptr && std::memcmp(p, src, len) == 0) nic.observer_->device_rewrite(p, len, what, index);
+    else nic.observer_->device_write(p, len, what, index);
   }
   static void read(Nic& nic, const void* p, size_t len, const char* what, uint64_t index) {
     if (nic.observer_ != nullptr) nic.observer_->device_read(p, len, nic.observer_name_.c_str(), what, index);
@@ -112,7 +115,7 @@ struct Engine {
     uint8_t responder_atomic_mode() const { return rq->atomic_mode; }
     std::byte* remote(uint32_t rkey, uint64_t addr, uint64_t len, uint32_t need, KeyFault* f, bool* ph) {
       std::byte* p = rn->mrs_.resolve(rkey, rq->attr.pd, addr, len, need, f, ph);
-      if (p != nullptr && (need & kRemoteAtomic) && !*ph) wrote(*rn, p, len);
+      if (p != nullptr && (need & kRemoteAtomic) && !*ph && rn->observer_ != nullptr) rn->observer_->device_atomic(p, len);
       return p;
     }
     // The responder rejects a request: its QP goes to ERR (flushing its own work) with an
@@ -140,7 +143,7 @@ struct Engine {
     // A WRITE's bytes: posted where a Dma moves them (the requester's answer does not wait
     // for them to land; a later read or CQE through this NIC does).
     void store(std::byte* dst, const std::byte* src, uint32_t len) {
-      wrote(*rn, dst, len);
+      wrote(*rn, dst, len, "RDMA WRITE payload, responder qpn", rq->qpn, src);
       if (rn->dma_ != nullptr) return rn->dma_->post(dst, src, len);
       copy(*rn, dst, src, len);
     }
@@ -253,6 +256,7 @@ struct Engine {
     }
     void write(std::byte* dst, uint64_t dst_va, const std::byte* src, const WqePiece& p, bool phantom) {
       if (phantom) return (void)nic.phantom_log_.push_back({dst_va, p.addr, p.len});  // addr 0: inline
+      if (p.addr != 0) read(nic, src, p.len, "RDMA WRITE source, WQE", qp.head);
       store(dst, src, p.len);
     }
     void scatter(const WqePiece& p, std::byte*) { resp->scatter.push_back({p.lkey, p.addr, p.len}); }
@@ -263,6 +267,7 @@ struct Engine {
         uint64_t off = 0;
         for (const auto& s : resp->scatter) nic.phantom_log_.push_back({s.addr, raddr + off, s.len}), off += s.len;
       } else {
+        if (rn->observer_ != nullptr) rn->observer_->device_read(src, len, rn->observer_name_.c_str(), "RDMA READ source at the responder", rq->qpn);
         copy_into(*rn, &resp->data, src, len);
       }
     }
@@ -460,7 +465,7 @@ struct Engine {
         e.vendor = local_key_fault(f).vendor;
         return;
       }
-      wrote(nic, dst, s.len);
+      wrote(nic, dst, s.len, "READ / atomic response landing, WQE", e.wqe_idx, e.data.data() + off);
       copy(nic, dst, e.data.data() + off, s.len);
       off += s.len;
     }
@@ -918,6 +923,7 @@ struct Engine {
 
   static size_t run_qp(Nic& nic, Qp& qp, size_t budget) {
     size_t n = 0;
+    if (nic.observer_ != nullptr) nic.observer_->device_actor(&qp, "qpn", qp.qpn);  // each QP's work in its own order
     Port port{nic, qp};
     if (qp.kicked && (qp.state == QpState::kRts || qp.state == QpState::kErr)) {
       qp.kicked = false;
@@ -969,6 +975,7 @@ struct Engine {
 
 size_t Nic::progress(size_t budget) {
   size_t done = 0;
+  if (observer_ != nullptr) observer_->device_actor(this, "engine", 0);
   if (!faults_.qp_errors.empty()) {
     const double now = clock_ns();
     for (Faults::QpError& e : faults_.qp_errors)
@@ -994,6 +1001,7 @@ size_t Nic::progress(size_t budget) {
   }
   for (size_t i = 0; i < active_.size() && done < budget; ++i) done += Engine::run_qp(*this, *active_[i], budget - done);
   for (Cq* cq : delayed_cqs_) {
+    if (observer_ != nullptr) observer_->device_actor(cq, "delayed cqn", cq->cqn);
     const bool was = cq->overrun;
     done += cq->drain(now_);
     if (cq->overrun && !was) Engine::overran(*this, *cq);

@@ -20,6 +20,8 @@ RunSpec run_spec(const Scenario& sc, const ReplayOptions& opt) {
     r.so.preempt_at = (r.seed - 1) / kPreemptChoices + 1, r.so.preempt_to = uint32_t((r.seed - 1) % kPreemptChoices);
   r.so.hang_spins = 512;
   r.so.memory = r.memory_model == "weak" ? gpu_sim::MemoryModel::kWeak : gpu_sim::MemoryModel::kSc;
+  r.races = opt.races.value_or(true);  // replay and explore check byte ranges for data races unless told not to
+  r.so.races = r.races;
   return r;
 }
 
@@ -53,6 +55,7 @@ nlohmann::ordered_json report(const Scenario& sc, const RunSpec& spec, const Rep
   j["seed"] = spec.seed;
   j["schedule"] = spec.schedule;
   j["memory_model"] = spec.memory_model;
+  j["races"] = spec.races;
   j["outcome"] = sim::run_kind_name(out.outcome);
   j["expected"] = expected_name(sc.expect.result);
   j["expectation_met"] = out.met;

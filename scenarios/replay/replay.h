@@ -21,6 +21,7 @@ struct ReplayOptions {
   std::optional<uint64_t> seed;  // overrides the scenario's
   std::optional<std::string> schedule;  // overrides the scenario's (random | pct | timed | preempt)
   std::optional<std::string> memory_model;  // overrides the scenario's (sc | weak)
+  std::optional<bool> races;                // the race detector (SchedOptions::races); default on
   nlohmann::ordered_json* trace = nullptr;  // if set: Chrome / Perfetto trace events are appended
   bool progress = false;                    // a progress line on stderr
 };
@@ -41,6 +42,7 @@ struct RunSpec {
   uint64_t seed;
   std::string schedule, memory_model;
   gpu_sim::SchedOptions so;
+  bool races = true;
 };
 RunSpec run_spec(const Scenario& sc, const ReplayOptions& opt);
 // The preempt schedule's seeds: kPreemptChoices per scheduling point (the agent switched to).

@@ -465,7 +465,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
       DoorbellRoute& route = routes_[p * cfg_.num_nics + dev];
       double* rung_ns = &route.rung_ns;
       const std::string name = "nic" + std::to_string(p) + (cfg_.num_nics > 1 ? "." + std::to_string(dev) : "");
-      nic->set_observer(s.weak(), name);  // a system-scope observer of GPU memory
+      nic->set_observer(s.device_observer(), name);  // a system-scope observer of GPU memory
       // Every UAR page of this NIC: stores there are doorbells (and, in simulated time, the
       // NIC cannot act on one before it was rung).
       const bool timed = s.options().policy == gpu_sim::Policy::kTimed;
@@ -533,6 +533,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
               if (q.dev != dev) continue;
               const uint64_t prod = __atomic_load_n(&q.mv->proxy_prod, __ATOMIC_ACQUIRE);  // memory: the host's view
               if (prod <= rung[i]) continue;
+              a.acquired(&q.mv->proxy_prod);
               a.observe(&q.mv->proxy_prod);                          // published by the GPU at that time
               a.advance(costs.proxy_post_ns * double(prod - rung[i]));  // IBRC-style: each request posted
               ring_qp(a, cfg_.opt, q, prod, true);  // the host rings for the GPU

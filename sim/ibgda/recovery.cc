@@ -132,7 +132,7 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
       uint64_t load(const uint64_t* p) { return a.load64(p, "recovery", "failover word", 0); }
       void store(uint64_t* p, uint64_t v) { a.store64(p, v); }
       void fill(void* p, int byte, size_t n) {
-        if (gpu_sim::WeakMemory* w = s.weak()) w->device_write(p, n);
+        if (mem::Observer* o = s.device_observer()) o->device_write(p, n, "recovery: fill", 0);
         std::memset(p, byte, n);
       }
     } m{a, s};

@@ -90,6 +90,11 @@ void WorkloadRun::fill_sources() {
 
 sim::Verdict WorkloadRun::classify(gpu_sim::Scheduler& s, const gpu_sim::RunResult& r, bool failover) const {
   using sim::RunKind;
+  if (!r.races.empty()) {
+    sim::Verdict v{RunKind::kCompleted, {}};
+    sim::take_races(r, &v.kind, &v.detail);
+    return v;
+  }
   std::string bad = s.violation();
   if (bad.empty() && r.outcome == gpu_sim::Outcome::kCompleted) bad = world_.check_invariants();  // once more at the end
   if (!bad.empty()) return {RunKind::kBrokenInvariant, bad};  // the root cause of any hang that follows

@@ -194,6 +194,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
   }
   if (!r.failure.empty()) r.failure += s.memory_report();
   r.kind = sim::finished_or(r.run.outcome, r.failure.empty() ? sim::RunKind::kCompleted : found);
+  sim::take_races(r.run, &r.kind, &r.failure);
   if (r.failure.empty() && r.run.sim_time_ns > 0) {
     r.algbw_gbps = double(in_elems * es) / r.run.sim_time_ns;  // bytes per ns = GB/s
     r.busbw_gbps = r.algbw_gbps * (c.allreduce ? 2.0 * (n - 1) / n : double(n - 1) / n);

@@ -238,6 +238,7 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
   }
   if (!r.failure.empty()) r.failure += s.memory_report();
   r.kind = sim::finished_or(r.run.outcome, r.failure.empty() ? sim::RunKind::kCompleted : sim::RunKind::kWrongData);
+  sim::take_races(r.run, &r.kind, &r.failure);
   return r;
 }
 

@@ -346,6 +346,7 @@ PsmRunResult run_psm(const PsmRunConfig& c, gpu_sim::SchedOptions so) {
                             : r.failure.rfind("invariant: ", 0) == 0 ? sim::RunKind::kBrokenInvariant
                                                                       : sim::RunKind::kWrongData;
   r.kind = sim::finished_or(r.run.outcome, found);
+  sim::take_races(r.run, &r.kind, &r.failure);
   return r;
 }
 

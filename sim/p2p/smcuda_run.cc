@@ -180,6 +180,7 @@ SmcudaRunResult run_smcuda(const SmcudaRunConfig& c, gpu_sim::SchedOptions so) {
   if (res.failure.empty() && cuda.memory().open_mappings() != 0)
     res.failure = std::to_string(cuda.memory().open_mappings()) + " IPC mappings left open after both ranks finished";
   res.kind = sim::finished_or(res.run.outcome, res.failure.empty() ? sim::RunKind::kCompleted : sim::RunKind::kWrongData);
+  sim::take_races(res.run, &res.kind, &res.failure);
   return res;
 }
 

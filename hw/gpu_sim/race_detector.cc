@@ -1,0 +1,287 @@
+#include "hw/gpu_sim/race_detector.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace doorbell::gpu_sim {
+
+namespace {
+constexpr uintptr_t kWord = 8;
+constexpr size_t kKeptReleases = 16;
+uintptr_t word_of(const void* p) { return reinterpret_cast<uintptr_t>(p) & ~(kWord - 1); }
+}  // namespace
+
+void RaceDetector::Clock::join(const Clock& o) {
+  if (o.c.size() > c.size()) c.resize(o.c.size(), 0);
+  for (size_t i = 0; i < o.c.size(); ++i) c[i] = std::max(c[i], o.c[i]);
+}
+
+void RaceDetector::Clock::raise(Tid t, uint32_t v) {
+  if (c.size() <= t) c.resize(t + 1, 0);
+  c[t] = std::max(c[t], v);
+}
+
+RaceDetector::Tid RaceDetector::add_thread(std::string name, Tid parent) {
+  const Tid t = Tid(threads_.size());
+  threads_.emplace_back();
+  Thread& th = threads_.back();
+  th.name = std::move(name);
+  if (parent != kNoThread) {
+    th.clock = threads_[parent].clock;  // ordered after what the parent did so far...
+    th.dep = threads_[parent].dep;
+    tick(parent, 0);                    // ...and not before what it does next
+  }
+  th.clock.raise(t, 1);
+  th.dep.raise(t, 1);
+  return t;
+}
+
+void RaceDetector::tick(Tid t, uintptr_t word) {
+  Thread& th = threads_[t];
+  if (th.releases.size() == kKeptReleases) th.releases.erase(th.releases.begin());
+  th.releases.push_back({th.clock.c[t], word});
+  ++th.clock.c[t];
+  th.dep.c[t] = th.clock.c[t];
+}
+
+void RaceDetector::acquire_load(Tid t, const void* addr) {
+  auto it = sync_.find(word_of(addr));
+  if (it == sync_.end()) return;
+  Thread& th = threads_[t];
+  th.clock.join(it->second.sync);
+  th.dep.join(it->second.sync);
+  th.dep.join(it->second.dep);
+}
+
+void RaceDetector::relaxed_load(Tid t, const void* addr) {
+  auto it = sync_.find(word_of(addr));
+  if (it == sync_.end()) return;
+  Thread& th = threads_[t];
+  if (!it->second.sync.c.empty()) {
+    th.pending.join(it->second.sync);
+    th.has_pending = true;
+  }
+  th.dep.join(it->second.dep);
+}
+
+void RaceDetector::publish(Tid t, uintptr_t word, bool release) {
+  Thread& th = threads_[t];
+  Word& w = sync_[word];
+  if (release) w.sync.join(th.clock);
+  else if (!th.fenced.c.empty()) w.sync.join(th.fenced);
+  // What follows the store through dep: the thread's chains so far, and of its own accesses
+  // those its last release covers (a release store covers itself).
+  const uint32_t own = th.dep.c[t];
+  th.dep.c[t] = release ? own : th.fenced.at(t);
+  w.dep.join(th.dep);
+  th.dep.c[t] = own;
+}
+
+void RaceDetector::release_store(Tid t, const void* addr) {
+  publish(t, word_of(addr), true);
+  tick(t, word_of(addr));
+}
+
+void RaceDetector::relaxed_store(Tid t, const void* addr) {
+  publish(t, word_of(addr), false);
+  Thread& th = threads_[t];
+  if (th.fenced.c.empty()) return;
+  if (th.releases.size() == kKeptReleases) th.releases.erase(th.releases.begin());
+  th.releases.push_back({th.fenced.at(t), word_of(addr)});
+}
+
+void RaceDetector::rmw(Tid t, const void* addr) {
+  relaxed_load(t, addr);
+  relaxed_store(t, addr);
+}
+
+void RaceDetector::fence(Tid t) {
+  Thread& th = threads_[t];
+  if (th.has_pending) {
+    th.clock.join(th.pending);
+    th.dep.join(th.pending);
+    std::fill(th.pending.c.begin(), th.pending.c.end(), 0);
+    th.has_pending = false;
+  }
+  th.fenced = th.clock;
+  tick(t, 0);
+}
+
+void RaceDetector::barrier(std::span<const Tid> threads) {
+  Clock all, dep;
+  for (Tid t : threads) all.join(threads_[t].clock), dep.join(threads_[t].dep);
+  for (Tid t : threads) {
+    threads_[t].clock.join(all);
+    threads_[t].dep.join(dep);
+    tick(t, 0);
+  }
+}
+
+void RaceDetector::release_to(Tid t, const void* key, uint64_t sub) {
+  keys_[{key, sub}].join(threads_[t].clock);
+  tick(t, 0);
+}
+
+void RaceDetector::acquire_from(Tid t, const void* key, uint64_t sub) {
+  auto it = keys_.find({key, sub});
+  if (it == keys_.end()) return;
+  threads_[t].clock.join(it->second);
+  threads_[t].dep.join(it->second);
+}
+
+void RaceDetector::acquire_thread(Tid t, Tid u) {
+  threads_[t].clock.join(threads_[u].clock);
+  threads_[t].dep.join(threads_[u].dep);
+}
+
+uint32_t RaceDetector::label_id(const char* label) {
+  auto [it, fresh] = label_ids_.try_emplace(label, uint32_t(labels_.size()));
+  if (fresh) labels_.push_back(label);
+  return it->second;
+}
+
+const char* RaceDetector::site(const std::source_location& l) {
+  const uint64_t key = reinterpret_cast<uintptr_t>(l.file_name()) * 0x9e3779b97f4a7c15ull ^ l.line();
+  auto [it, fresh] = sites_.try_emplace(key, nullptr);
+  if (fresh) {
+    std::string f = l.file_name();
+    // From the repository's top folder on: the build's absolute path says nothing.
+    for (const char* top : {"/core/", "/hw/", "/sim/", "/host/", "/scenarios/", "/tests/", "/tools/", "/bench/", "/fuzz/"})
+      if (size_t at = f.rfind(top); at != std::string::npos) {
+        f = f.substr(at + 1);
+        break;
+      }
+    site_names_.push_back(f + ":" + std::to_string(l.line()));
+    it->second = site_names_.back().c_str();
+  }
+  return it->second;
+}
+
+template <bool kWrite>
+void RaceDetector::access(Tid t, const void* addr, size_t len, const char* label, uint64_t index) {
+  if (len == 0) return;
+  const uint32_t lid = label_id(label);
+  const auto lo = reinterpret_cast<uintptr_t>(addr), hi = lo + len;
+  const Access cur{t, epoch(t), lid, 0, index};
+  for (uintptr_t w = lo & ~(kWord - 1); w < hi; w += kWord) {
+    const uintptr_t a = std::max(w, lo), b = std::min(w + kWord, hi);
+    const auto mask = uint8_t(((1u << (b - a)) - 1) << (a - w));
+    Shadow& sh = shadow_[w];
+    if (sh.w.tid != kNoThread && (sh.w.mask & mask) && !ordered(sh.w, t, kWrite)) conflict(sh.w, true, t, kWrite, w, label, index);
+    if constexpr (kWrite) {
+      for (Access& r : sh.r) {
+        if (r.tid == kNoThread || !(r.mask & mask)) continue;
+        if (!ordered(r, t, true)) conflict(r, false, t, true, w, label, index);
+        if ((r.mask & ~mask) == 0) r = Access{};  // what it read is overwritten
+      }
+      const uint8_t keep = sh.w.tid == t ? sh.w.mask : 0;
+      sh.w = cur;
+      sh.w.mask = uint8_t(mask | keep);
+    } else {
+      Access* slot = nullptr;
+      for (Access& r : sh.r)
+        if (r.tid == t) slot = &r;
+      if (slot != nullptr) {
+        const uint8_t keep = slot->mask;
+        *slot = cur;
+        slot->mask = uint8_t(mask | keep);
+        continue;
+      }
+      for (Access& r : sh.r)
+        if (slot == nullptr && (r.tid == kNoThread || ordered(r, t, false))) slot = &r;  // a read before this one: implied by it
+      if (slot == nullptr) slot = &sh.r[(epoch(t) + t) % kReads];  // full of concurrent readers: one is forgotten
+      *slot = cur;
+      slot->mask = mask;
+    }
+  }
+}
+
+void RaceDetector::read(Tid t, const void* addr, size_t len, const char* label, uint64_t index) { access<false>(t, addr, len, label, index); }
+void RaceDetector::write(Tid t, const void* addr, size_t len, const char* label, uint64_t index) { access<true>(t, addr, len, label, index); }
+
+void RaceDetector::device_read(Tid t, const void* addr, size_t len, const char* label, uint64_t index) {
+  const auto lo = reinterpret_cast<uintptr_t>(addr);
+  for (uintptr_t w = lo & ~(kWord - 1); w < lo + len; w += kWord) acquire_load(t, reinterpret_cast<const void*>(w));
+  access<false>(t, addr, len, label, index);
+}
+
+void RaceDetector::device_write(Tid t, const void* addr, size_t len, const char* label, uint64_t index) {
+  access<true>(t, addr, len, label, index);
+  if (len > 64) return;  // a payload: its words release nothing
+  const auto lo = reinterpret_cast<uintptr_t>(addr);
+  for (uintptr_t w = lo & ~(kWord - 1); w < lo + len; w += kWord) publish(t, w, true);
+  tick(t, lo & ~(kWord - 1));
+}
+
+void RaceDetector::device_rewrite(Tid t, const void* addr, size_t len) {
+  if (len > 64) return;
+  const auto lo = reinterpret_cast<uintptr_t>(addr);
+  for (uintptr_t w = lo & ~(kWord - 1); w < lo + len; w += kWord) publish(t, w, true);
+  tick(t, lo & ~(kWord - 1));
+}
+
+void RaceDetector::device_atomic(Tid t, const void* addr) {
+  acquire_load(t, addr);
+  release_store(t, addr);
+}
+
+std::string RaceDetector::name_of(uintptr_t word) const {
+  std::string n = namer_ ? namer_(reinterpret_cast<const void*>(word)) : std::string();
+  if (!n.empty()) return n;
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(word));
+  return b;
+}
+
+std::string RaceDetector::describe(const Access& a, bool write) const {
+  std::string s = std::string(write ? "write" : "read") + " by " + threads_[a.tid].name + " at " + labels_[a.label];
+  if (a.index != kNoIndex) s += " [" + std::to_string(a.index) + "]";
+  return s;
+}
+
+void RaceDetector::conflict(const Access& earlier, bool earlier_write, Tid t, bool write, uintptr_t word, const char* label,
+                            uint64_t index) {
+  ++races_;
+  const uint64_t key = (uint64_t(earlier.label) << 32 | label_id(label)) * 2 + (earlier_write ? 1 : 0);
+  if (reported_.contains(key) || reports_.size() == kMaxReports) return;
+  reported_[key] = true;
+  std::ostringstream os;
+  uint8_t m = earlier.mask;
+  const unsigned first = m != 0 ? unsigned(__builtin_ctz(m)) : 0;
+  os << "data race on the word at " << name_of(word) << " (byte " << first << " on):\n"
+     << "  " << describe(earlier, earlier_write) << "\n"
+     << "  " << describe(Access{t, epoch(t), label_id(label), 0, index}, write) << "\n";
+  // The flag that should have ordered them: what the first thread released after its access.
+  const Thread& u = threads_[earlier.tid];
+  const Release* after = nullptr;
+  bool fenced = false;
+  for (const Release& r : u.releases)
+    if (r.epoch >= earlier.epoch) {
+      if (r.word != 0) {
+        after = &r;
+        break;
+      }
+      fenced = true;
+    }
+  if (after != nullptr)
+    os << "  not ordered: " << u.name << " released " << name_of(after->word) << " after its access, but "
+       << threads_[t].name << " did not acquire that release (or what followed it) before its own\n";
+  else if (fenced)
+    os << "  not ordered: " << u.name << " fenced after its access but published nothing after it (its flag or index "
+       << "was stored before the access)\n";
+  else
+    os << "  not ordered: " << u.name << " released nothing after its access (the flag, index or barrier that should "
+       << "hand the bytes over comes before it, or is missing)\n";
+  reports_.push_back(os.str());
+}
+
+std::string RaceDetector::report() const {
+  std::string s;
+  for (const std::string& r : reports_) s += r;
+  if (races_ > reports_.size())
+    s += "(" + std::to_string(races_) + " racing accesses in all; the first of each pair of sites is shown)\n";
+  return s;
+}
+
+}  // namespace doorbell::gpu_sim
