@@ -1,5 +1,5 @@
 // Scheduler options for tests that run protocols on the CPU model: a seed, a policy and a memory
-// model, and a hang declared after 256 idle polls per lane.
+// model, and a hang declared after 256 idle polls per lane; the race detector on.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,7 @@ inline gpu_sim::SchedOptions sim_opts(uint64_t seed, gpu_sim::Policy p = gpu_sim
   o.policy = p;
   o.memory = m;
   o.hang_spins = 256;
+  o.races = true;  // a data race fails the run, as in replay
   return o;
 }
 

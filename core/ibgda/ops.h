@@ -391,6 +391,13 @@ DOORBELL_HD OpResult put_signal_nbi(C& ctx, const DevState& st, uint64_t dest, u
                                     uint64_t signal, SignalOp op, uint32_t pe) {
   const QpSelector by_warp{QpSelector::kByWarp, 0};
   const bool first = planted(st.opt.plant.signal_first);
+  if (planted(st.opt.plant.signal_other_qp)) {  // RC orders a QP's requests, not two QPs'
+    if (OpResult r = put_nbi(ctx, st, dest, src, bytes, pe, by_warp); r != OpResult::kOk) return r;
+    uint64_t idx;
+    uint32_t n;
+    const QpSelector next{QpSelector::kIndex, ctx.cta() * ctx.warps_per_cta() + ctx.warp() + 1};
+    return amo_on(ctx, st, select_qp(ctx, st, pe, next), signal_amo(signal, op), sig, pe, &idx, &n);
+  }
   if (st.backups == nullptr && bytes != 0) {
     const DevQp qp = select_qp(ctx, st, pe, by_warp);
     const Amo a = signal_amo(signal, op);

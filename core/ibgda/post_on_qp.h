@@ -247,14 +247,15 @@ DOORBELL_HD OpResult fetch_on(C& ctx, const DevState& st, const DevQp& qp, uint3
     out->posted = r == OpResult::kOk;
   }
   if (r == OpResult::kOk) r = poll_cq(ctx, st, qp, base + n);
-  const bool late = planted(st.opt.plant.early_release);
+  const bool late = planted(st.opt.plant.early_release) || planted(st.opt.plant.result_read_late);
   if (!late && r != OpResult::kTimeout && out->posted) out->value = ctx.load(system_scope, acquire, res);
   // Release in order: a later slot may not be reused before this one.
   if (wait_until(ctx, "fetch_atomic: release in order", &qp.mv->ibuf_tail, [slot](uint64_t t) { return t == slot; }) !=
       WaitResult::kOk)
     return OpResult::kTimeout;
   ctx.store(gpu_scope, release, &qp.mv->ibuf_tail, slot + 1);
-  if (late && r != OpResult::kTimeout && out->posted) out->value = ctx.load(system_scope, acquire, res);
+  if (planted(st.opt.plant.early_release) && r != OpResult::kTimeout && out->posted) out->value = ctx.load(system_scope, acquire, res);
+  if (planted(st.opt.plant.result_read_late) && r != OpResult::kTimeout && out->posted) ctx.read_bytes(&out->value, res, sizeof out->value);
   return r;
 }
 

@@ -128,6 +128,8 @@ struct Plants {
   bool signal_first = false;      // put-with-signal posts its signal before its data
   bool p_short = false;           // p's inline header counts one byte less than the value has
   bool warp_get_shifted = false;  // a warp-scope get lands each piece 8 bytes past its place
+  bool result_read_late = false;  // a fetching atomic frees its ibuf slot, then copies its result out (plain)
+  bool signal_other_qp = false;   // put-with-signal posts its signal on the next QP, not its data's
 };
 
 struct Options {

@@ -47,6 +47,8 @@ struct Plants {
   bool wrong_pack = false;           // 16-byte packs whatever the type and op
   bool receiver_ignores_tail = false;  // ring: read a slot without waiting for it to land
   bool first_reducer_only = false;   // scatter and gather wait for reducer 0's flag, not the least
+  bool reducer_frees_early = false;  // a reducer's thread 0 frees the reduce slot before the CTA barrier after the loads
+  bool broadcast_posted_early = false;  // a reducer's thread 0 posts bc_tail before the CTA barrier after the broadcast stores
 };
 
 inline constexpr uint32_t kMaxReducers = 4;
@@ -152,7 +154,14 @@ DOORBELL_HD void move_slot(C& ctx, uint8_t* dst, const uint8_t* src, uint64_t n,
     for (uint32_t u = 0; u < kUnroll; ++u) ctx.read_bytes(v[u], src + base + u * stride + tid * 16, 16);
     for (uint32_t u = 0; u < kUnroll; ++u) ctx.write_bytes(dst + base + u * stride + tid * 16, v[u], 16);
   }
-  for (uint64_t off = base + uint64_t(tid) * 16; off < n; off += stride) ctx.write_bytes(dst + off, src + off, n - off < 16 ? n - off : 16);
+  // The tail too is read through the context (it read src straight from memory once, which
+  // neither the weak model nor the race detector saw).
+  for (uint64_t off = base + uint64_t(tid) * 16; off < n; off += stride) {
+    alignas(16) uint8_t v[16];
+    const uint64_t k = n - off < 16 ? n - off : 16;
+    ctx.read_bytes(v, src + off, k);
+    ctx.write_bytes(dst + off, v, k);
+  }
 }
 
 // Where a polled value comes from: the MIN over members of a flag (multimem
@@ -283,12 +292,17 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       uint8_t* out = a.output == nullptr || a.allreduce ? nullptr : a.output + lo * es + n0;  // ReduceScatter: my block
       if (a.input != nullptr)
         reduce_copy(ctx, mc, a, a.region.red(b + s) + n0, out, a.allreduce, a.region.bc(bb + s) + n0, n1 - n0, tid, nthreads);
+      if (tid == 0 && (a.plants.reducer_frees_early || a.plants.broadcast_posted_early)) {
+        ctx.fence(system_scope);
+        if (a.plants.reducer_frees_early) mc.st_flag(ctx, a.region.flag(reducer_flag(kRedHead, j)), b + s + 1);
+        if (a.plants.broadcast_posted_early && a.allreduce) mc.st_flag(ctx, a.region.flag(reducer_flag(kBcTail, j)), bb + s + 1);
+      }
       ctx.sync_cta();
       if (tid == 0) {
         mc.charge_reduce(ctx, n1 - n0, a.allreduce);
         ctx.fence(system_scope);
-        mc.st_flag(ctx, a.region.flag(reducer_flag(kRedHead, j)), b + s + 1);
-        if (a.allreduce) mc.st_flag(ctx, a.region.flag(reducer_flag(kBcTail, j)), bb + s + 1);
+        if (!a.plants.reducer_frees_early) mc.st_flag(ctx, a.region.flag(reducer_flag(kRedHead, j)), b + s + 1);
+        if (a.allreduce && !a.plants.broadcast_posted_early) mc.st_flag(ctx, a.region.flag(reducer_flag(kBcTail, j)), bb + s + 1);
       }
     }
     end_role(ctx, mc, a, reducer_flag(kReduceBase, j), b + steps, tid);

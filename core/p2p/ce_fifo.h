@@ -41,6 +41,8 @@ struct Conn {
 struct Plants {
   bool sender_ignores_head = false;      // stage a step without waiting for its slot to be free
   bool tail_before_copy_done = false;    // publish the tail without the slot's event completed
+  bool reads_after_head = false;         // the receiver hands the slot back, then copies it out
+  bool head_relaxed = false;             // the receiver hands the slot back with a relaxed store
 };
 
 // How a kernel side ended: kBadSlot, the receiver found a slot without a valid size (a step
@@ -71,7 +73,7 @@ DOORBELL_HD CeResult ce_send(C& ctx, const Conn& c, uint64_t base, const uint8_t
 
 // Receiver kernel side: consume steps base, base + 1, ... into dst (null: phantom).
 template <class C>
-DOORBELL_HD CeResult ce_recv(C& ctx, const Conn& c, uint64_t base, uint8_t* dst, uint64_t bytes) {
+DOORBELL_HD CeResult ce_recv(C& ctx, const Conn& c, uint64_t base, uint8_t* dst, uint64_t bytes, const Plants& pl = {}) {
   using namespace exec;
   const uint64_t n = steps_for(bytes, c.step_bytes);
   for (uint64_t s = 0; s < n; ++s) {
@@ -83,10 +85,12 @@ DOORBELL_HD CeResult ce_recv(C& ctx, const Conn& c, uint64_t base, uint8_t* dst,
     const uint64_t size = ctx.load(system_scope, relaxed, &c.shm->size[slot]);
     if (size > c.step_bytes || size != (bytes - s * c.step_bytes < c.step_bytes ? bytes - s * c.step_bytes : c.step_bytes))
       return CeResult::kBadSlot;
-    if (dst != nullptr) ctx.read_bytes(dst + s * c.step_bytes, c.recv_fifo + slot * c.step_bytes, size);
+    if (dst != nullptr && !pl.reads_after_head) ctx.read_bytes(dst + s * c.step_bytes, c.recv_fifo + slot * c.step_bytes, size);
     ctx.store(system_scope, relaxed, &c.shm->size[slot], kSlotFree);
     // Release: the slot's reads are done before the sender may stage into it again.
-    ctx.store(system_scope, release, &c.shm->head, step + 1);
+    if (pl.head_relaxed) ctx.store(system_scope, relaxed, &c.shm->head, step + 1);
+    else ctx.store(system_scope, release, &c.shm->head, step + 1);
+    if (dst != nullptr && pl.reads_after_head) ctx.read_bytes(dst + s * c.step_bytes, c.recv_fifo + slot * c.step_bytes, size);
   }
   return CeResult::kOk;
 }

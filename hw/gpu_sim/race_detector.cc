@@ -52,6 +52,7 @@ void RaceDetector::acquire_load(Tid t, const void* addr) {
   th.clock.join(it->second.sync);
   th.dep.join(it->second.sync);
   th.dep.join(it->second.dep);
+  if (!it->second.sync.c.empty()) th.acquired = it->first;
 }
 
 void RaceDetector::relaxed_load(Tid t, const void* addr) {
@@ -108,13 +109,19 @@ void RaceDetector::fence(Tid t) {
   tick(t, 0);
 }
 
-void RaceDetector::barrier(std::span<const Tid> threads) {
+void RaceDetector::barrier(std::span<const Tid> threads, bool dep_only) {
   Clock all, dep;
-  for (Tid t : threads) all.join(threads_[t].clock), dep.join(threads_[t].dep);
+  uintptr_t acquired = 0;  // for reports: what one of them took, the others now hold too
   for (Tid t : threads) {
-    threads_[t].clock.join(all);
+    if (!dep_only) all.join(threads_[t].clock);
+    dep.join(threads_[t].dep);
+    if (threads_[t].acquired != 0) acquired = threads_[t].acquired;
+  }
+  for (Tid t : threads) {
+    if (!dep_only && acquired != 0) threads_[t].acquired = acquired;
+    if (!dep_only) threads_[t].clock.join(all);
     threads_[t].dep.join(dep);
-    tick(t, 0);
+    tick(t, 0);  // what it does next is after the barrier
   }
 }
 
@@ -158,11 +165,21 @@ const char* RaceDetector::site(const std::source_location& l) {
   return it->second;
 }
 
+void RaceDetector::ignore(const void* addr, size_t len) {
+  const auto lo = reinterpret_cast<uintptr_t>(addr);
+  ignored_.insert(std::upper_bound(ignored_.begin(), ignored_.end(), std::pair{lo, lo + len}), {lo, lo + len});
+}
+
+bool RaceDetector::ignored(uintptr_t lo, uintptr_t hi) const {
+  auto it = std::upper_bound(ignored_.begin(), ignored_.end(), std::pair{lo, ~uintptr_t{0}});
+  return it != ignored_.begin() && std::prev(it)->first <= lo && hi <= std::prev(it)->second;
+}
+
 template <bool kWrite>
 void RaceDetector::access(Tid t, const void* addr, size_t len, const char* label, uint64_t index) {
-  if (len == 0) return;
-  const uint32_t lid = label_id(label);
   const auto lo = reinterpret_cast<uintptr_t>(addr), hi = lo + len;
+  if (len == 0 || (!ignored_.empty() && ignored(lo, hi))) return;
+  const uint32_t lid = label_id(label);
   const Access cur{t, epoch(t), lid, 0, index};
   for (uintptr_t w = lo & ~(kWord - 1); w < hi; w += kWord) {
     const uintptr_t a = std::max(w, lo), b = std::min(w + kWord, hi);
@@ -175,7 +192,9 @@ void RaceDetector::access(Tid t, const void* addr, size_t len, const char* label
         if (!ordered(r, t, true)) conflict(r, false, t, true, w, label, index);
         if ((r.mask & ~mask) == 0) r = Access{};  // what it read is overwritten
       }
-      const uint8_t keep = sh.w.tid == t ? sh.w.mask : 0;
+      // The thread's own bytes of the word, written in the same epoch, stay with it (an
+      // earlier epoch's are ordered before this write; their record goes).
+      const uint8_t keep = sh.w.tid == t && sh.w.epoch == cur.epoch ? sh.w.mask : 0;
       sh.w = cur;
       sh.w.mask = uint8_t(mask | keep);
     } else {
@@ -183,7 +202,7 @@ void RaceDetector::access(Tid t, const void* addr, size_t len, const char* label
       for (Access& r : sh.r)
         if (r.tid == t) slot = &r;
       if (slot != nullptr) {
-        const uint8_t keep = slot->mask;
+        const uint8_t keep = slot->epoch == cur.epoch ? slot->mask : 0;
         *slot = cur;
         slot->mask = uint8_t(mask | keep);
         continue;
@@ -270,9 +289,17 @@ void RaceDetector::conflict(const Access& earlier, bool earlier_write, Tid t, bo
   else if (fenced)
     os << "  not ordered: " << u.name << " fenced after its access but published nothing after it (its flag or index "
        << "was stored before the access)\n";
-  else
-    os << "  not ordered: " << u.name << " released nothing after its access (the flag, index or barrier that should "
-       << "hand the bytes over comes before it, or is missing)\n";
+  else {
+    const Release* before = nullptr;  // its last publication before the access, if any
+    for (const Release& r : u.releases)
+      if (r.epoch < earlier.epoch && r.word != 0) before = &r;
+    os << "  not ordered: " << u.name << " released nothing after its access";
+    if (before != nullptr) os << "; it released " << name_of(before->word) << " before it (the hand-over came first)";
+    else os << " (the flag, index or barrier that should hand the bytes over is missing)";
+    os << "\n";
+  }
+  if (threads_[t].acquired != 0)
+    os << "  " << threads_[t].name << " last took the releases of " << name_of(threads_[t].acquired) << "\n";
   reports_.push_back(os.str());
 }
 

@@ -65,7 +65,8 @@ class RaceDetector {
   void relaxed_store(Tid t, const void* addr);
   void rmw(Tid t, const void* addr);  // relaxed read-modify-write
   void fence(Tid t);                  // acquires what relaxed loads read, releases for later stores
-  void barrier(std::span<const Tid> threads);
+  // `dep_only`: a warp shuffle / ballot, whose value orders later stores, not later loads.
+  void barrier(std::span<const Tid> threads, bool dep_only = false);
   // Hand-offs outside memory, named by an object and a number within it (a stream's work).
   void release_to(Tid t, const void* key, uint64_t sub = 0);
   void acquire_from(Tid t, const void* key, uint64_t sub = 0);
@@ -83,6 +84,9 @@ class RaceDetector {
   // that failed): t comes after everything u did so far.
   void acquire_thread(Tid t, Tid u);
 
+  // Bytes that nothing reads (a NIC's scratch: where non-fetching atomics' results land):
+  // accesses to them are no data accesses.
+  void ignore(const void* addr, size_t len);
   // "file:line" of a call site, interned: a label for read / write.
   const char* site(const std::source_location& l);
 
@@ -114,6 +118,7 @@ class RaceDetector {
     Clock dep;  // >= clock: chains through relaxed stores and loads too
     bool has_pending = false;
     std::vector<Release> releases;  // the last few, oldest first
+    uintptr_t acquired = 0;         // the last word whose releases it took (reports)
   };
   struct Access {
     Tid tid = kNoThread;
@@ -157,6 +162,8 @@ class RaceDetector {
   std::deque<std::string> site_names_;
   std::unordered_map<const char*, uint32_t> label_ids_;
   std::function<std::string(const void*)> namer_;
+  std::vector<std::pair<uintptr_t, uintptr_t>> ignored_;  // [lo, hi), sorted by lo
+  bool ignored(uintptr_t lo, uintptr_t hi) const;
   std::vector<std::string> reports_;
   std::unordered_map<uint64_t, bool> reported_;  // (label pair) -> reported once
   uint64_t races_ = 0;

@@ -596,11 +596,13 @@ void Scheduler::complete_collective(Agent& a) {
   for (const auto& l : a.lanes)
     if (l->state != Lane::State::kDone && a.in_val[l->index] != 0) ballot |= uint64_t(1) << l->index;
   uint64_t* out = a.out[a.gen & 1];
-  if (race_ && a.coll_kind == 2) {  // __syncwarp: bar.warp.sync orders the warp's lanes
+  // __syncwarp (bar.warp.sync) orders the warp's lanes; a shuffle or a ballot only hands on
+  // what the lanes did before it to what depends on its value (race_detector.h's dep).
+  if (race_) {
     std::vector<uint32_t> ts;
     for (const auto& l : a.lanes)
       if (l->state != Lane::State::kDone) ts.push_back(l->race_thread);
-    race_->barrier(ts);
+    race_->barrier(ts, a.coll_kind != 2);
   }
   for (const auto& l : a.lanes) {
     const uint32_t i = l->index;

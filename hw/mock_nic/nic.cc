@@ -159,7 +159,10 @@ Status Nic::modify_qp(uint32_t qpn, QpState to, const QpPeer* peer) {
   Qp* qp = find_qp(qpn);
   if (qp == nullptr) return Status(Errc::kNotFound, "modify_qp: unknown qpn " + std::to_string(qpn));
   if (qp->attr.dct) return Status(Errc::kBadParam, "modify_qp: " + std::to_string(qpn) + " is a DCT (active from CREATE_DCT until destroyed)");
-  if (observer_ != nullptr) observer_->device_command(qp);
+  if (observer_ != nullptr) {  // the caller comes after what the QP did, and its CQ's delayed CQEs
+    observer_->device_command(qp);
+    if (Cq* cq = find_cq(qp->attr.send_cqn)) observer_->device_command(cq);
+  }
   const QpState from = qp->state;
   // Any state may go to RST; any but RST to ERR (a ConnectX refuses 2ERR on a reset QP).
   bool legal = (to == QpState::kErr && from != QpState::kRst) || to == QpState::kRst || (from == QpState::kRst && to == QpState::kInit) ||

@@ -53,7 +53,7 @@ namespace {
 
 // Every field but the run's own (opt, start_index, fast_step_actions) is the world's shape. A
 // field added to WorldConfig must be sorted into one or the other here.
-static_assert(sizeof(WorldConfig) == 184, "a new WorldConfig field: compare it here, or let rewind() set it");
+static_assert(sizeof(WorldConfig) == 192, "a new WorldConfig field: compare it here, or let rewind() set it");
 auto shape_of(const WorldConfig& w) {
   return std::tie(w.npes, w.num_rc_per_pe, w.num_nics, w.log_qp_depth, w.layout, w.nic_buf_on_gpumem, w.ibuf_slots, w.dc, w.heap.npes,
                   w.heap.heap_bytes, w.heap.granularity, w.heap.max_handle_bytes, w.heap.phantom, w.response_delay_max, w.seed,
@@ -444,6 +444,12 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
         }
     }
   s.watch(&watched_);
+  // ibuf slot 0: where every non-fetching atomic's result lands and nobody reads.
+  if (gpu_sim::RaceDetector* r = s.race())
+    for (uint32_t p = 0; p < cfg_.npes; ++p)
+      if (local(p))
+        for (const std::vector<DevQp>* set : {&pes_[p]->qps(), &pes_[p]->qps(true)})
+          for (const DevQp& q : *set) r->ignore(q.ibuf, kIbufSlotBytes);
   s.add_reporter([this] {
     const std::string e = nic_errors();
     return e.empty() ? e : "NIC errors and events:\n" + e;

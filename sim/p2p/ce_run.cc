@@ -105,6 +105,7 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
     s.watch(n + "staged", &l->shm.staged);
     s.watch(n + "tail", &l->shm.tail);
     s.watch(n + "head", &l->shm.head);
+    for (uint32_t k = 0; k < kSteps; ++k) s.watch(n + "size[" + std::to_string(k) + "]", &l->shm.size[k]);
   }
   gpu_sim::CudaModel cuda(s, {c.gpus, c.max_connections, c.copy_bytes_per_step});
   for (const auto& l : links) {
@@ -163,7 +164,7 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
         if (i < out.size()) {
           (void)ce_send(ctx, out[i]->conn, 0, c.phantom || c.direct ? nullptr : out[i]->src.data(), c.bytes, c.plants);
         } else if (const Link* l = in[i - out.size()];
-                   ce_recv(ctx, l->conn, 0, c.phantom || c.direct ? nullptr : in[i - out.size()]->dst.data(), c.bytes) == CeResult::kBadSlot &&
+                   ce_recv(ctx, l->conn, 0, c.phantom || c.direct ? nullptr : in[i - out.size()]->dst.data(), c.bytes, c.plants) == CeResult::kBadSlot &&
                    bad_slot.empty()) {
           bad_slot = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) +
                      ": the receiver found a slot without the size of the step it was told had landed";

@@ -26,6 +26,7 @@ inline gpu_sim::SchedOptions sched(uint64_t seed, gpu_sim::Policy p = gpu_sim::P
   o.seed = seed;
   o.policy = p;
   o.hang_spins = 256;
+  o.races = true;
   return o;
 }
 

@@ -90,6 +90,33 @@ TEST(NvlsProperty, FindsPlantedBugs) {
   }
 }
 
+// The race detector's plants: a reducer's thread 0 frees the reduce slot (red_head) before the
+// CTA barrier that follows the other threads' loads of it — those loads finish in the same warp
+// step, so no schedule and no stale value shows a wrong byte (300 cases of each memory model
+// pass without the detector); and it posts the broadcast (bc_tail) before the barrier that
+// follows the other threads' multimem stores (which the weak model finds too, by luck). The
+// detector names each race and the flag that should have ordered it.
+TEST(NvlsProperty, RaceDetectorFindsASlotFreedBeforeTheBarrier) {
+  const std::tuple<const char*, bool Plants::*, const char*> plants[] = {
+      {"reducer frees its slot before the barrier", &Plants::reducer_frees_early, "red_head"},
+      {"broadcast posted before the barrier", &Plants::broadcast_posted_early, "bc_tail"},
+  };
+  for (const auto& [name, plant, flag] : plants) {
+    Plants pl;
+    pl.*plant = true;
+    std::string seen;
+    const auto held = rc::check(name, [&pl, &seen] {
+      const Case k = *gen_case();
+      const std::string why = run_case(k, pl);
+      if (!why.empty()) seen = why;
+      RC_ASSERT(why.empty());
+    });
+    EXPECT_FALSE(held) << name << " was not found";
+    EXPECT_NE(seen.find("data race"), std::string::npos) << name << ": " << seen;
+    EXPECT_NE(seen.find(flag), std::string::npos) << name << ": " << seen;
+  }
+}
+
 TEST(Nvls, EightRanksAllReduceEveryTypeAndOp) {
   for (int t = 0; t < 8; ++t)
     for (int op = 0; op < 3; ++op) {
@@ -214,6 +241,8 @@ std::string ring_sweep(const Plants& pl) {
 }
 
 TEST(NvlsRing, AllReduceEqualsTheReference) { EXPECT_EQ(ring_sweep({}), ""); }
+
+
 
 // The sweep has teeth: a receiver reading a slot before its tail says it landed is caught.
 TEST(NvlsRing, FindsAReceiverIgnoringTail) {

@@ -273,5 +273,30 @@ TEST(CeTransportProperty, FindsPlantedBugs) {
   }
 }
 
+// The race detector's plants: the receiver hands its slot back (head) and then copies it out,
+// or hands it back with a relaxed store. Its reads finish in the same step as the hand-back, and
+// the model (as hardware may) never performs a load after a later store, so no schedule and
+// no stale value shows a wrong byte; the detector names the race and the flag.
+TEST(CeTransportProperty, RaceDetectorFindsASlotReadAfterItWasHandedBack) {
+  const std::pair<const char*, bool Plants::*> plants[] = {
+      {"receiver reads after head", &Plants::reads_after_head},
+      {"receiver hands the slot back relaxed", &Plants::head_relaxed},
+  };
+  for (const auto& [name, plant] : plants) {
+    Plants pl;
+    pl.*plant = true;
+    std::string seen;
+    const auto held = rc::check(name, [&pl, &seen] {
+      const Case k = *gen_case();
+      const std::string why = run_case(k, pl);
+      if (!why.empty()) seen = why;
+      RC_ASSERT(why.empty());
+    });
+    EXPECT_FALSE(held) << name << " was not found";
+    EXPECT_NE(seen.find("data race"), std::string::npos) << name << ": " << seen;
+    EXPECT_NE(seen.find("->gpu"), std::string::npos) << name << ": " << seen;  // a connection word named
+  }
+}
+
 }  // namespace
 }  // namespace doorbell::p2p
