@@ -45,20 +45,33 @@ void RaceDetector::tick(Tid t, uintptr_t word) {
   th.dep.c[t] = th.clock.c[t];
 }
 
+namespace {
+template <class S, size_t N>
+bool seen_in(const S (&seen)[N], uintptr_t word, uint32_t version) {
+  for (const S& s : seen)
+    if (s.word == word && s.version == version) return true;
+  return false;
+}
+}  // namespace
+
 void RaceDetector::acquire_load(Tid t, const void* addr) {
   auto it = sync_.find(word_of(addr));
   if (it == sync_.end()) return;
   Thread& th = threads_[t];
+  if (!it->second.sync.c.empty()) th.acquired = it->first;
+  if (seen_in(th.took, it->first, it->second.version)) return;
+  th.took[th.took_next++ % kSeen] = {it->first, it->second.version};
   th.clock.join(it->second.sync);
   th.dep.join(it->second.sync);
   th.dep.join(it->second.dep);
-  if (!it->second.sync.c.empty()) th.acquired = it->first;
 }
 
 void RaceDetector::relaxed_load(Tid t, const void* addr) {
   auto it = sync_.find(word_of(addr));
   if (it == sync_.end()) return;
   Thread& th = threads_[t];
+  if (seen_in(th.took, it->first, it->second.version) || seen_in(th.pended, it->first, it->second.version)) return;
+  th.pended[th.pended_next++ % kSeen] = {it->first, it->second.version};
   if (!it->second.sync.c.empty()) {
     th.pending.join(it->second.sync);
     th.has_pending = true;
@@ -69,6 +82,7 @@ void RaceDetector::relaxed_load(Tid t, const void* addr) {
 void RaceDetector::publish(Tid t, uintptr_t word, bool release) {
   Thread& th = threads_[t];
   Word& w = sync_[word];
+  ++w.version;
   if (release) w.sync.join(th.clock);
   else if (!th.fenced.c.empty()) w.sync.join(th.fenced);
   // What follows the store through dep: the thread's chains so far, and of its own accesses
@@ -105,6 +119,7 @@ void RaceDetector::fence(Tid t) {
     std::fill(th.pending.c.begin(), th.pending.c.end(), 0);
     th.has_pending = false;
   }
+  for (Seen& s : th.pended) s = {};  // pending is empty again
   th.fenced = th.clock;
   tick(t, 0);
 }
@@ -185,18 +200,31 @@ void RaceDetector::access(Tid t, const void* addr, size_t len, const char* label
     const uintptr_t a = std::max(w, lo), b = std::min(w + kWord, hi);
     const auto mask = uint8_t(((1u << (b - a)) - 1) << (a - w));
     Shadow& sh = shadow_[w];
-    if (sh.w.tid != kNoThread && (sh.w.mask & mask) && !ordered(sh.w, t, kWrite)) conflict(sh.w, true, t, kWrite, w, label, index);
+    for (const Access& x : sh.w)
+      if (x.tid != kNoThread && (x.mask & mask) && !ordered(x, t, kWrite)) conflict(x, true, t, kWrite, w, label, index);
     if constexpr (kWrite) {
       for (Access& r : sh.r) {
         if (r.tid == kNoThread || !(r.mask & mask)) continue;
         if (!ordered(r, t, true)) conflict(r, false, t, true, w, label, index);
         if ((r.mask & ~mask) == 0) r = Access{};  // what it read is overwritten
       }
-      // The thread's own bytes of the word, written in the same epoch, stay with it (an
-      // earlier epoch's are ordered before this write; their record goes).
-      const uint8_t keep = sh.w.tid == t && sh.w.epoch == cur.epoch ? sh.w.mask : 0;
-      sh.w = cur;
-      sh.w.mask = uint8_t(mask | keep);
+      // Bytes this write covers leave the older records; the thread's own bytes written in
+      // the same epoch stay with it (an earlier epoch's are ordered before this write).
+      uint8_t keep = 0;
+      Access* slot = nullptr;
+      for (Access& x : sh.w) {
+        if (x.tid == t && x.epoch == cur.epoch) keep |= x.mask, x.mask = 0;
+        x.mask = uint8_t(x.mask & ~mask);
+        if (x.mask == 0) x = Access{};
+      }
+      for (Access& x : sh.w)
+        if (slot == nullptr && x.tid == kNoThread) slot = &x;
+      if (slot == nullptr)  // both held by others: forget one ordered before this write, else the first
+        for (Access& x : sh.w)
+          if (slot == nullptr && ordered(x, t, true)) slot = &x;
+      if (slot == nullptr) slot = &sh.w[0];
+      *slot = cur;
+      slot->mask = uint8_t(mask | keep);
     } else {
       Access* slot = nullptr;
       for (Access& r : sh.r)
@@ -221,7 +249,8 @@ void RaceDetector::write(Tid t, const void* addr, size_t len, const char* label,
 
 void RaceDetector::device_read(Tid t, const void* addr, size_t len, const char* label, uint64_t index) {
   const auto lo = reinterpret_cast<uintptr_t>(addr);
-  for (uintptr_t w = lo & ~(kWord - 1); w < lo + len; w += kWord) acquire_load(t, reinterpret_cast<const void*>(w));
+  if (len <= 64)  // a doorbell record, a flag; a payload or a WQE ring carries no release
+    for (uintptr_t w = lo & ~(kWord - 1); w < lo + len; w += kWord) acquire_load(t, reinterpret_cast<const void*>(w));
   access<false>(t, addr, len, label, index);
 }
 

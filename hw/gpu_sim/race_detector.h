@@ -11,8 +11,9 @@
 // - hand-offs outside memory (a stream's work after the work it depends on, a doorbell's CQE
 //   queued behind a delay) release to and acquire from a key.
 //
-// Devices are system-scope agents: a device read acquires what the words it reads carry; a
-// device write of a line or less (a CQE, an inline put, a signal) releases them. A larger
+// Devices are system-scope agents: a device read of a line or less (a doorbell record) acquires
+// what its words carry; a device write of a line or less (a CQE, an inline put, a signal)
+// releases them. A larger
 // device write (a payload) releases nothing: a poller of payload bytes is not ordered after
 // the rest of the payload, on hardware either.
 //
@@ -107,7 +108,15 @@ class RaceDetector {
   struct Word {
     Clock sync;  // what releases of the word carried (an acquire takes it)
     Clock dep;   // what chains through stores of it carried (reads and writes a later write follows)
+    uint32_t version = 0;  // bumped by every store: a poll of an unchanged word joins nothing new
   };
+  // Words a thread has joined lately, at which version: polls re-read one word many times, and
+  // a join is as long as the run has threads.
+  struct Seen {
+    uintptr_t word = 0;
+    uint32_t version = 0;
+  };
+  static constexpr size_t kSeen = 4;
   struct Release {
     uint32_t epoch;
     uintptr_t word;
@@ -117,6 +126,8 @@ class RaceDetector {
     Clock clock, pending, fenced;
     Clock dep;  // >= clock: chains through relaxed stores and loads too
     bool has_pending = false;
+    Seen took[kSeen], pended[kSeen];  // acquired (clock and dep hold it); relaxed-read (pending and dep)
+    uint8_t took_next = 0, pended_next = 0;
     std::vector<Release> releases;  // the last few, oldest first
     uintptr_t acquired = 0;         // the last word whose releases it took (reports)
   };
@@ -127,9 +138,11 @@ class RaceDetector {
     uint8_t mask = 0;  // bytes of the word
     uint64_t index = kNoIndex;
   };
-  static constexpr size_t kReads = 3;
+  // Per word: the last writes of its bytes (two, by different threads, as lanes write the
+  // elements of one word) and the last reads of other threads.
+  static constexpr size_t kWrites = 2, kReads = 3;
   struct Shadow {
-    Access w;
+    Access w[kWrites];
     Access r[kReads];
   };
 
