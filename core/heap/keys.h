@@ -7,6 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#ifndef __CUDA_ARCH__
+#include <cstdio>
+#include <string>
+#endif
 
 #include "base/config.h"
 
@@ -34,12 +38,53 @@ DOORBELL_HD uint32_t rkey_index(const KeyTables& t, uint32_t chunk, uint32_t pe,
   return (chunk * t.npes + pe) * t.ndevs + dev;
 }
 
+// A lookup outside the tables (a chunk past the heap, a PE past the job, a NIC past the PE's):
+// on a GPU it reads whatever lies there; the CPU model keeps the first one of the run (the
+// thread's: a run is one thread) and answers with an empty entry, whose key 0 no NIC takes.
+struct LookupFault {
+  const char* what = nullptr;  // null: none
+  uint64_t index = 0, bound = 0, offset = 0;
+  uint32_t pe = 0, dev = 0;
+};
+#ifndef __CUDA_ARCH__
+inline LookupFault& lookup_fault() {
+  thread_local LookupFault f;
+  return f;
+}
+inline void note_lookup_fault(const LookupFault& f) {
+  if (lookup_fault().what == nullptr) lookup_fault() = f;
+}
+// The run's first fault as a report ("" if none), cleared for the next run.
+inline std::string take_lookup_fault() {
+  const LookupFault f = lookup_fault();
+  lookup_fault() = {};
+  if (f.what == nullptr) return {};
+  char off[24];
+  std::snprintf(off, sizeof off, "0x%llx", static_cast<unsigned long long>(f.offset));
+  return std::string("out-of-bounds device lookup: ") + f.what + " " + std::to_string(f.index) + ", past the bound " + std::to_string(f.bound) +
+         " (for PE " + std::to_string(f.pe) + ", NIC " + std::to_string(f.dev) + ", heap offset " + off + ")";
+}
+inline const KeyEntry& bad_key_lookup(const KeyTables& t, const char* which, uint32_t chunk, uint32_t pe, uint32_t dev) {
+  const bool c = chunk >= t.nchunks, p = pe >= t.npes;
+  note_lookup_fault({c ? which : p ? "rkey table: PE" : "key table: NIC", c ? chunk : p ? pe : dev, c ? t.nchunks : p ? t.npes : t.ndevs,
+                     uint64_t(chunk) << t.log2_granularity, pe, dev});
+  static const KeyEntry empty{};
+  return empty;
+}
+#endif
+
 DOORBELL_HD const KeyEntry& lkey_entry(const KeyTables& t, uint32_t chunk, uint32_t dev) {
+#ifndef __CUDA_ARCH__
+  if (chunk >= t.nchunks || dev >= t.ndevs) return bad_key_lookup(t, "lkey table: chunk", chunk, 0, dev);
+#endif
   const uint32_t i = lkey_index(t, chunk, dev);
   return i < KeyTables::kConstKeys ? t.lkeys_const[i] : t.lkeys_global[i - KeyTables::kConstKeys];
 }
 
 DOORBELL_HD const KeyEntry& rkey_entry(const KeyTables& t, uint32_t chunk, uint32_t pe, uint32_t dev) {
+#ifndef __CUDA_ARCH__
+  if (chunk >= t.nchunks || pe >= t.npes || dev >= t.ndevs) return bad_key_lookup(t, "rkey table: chunk", chunk, pe, dev);
+#endif
   const uint32_t i = rkey_index(t, chunk, pe, dev);
   return i < KeyTables::kConstKeys ? t.rkeys_const[i] : t.rkeys_global[i - KeyTables::kConstKeys];
 }

@@ -18,7 +18,7 @@ using ibgda::DevState;
 using ibgda::OpResult;
 
 DOORBELL_HD uint64_t sym_offset(const DevState& st, const void* p) {
-  return reinterpret_cast<uint64_t>(p) - st.heap_bases[st.my_pe];
+  return reinterpret_cast<uint64_t>(p) - heap_base(st, st.my_pe);
 }
 
 template <class C, class T>

@@ -97,7 +97,7 @@ DOORBELL_HD OpResult rma_nbi_warp(C& ctx, const DevState& st, mlx5::WqeOpcode op
   // Walk the pieces; each lane writes its own.
   uint64_t left = bytes;
   for (uint64_t i = 0; left != 0; ++i) {
-    const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, left, pe, key_dev(st, qp));
+    const heap::Piece p = heap::first_piece(st.keys, heap_base(st, st.my_pe), heap_base(st, pe), loff, roff, left, pe, key_dev(st, qp));
     left -= p.bytes;
     if (i % ctx.warp_size() == ctx.lane()) {
       WqeStage s;
@@ -441,7 +441,7 @@ DOORBELL_HD OpResult put_signal_nbi_block(C& ctx, const DevState& st, uint64_t d
 enum class Cmp : uint8_t { kEq, kNe, kGt, kGe, kLt, kLe };
 template <class C>
 DOORBELL_HD OpResult signal_wait_until(C& ctx, const DevState& st, uint64_t sig, Cmp cmp, uint64_t value, uint64_t* seen) {
-  const auto* word = reinterpret_cast<const uint64_t*>(st.heap_bases[st.my_pe] + sig);
+  const auto* word = reinterpret_cast<const uint64_t*>(heap_base(st, st.my_pe) + sig);
   const auto holds = [cmp, value](uint64_t v) {
     switch (cmp) {
       case Cmp::kEq: return v == value;

@@ -14,7 +14,7 @@ namespace doorbell::ibgda {
 DOORBELL_HD uint32_t count_pieces(const DevState& st, uint64_t loff, uint64_t roff, uint64_t bytes, uint32_t pe) {
   uint32_t n = 0;
   while (bytes != 0) {
-    const heap::Piece p = heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe, 0);
+    const heap::Piece p = heap::first_piece(st.keys, heap_base(st, st.my_pe), heap_base(st, pe), loff, roff, bytes, pe, 0);
     loff += p.bytes, roff += p.bytes, bytes -= p.bytes, ++n;
   }
   return n;
@@ -24,7 +24,7 @@ DOORBELL_HD uint32_t count_pieces(const DevState& st, uint64_t loff, uint64_t ro
 DOORBELL_HD uint64_t bytes_in_pieces(const DevState& st, uint64_t loff, uint64_t roff, uint64_t bytes, uint32_t pe, uint32_t cap) {
   uint64_t done = 0;
   for (uint32_t n = 0; n < cap && done < bytes; ++n)
-    done += heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff + done, roff + done, bytes - done, pe, 0).bytes;
+    done += heap::first_piece(st.keys, heap_base(st, st.my_pe), heap_base(st, pe), loff + done, roff + done, bytes - done, pe, 0).bytes;
   return done;
 }
 // The most WQEs one transfer reserves at once: half a ring. A transfer of more pieces goes out
@@ -33,7 +33,7 @@ DOORBELL_HD uint32_t max_transfer_wqes(const DevQp& qp) { return qp.nwqes / 2 > 
 
 // The first piece of [loff, +bytes) -> [roff, +bytes) on pe, with `qp`'s NIC's keys.
 DOORBELL_HD_HOT heap::Piece qp_piece(const DevState& st, const DevQp& qp, uint64_t loff, uint64_t roff, uint64_t bytes, uint32_t pe) {
-  return heap::first_piece(st.keys, st.heap_bases[st.my_pe], st.heap_bases[pe], loff, roff, bytes, pe, key_dev(st, qp));
+  return heap::first_piece(st.keys, heap_base(st, st.my_pe), heap_base(st, pe), loff, roff, bytes, pe, key_dev(st, qp));
 }
 
 // A DCI's WQE to `pe` carries that PE's DCT as a half address vector right after the control
@@ -154,6 +154,12 @@ DOORBELL_HD uint32_t amo_wqebbs(const Amo& a, bool dci = false, bool cst = false
   return own == 1 && !cst ? 1 : own + 1;
 }
 
+// The rkey of pe's heap word at `off`, for qp's NIC (its chunk: the offset over the chunk size).
+DOORBELL_HD const heap::KeyEntry& rkey_at(const DevState& st, const DevQp& qp, uint64_t off, uint32_t pe) {
+  const uint64_t at = planted(st.opt.plant.chunk_of_address) ? heap_base(st, pe) + off : off;
+  return heap::rkey_entry(st.keys, uint32_t(at >> st.keys.log2_granularity), pe, key_dev(st, qp));
+}
+
 // The atomic WQE(s) at `idx` on pe's word at `off`, result into local `result_addr`: the
 // atomic, then (two WQEBBs) a NOP with the CQE request, or with `cst` (a fetch on a GPU
 // without write ordering) a CST, as NVSHMEM posts them. Segments: [AV,] raddr, the atomic
@@ -161,14 +167,14 @@ DOORBELL_HD uint32_t amo_wqebbs(const Amo& a, bool dci = false, bool cst = false
 template <class C>
 DOORBELL_HD void write_atomic_wqe(C& ctx, const DevState& st, const DevQp& qp, uint64_t idx, const Amo& a, uint64_t off, uint32_t pe,
                                   uint64_t result_addr, bool cst = false) {
-  const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe, key_dev(st, qp));
+  const heap::KeyEntry& rk = rkey_at(st, qp, off, pe);
   const bool masked = a.op == mlx5::WqeOpcode::kAtomicMaskedCs || a.op == mlx5::WqeOpcode::kAtomicMaskedFa;
   const uint8_t opmod = masked ? mlx5::ext_atomic_opmod(a.bytes) : 0;
   const uint64_t swap_mask = planted(st.opt.plant.amo_mask_inverted) ? ~a.swap_mask & a.ones() : a.swap_mask;
   WqeStage s, s1;
   auto at = [&](uint32_t o) -> uint8_t* { return o < mlx5::kWqebb ? s.b + o : s1.b + (o - mlx5::kWqebb); };
   uint32_t o = 16 + 16 * stage_av(st, qp, pe, s);
-  mlx5::set_raddr_seg(reinterpret_cast<mlx5::WqeRaddrSeg*>(at(o)), st.heap_bases[pe] + off, rk.key), o += 16;
+  mlx5::set_raddr_seg(reinterpret_cast<mlx5::WqeRaddrSeg*>(at(o)), heap_base(st, pe) + off, rk.key), o += 16;
   if (a.bytes == 4) {
     const bool cs = a.op == mlx5::WqeOpcode::kAtomicMaskedCs;
     mlx5::set_seg(at(o), mlx5::masked32_words(uint32_t(a.swap_add), uint32_t(a.compare), cs ? uint32_t(swap_mask) : 0,
@@ -276,10 +282,10 @@ template <class C>
 DOORBELL_HD OpResult g_on(C& ctx, const DevState& st, const DevQp& qp, uint64_t off, uint32_t bytes, uint32_t pe, FetchOutcome* out) {
   const bool cst = !st.opt.may_skip_cst;
   return fetch_on(ctx, st, qp, cst ? 2 : 1, [&](uint64_t base, uint64_t res) {
-    const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe, key_dev(st, qp));
+    const heap::KeyEntry& rk = rkey_at(st, qp, off, pe);
     WqeStage s;
     const uint32_t a = stage_av(st, qp, pe, s);
-    mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16 + 16 * a), st.heap_bases[pe] + off, rk.key);
+    mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16 + 16 * a), heap_base(st, pe) + off, rk.key);
     mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32 + 16 * a), bytes, qp.ibuf_lkey, res);
     publish_wqe(ctx, st.opt, wqe_at(qp, base), s, base, mlx5::WqeOpcode::kRdmaRead, 0, qp.qpn, cst ? 0 : mlx5::kCtrlCqUpdate, uint8_t(3 + a));
     if (cst) write_cst(ctx, st, qp, base + 1);
@@ -292,11 +298,12 @@ DOORBELL_HD OpResult g_on(C& ctx, const DevState& st, const DevQp& qp, uint64_t 
 template <class C>
 DOORBELL_HD OpResult p_on(C& ctx, const DevState& st, const DevQp& qp, uint64_t off, uint64_t value, uint32_t bytes, uint32_t pe,
                           uint64_t* idx) {
+  if (planted(st.opt.plant.peer_unwrapped) && pe == 0 && st.my_pe + 1 == st.npes) pe = st.npes;  // "the next PE", unwrapped
   if (OpResult r = reserve(ctx, st, qp, 1, idx); r != OpResult::kOk) return r;
-  const heap::KeyEntry& rk = heap::rkey_entry(st.keys, uint32_t(off >> st.keys.log2_granularity), pe, key_dev(st, qp));
+  const heap::KeyEntry& rk = rkey_at(st, qp, off, pe);
   WqeStage s;
   const uint32_t a = stage_av(st, qp, pe, s), o = 16 * a;
-  mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16 + o), st.heap_bases[pe] + off, rk.key);
+  mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16 + o), heap_base(st, pe) + off, rk.key);
   s.at<mlx5::WqeInlineSeg>(32 + o)->byte_count.set((planted(st.opt.plant.p_short) ? bytes - 1 : bytes) | mlx5::kInlineSegFlag);
   for (uint32_t i = 0; i < bytes; ++i) s.b[36 + o + i] = uint8_t(value >> (8 * i));
   publish_wqe(ctx, st.opt, wqe_at(qp, *idx), s, *idx, mlx5::WqeOpcode::kRdmaWrite, 0, qp.qpn, mlx5::kCtrlCqUpdate, uint8_t(3 + a));

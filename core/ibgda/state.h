@@ -130,6 +130,8 @@ struct Plants {
   bool warp_get_shifted = false;  // a warp-scope get lands each piece 8 bytes past its place
   bool result_read_late = false;  // a fetching atomic frees its ibuf slot, then copies its result out (plain)
   bool signal_other_qp = false;   // put-with-signal posts its signal on the next QP, not its data's
+  bool chunk_of_address = false;  // p / g / atomics find the rkey's chunk from the remote address, not the heap offset
+  bool peer_unwrapped = false;    // p to the next PE computes it as my_pe + 1, without wrapping at npes
 };
 
 struct Options {
@@ -179,6 +181,17 @@ inline constexpr uint32_t kPoolDefault = 0, kPoolAny = 1, kQpPools = 2;
 
 // A peer's QPs (over every NIC), and a PE's whole main (or backup) set.
 DOORBELL_HD constexpr uint32_t rcs_per_peer(const DevState& st) { return st.num_rc_per_pe * st.num_devices; }
+// PE pe's heap base. The CPU model checks pe (a PE past the job is a lookup fault, base 0);
+// a GPU reads what lies there.
+DOORBELL_HD uint64_t heap_base(const DevState& st, uint32_t pe) {
+#ifndef __CUDA_ARCH__
+  if (pe >= st.npes) {
+    heap::note_lookup_fault({"heap bases: PE", pe, st.npes, 0, pe, 0});
+    return 0;
+  }
+#endif
+  return st.heap_bases[pe];
+}
 DOORBELL_HD constexpr uint32_t qps_per_set(const DevState& st) { return st.npes * rcs_per_peer(st); }
 
 // The NIC whose keys a request on `qp` carries.

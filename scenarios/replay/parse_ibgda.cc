@@ -52,6 +52,7 @@ constexpr std::pair<const char*, bool ibgda::Plants::*> kBoolPlants[] = {
     {"amo_mask_inverted", &ibgda::Plants::amo_mask_inverted}, {"signal_first", &ibgda::Plants::signal_first},
     {"p_short", &ibgda::Plants::p_short},                   {"warp_get_shifted", &ibgda::Plants::warp_get_shifted},
     {"result_read_late", &ibgda::Plants::result_read_late}, {"signal_other_qp", &ibgda::Plants::signal_other_qp},
+    {"chunk_of_address", &ibgda::Plants::chunk_of_address}, {"peer_unwrapped", &ibgda::Plants::peer_unwrapped},
 };
 
 }  // namespace

@@ -90,6 +90,8 @@ void WorkloadRun::fill_sources() {
 
 sim::Verdict WorkloadRun::classify(gpu_sim::Scheduler& s, const gpu_sim::RunResult& r, bool failover) const {
   using sim::RunKind;
+  // A lookup outside the key tables or the heap bases: the root cause of what followed.
+  if (std::string f = heap::take_lookup_fault(); !f.empty()) return {RunKind::kBrokenInvariant, f};
   if (!r.races.empty()) {
     sim::Verdict v{RunKind::kCompleted, {}};
     sim::take_races(r, &v.kind, &v.detail);

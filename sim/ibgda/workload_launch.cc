@@ -10,6 +10,7 @@
 namespace doorbell::ibgda {
 
 void WorkloadRun::launch(gpu_sim::Scheduler& s) {
+  (void)heap::take_lookup_fault();  // this run's lookup faults only (classify takes them)
   const uint32_t npes = world_.config().npes;
   for (uint32_t pe = 0; pe < npes; ++pe) {
     if (!world_.local(pe)) continue;  // another process runs it

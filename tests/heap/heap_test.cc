@@ -101,6 +101,7 @@ TEST(KeyTables, FirstPieceStopsAtTheNearerChunkEnd) {
   KeyTables t;
   t.npes = 2;
   t.log2_granularity = 12;  // 4 KiB chunks
+  t.nchunks = 64;
   const uint64_t lbase = 0x10000, rbase = 0x80000;
   std::vector<KeyEntry> lg(100), rg(200);
   t.lkeys_global = lg.data();
