@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "base/config.h"
 
@@ -35,7 +36,26 @@ DOORBELL_HD constexpr bool is_float(DType t) {
 // instruction: float sum below 8-byte elements in 16 B vectors (.v4.f32, .v8.f16x2-style),
 // double sum 8 B, 16-bit float min / max 16 B, integer sum / min / max one element; float32 and
 // float64 min / max do not exist.
+#ifndef __CUDA_ARCH__
+// Planted table errors, for tests of the model switch's own PTX table only: the f64 sum as a
+// 16-byte (.v2.f64) pack, the integers in 16-byte (.v4) packs. The host build only.
+struct PackPlants {
+  bool f64_vector = false;
+  bool int_vector = false;
+};
+inline PackPlants& pack_plants() {
+  thread_local PackPlants p;
+  return p;
+}
+#endif
+
 DOORBELL_HD constexpr uint32_t multimem_pack_bytes(DType t, RedOp op) {
+#ifndef __CUDA_ARCH__
+  if (!std::is_constant_evaluated()) {
+    if (pack_plants().f64_vector && t == DType::kF64 && op == RedOp::kSum) return 16;
+    if (pack_plants().int_vector && !is_float(t)) return 16;
+  }
+#endif
   if (!is_float(t)) return dtype_bytes(t);
   if (op == RedOp::kSum) return t == DType::kF64 ? 8 : 16;
   if (t == DType::kF16 || t == DType::kBf16) return 16;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/nvls/reduce.h"
+#include "hw/gpu_sim/ptx_multimem.h"
 
 namespace doorbell::gpu_sim {
 
@@ -23,7 +24,9 @@ McView::Order McView::draw_order() {
 void McView::ld_reduce(SimCtx& ctx, uint64_t off, nvls::DType t, nvls::RedOp op, uint32_t pack, uint8_t* out) {
   ++ld_reduces_;
   std::memset(out, 0, pack <= 16 ? pack : 16);
-  if (!nvls::multimem_pack_valid(t, op, pack) || off % pack != 0 || off + pack > bytes_) {
+  // Checked against the PTX forms (ptx_multimem.h), not against the pack table the protocol
+  // chose its pack from.
+  if (ptx_multimem_form(t, op, pack) == nullptr || off % pack != 0 || off + pack > bytes_) {
     fail("multimem.ld_reduce." + std::string(nvls::redop_name(op)) + "." + nvls::dtype_name(t) + " of " + std::to_string(pack) +
          " B at offset " + std::to_string(off) + ": no such instruction form, or misaligned, or outside the object");
     return;

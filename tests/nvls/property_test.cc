@@ -117,6 +117,27 @@ TEST(NvlsProperty, RaceDetectorFindsASlotFreedBeforeTheBarrier) {
   }
 }
 
+// Independent oracle: the model switch checks each multimem access against the PTX forms
+// (hw/gpu_sim/ptx_multimem.h), not against pack.h. A wrong pack.h entry (a .v2.f64 sum, .v4
+// integer packs) reduced correctly and passed every property while the switch asked pack.h;
+// now the property finds it, naming the form PTX lacks.
+TEST(NvlsProperty, IndependentFormTableFindsAWrongPackTableEntry) {
+  for (const int plant : {0, 1}) {
+    PackPlants& pp = pack_plants();
+    (plant == 0 ? pp.f64_vector : pp.int_vector) = true;
+    std::string seen;
+    const auto held = rc::check(plant == 0 ? "f64 sum in 16-byte packs" : "integers in 16-byte packs", [&seen] {
+      const Case k = *gen_case();
+      const std::string why = run_case(k);
+      if (!why.empty()) seen = why;
+      RC_ASSERT(why.empty());
+    });
+    pp = {};
+    EXPECT_FALSE(held) << "the wrong pack table entry was not found";
+    EXPECT_NE(seen.find("no such instruction form"), std::string::npos) << seen;
+  }
+}
+
 TEST(Nvls, EightRanksAllReduceEveryTypeAndOp) {
   for (int t = 0; t < 8; ++t)
     for (int op = 0; op < 3; ++op) {
