@@ -240,7 +240,7 @@ DOORBELL_HD OpResult fetch_on(C& ctx, const DevState& st, const DevQp& qp, uint3
   using namespace exec;
   const uint64_t slot = ctx.atomic_add(gpu_scope, &qp.mv->ibuf_head, 1);
   if (wait_until(ctx, "fetch_atomic: ibuf slot free", &qp.mv->ibuf_tail,
-                 [&](uint64_t t) { return slot - t < qp.ibuf_nslots; }) != WaitResult::kOk)
+                 [&](uint64_t t) { return slot - t < qp.ibuf_nslots + (planted(st.opt.plant.ibuf_one_too_many) ? 1 : 0); }) != WaitResult::kOk)
     return OpResult::kTimeout;
   auto* res = reinterpret_cast<uint64_t*>(qp.ibuf + (1 + (slot & (qp.ibuf_nslots - 1))) * kIbufSlotBytes);
   if (qp.hp != nullptr) ctx.store(system_scope, relaxed, res, kResultUnset);

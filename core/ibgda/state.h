@@ -132,6 +132,7 @@ struct Plants {
   bool signal_other_qp = false;   // put-with-signal posts its signal on the next QP, not its data's
   bool chunk_of_address = false;  // p / g / atomics find the rkey's chunk from the remote address, not the heap offset
   bool peer_unwrapped = false;    // p to the next PE computes it as my_pe + 1, without wrapping at npes
+  bool ibuf_one_too_many = false; // a fetch takes its ibuf slot when nslots + 1 are out, not nslots
 };
 
 struct Options {
