@@ -43,6 +43,8 @@ struct Plants {
   bool tail_before_copy_done = false;    // publish the tail without the slot's event completed
   bool reads_after_head = false;         // the receiver hands the slot back, then copies it out
   bool head_relaxed = false;             // the receiver hands the slot back with a relaxed store
+  bool tail_on_previous_event = false;   // the proxy publishes a step's tail on the step before's event
+  bool size_not_freed = false;           // the receiver hands a slot back without freeing its size
 };
 
 // How a kernel side ended: kBadSlot, the receiver found a slot without a valid size (a step
@@ -86,7 +88,7 @@ DOORBELL_HD CeResult ce_recv(C& ctx, const Conn& c, uint64_t base, uint8_t* dst,
     if (size > c.step_bytes || size != (bytes - s * c.step_bytes < c.step_bytes ? bytes - s * c.step_bytes : c.step_bytes))
       return CeResult::kBadSlot;
     if (dst != nullptr && !pl.reads_after_head) ctx.read_bytes(dst + s * c.step_bytes, c.recv_fifo + slot * c.step_bytes, size);
-    ctx.store(system_scope, relaxed, &c.shm->size[slot], kSlotFree);
+    if (!pl.size_not_freed) ctx.store(system_scope, relaxed, &c.shm->size[slot], kSlotFree);
     // Release: the slot's reads are done before the sender may stage into it again.
     if (pl.head_relaxed) ctx.store(system_scope, relaxed, &c.shm->head, step + 1);
     else ctx.store(system_scope, release, &c.shm->head, step + 1);
@@ -135,7 +137,7 @@ bool send_proxy_progress(H& h, const Conn& c, ProxySub& sub, const Plants& pl) {
   }
   if (sub.done < sub.transmitted) {
     const uint64_t slot = (sub.base + sub.done) % kSteps;
-    if (pl.tail_before_copy_done || h.query(slot)) {
+    if (pl.tail_before_copy_done || h.query(pl.tail_on_previous_event ? (slot + kSteps - 1) % kSteps : slot)) {
       ++sub.done;
       h.store(&c.shm->tail, sub.base + sub.done);
       did = true;

@@ -16,17 +16,36 @@ namespace {
 
 // What the send proxy needs of the host, on the CPU model: shared words through the memory
 // model, copies and events on the connection's stream.
+// It also checks the proxy's positions (the first broken one goes to *broken): a copy is
+// posted only for a step the kernel staged, and the tail passes a step only once that step's
+// copy completed.
 struct ModelHost {
   gpu_sim::AgentCtx& a;
   gpu_sim::CudaModel& cuda;
   gpu_sim::StreamHandle stream;
   const gpu_sim::EventHandle* events;
   uint64_t* copied;
+  const ConnShm* shm;
+  const ProxySub* sub;
+  const std::string* name;
+  std::string* broken;
   uint64_t load(const uint64_t* p) { return a.load64(p, "send proxy", "connection word", 0); }
-  void store(uint64_t* p, uint64_t v) { a.store64(p, v); }
+  void store(uint64_t* p, uint64_t v) {
+    if (p == &shm->tail && v != 0 && !cuda.completed(events[(v - 1) % kSteps]))
+      position(*name + ": tail moved to " + std::to_string(v) + " while the copy of step " + std::to_string(v - 1) +
+               " had not completed (a step lands, then its tail)");
+    a.store64(p, v);
+  }
   void memcpy_async(void* dst, const void* src, uint64_t n) {
+    const uint64_t step = sub->base + sub->transmitted;
+    if (shm->staged <= step)
+      position(*name + ": the copy of step " + std::to_string(step) + " was posted while the kernel had staged " + std::to_string(shm->staged) +
+               " (a step is staged, then copied)");
     *copied += n;
     cuda.memcpy_async(stream, dst, src, n);
+  }
+  void position(const std::string& why) {
+    if (broken->empty()) *broken = why;
   }
   void record(uint64_t slot) { cuda.record(events[slot], stream); }
   bool query(uint64_t slot) const { return cuda.query(events[slot]); }
@@ -46,6 +65,7 @@ struct Link {
   gpu_sim::EventHandle events[kSteps] = {};
   ProxySub sub;
   uint64_t copied = 0;  // bytes the proxy enqueued
+  std::string name;     // "gpu0->gpu1"
 };
 
 // The call's completed bytes as an H3 proxy's counter holds them: an int sign-extends when
@@ -86,6 +106,7 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
         l->proxy_conn.src_direct = c.phantom ? nullptr : l->src.data();
       }
       l->sub.nsteps = steps_for(c.bytes, c.step_bytes);
+      l->name = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to);
       links.push_back(std::move(l));
     }
   std::string violation, bad_slot;
@@ -100,6 +121,17 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
     }
   };
   gpu_sim::Scheduler s(so);
+  // Slot ownership, checked where the receiver hands a slot back: it freed the slot's size
+  // first (a later step's check of the size then cannot pass on a stale one). Sequentially
+  // consistent runs only: in the weak mode the size may still sit in the receiver's buffer.
+  if (so.memory == gpu_sim::MemoryModel::kSc)
+    for (const auto& l : links)
+      s.check_stores(&l->shm.head, sizeof l->shm.head, [l = l.get()](const void*) -> std::string {
+        const uint64_t h = l->shm.head;
+        if (h == 0 || l->shm.size[(h - 1) % kSteps] == kSlotFree) return {};
+        return l->name + ": head moved to " + std::to_string(h) + " with slot " + std::to_string((h - 1) % kSteps) +
+               "'s size still set (a slot is freed, then handed back)";
+      });
   for (const auto& l : links) {
     const std::string n = "gpu" + std::to_string(l->from) + "->gpu" + std::to_string(l->to) + ".";
     s.watch(n + "staged", &l->shm.staged);
@@ -187,7 +219,7 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
         uint64_t completed = 0;
         for (Link* l : out) {
           if (!retired[g]) {
-            ModelHost h{a, cuda, l->stream, l->events, &l->copied};
+            ModelHost h{a, cuda, l->stream, l->events, &l->copied, &l->shm, &l->sub, &l->name, &violation};
             did |= send_proxy_progress(h, l->proxy_conn, l->sub, c.plants);
           }
           if (l->sub.bad_size != 0) return;  // reported after the run
@@ -213,8 +245,8 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
                 r.run.report;
   } else if (r.run.outcome != gpu_sim::Outcome::kCompleted) {
     r.failure = std::string(gpu_sim::outcome_name(r.run.outcome)) + ":\n" + r.run.report;
-  } else if (!violation.empty()) {
-    r.failure = "invariant: " + violation;
+  } else if (!violation.empty() || !s.violation().empty()) {
+    r.failure = "invariant: " + (violation.empty() ? s.violation() : violation);
   } else if (!bad_slot.empty()) {
     r.failure = bad_slot;
   } else if (cuda.memory().open_mappings() != 0) {
