@@ -40,7 +40,7 @@ RaceDetector::Tid RaceDetector::add_thread(std::string name, Tid parent) {
 void RaceDetector::tick(Tid t, uintptr_t word) {
   Thread& th = threads_[t];
   if (th.releases.size() == kKeptReleases) th.releases.erase(th.releases.begin());
-  th.releases.push_back({th.clock.c[t], word});
+  th.releases.push_back({th.clock.c[t], word, false});
   ++th.clock.c[t];
   th.dep.c[t] = th.clock.c[t];
 }
@@ -103,7 +103,7 @@ void RaceDetector::relaxed_store(Tid t, const void* addr) {
   Thread& th = threads_[t];
   if (th.fenced.c.empty()) return;
   if (th.releases.size() == kKeptReleases) th.releases.erase(th.releases.begin());
-  th.releases.push_back({th.fenced.at(t), word_of(addr)});
+  th.releases.push_back({th.fenced.at(t), word_of(addr), true});
 }
 
 void RaceDetector::rmw(Tid t, const void* addr) {
@@ -163,18 +163,18 @@ uint32_t RaceDetector::label_id(const char* label) {
   return it->second;
 }
 
-const char* RaceDetector::site(const std::source_location& l) {
-  const uint64_t key = reinterpret_cast<uintptr_t>(l.file_name()) * 0x9e3779b97f4a7c15ull ^ l.line();
+const char* RaceDetector::site(const char* file, uint32_t line) {
+  const uint64_t key = reinterpret_cast<uintptr_t>(file) * 0x9e3779b97f4a7c15ull ^ line;
   auto [it, fresh] = sites_.try_emplace(key, nullptr);
   if (fresh) {
-    std::string f = l.file_name();
+    std::string f = file;
     // From the repository's top folder on: the build's absolute path says nothing.
     for (const char* top : {"/core/", "/hw/", "/sim/", "/host/", "/scenarios/", "/tests/", "/tools/", "/bench/", "/fuzz/"})
       if (size_t at = f.rfind(top); at != std::string::npos) {
         f = f.substr(at + 1);
         break;
       }
-    site_names_.push_back(f + ":" + std::to_string(l.line()));
+    site_names_.push_back(f + ":" + std::to_string(line));
     it->second = site_names_.back().c_str();
   }
   return it->second;
@@ -274,10 +274,20 @@ void RaceDetector::device_atomic(Tid t, const void* addr) {
   release_store(t, addr);
 }
 
+void RaceDetector::name_range(const void* base, size_t len, std::string name) {
+  const auto lo = reinterpret_cast<uintptr_t>(base);
+  if (len != 0) ranges_[lo] = {lo + len, std::move(name)};
+}
+
 std::string RaceDetector::name_of(uintptr_t word) const {
   std::string n = namer_ ? namer_(reinterpret_cast<const void*>(word)) : std::string();
   if (!n.empty()) return n;
-  char b[32];
+  char b[48];
+  if (auto it = ranges_.upper_bound(word); it != ranges_.begin() && word < std::prev(it)->second.hi) {
+    --it;
+    std::snprintf(b, sizeof b, "+0x%llx", static_cast<unsigned long long>(word - it->first));
+    return it->second.name + b;
+  }
   std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(word));
   return b;
 }
@@ -320,8 +330,8 @@ void RaceDetector::conflict(const Access& earlier, bool earlier_write, Tid t, bo
        << "was stored before the access)\n";
   else {
     const Release* before = nullptr;  // its last publication before the access, if any
-    for (const Release& r : u.releases)
-      if (r.epoch < earlier.epoch && r.word != 0) before = &r;
+    for (const Release& r : u.releases)  // (a fenced store may have come after the access, in its epoch)
+      if (r.epoch < earlier.epoch && r.word != 0 && !r.fenced) before = &r;
     os << "  not ordered: " << u.name << " released nothing after its access";
     if (before != nullptr) os << "; it released " << name_of(before->word) << " before it (the hand-over came first)";
     else os << " (the flag, index or barrier that should hand the bytes over is missing)";

@@ -26,8 +26,8 @@
 // word (dep) follows those chains.
 //
 // Data accesses (read_bytes / write_bytes, the NIC's WQE and payload accesses, copy-engine
-// copies) are checked, per 8-byte word and per byte within it, against the last write and
-// the last few reads of every other thread: two conflicting accesses that no chain of the
+// copies) are checked, per 8-byte word and per byte within it, against its last writes (two)
+// and reads (three) by other threads: two conflicting accesses that no chain of the
 // above orders are a race, reported with both accesses (thread, label, range) and the release
 // the first thread made after its access (the flag or index that should have ordered them),
 // or that it made none. Deterministic: a race is found in whatever order the schedule ran the
@@ -38,7 +38,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <source_location>
+#include <map>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -58,6 +58,9 @@ class RaceDetector {
   const std::string& thread_name(Tid t) const { return threads_[t].name; }
   // Names addresses in reports (the scheduler's watched words).
   void set_namer(std::function<std::string(const void*)> fn) { namer_ = std::move(fn); }
+  // A named range (a PE's heap, a QP's ring, a FIFO): an unnamed word in it is reported as
+  // "name+0xoffset", the same in every run of the scenario (host addresses are not).
+  void name_range(const void* base, size_t len, std::string name);
 
   // ---- synchronisation: ordered accesses of 1..8 bytes (the word holding addr) ----
   void acquire_load(Tid t, const void* addr);
@@ -88,8 +91,10 @@ class RaceDetector {
   // Bytes that nothing reads (a NIC's scratch: where non-fetching atomics' results land):
   // accesses to them are no data accesses.
   void ignore(const void* addr, size_t len);
-  // "file:line" of a call site, interned: a label for read / write.
-  const char* site(const std::source_location& l);
+  // "file:line" of a call site, interned: a label for read / write. (__builtin_FILE /
+  // __builtin_LINE give them: clang 14, the fuzz build's, has no std::source_location with
+  // libstdc++.)
+  const char* site(const char* file, uint32_t line);
 
   bool found() const { return !reports_.empty(); }
   // The races, one paragraph each (at most kMaxReports; the count of the rest); empty if none.
@@ -118,8 +123,9 @@ class RaceDetector {
   };
   static constexpr size_t kSeen = 4;
   struct Release {
-    uint32_t epoch;
-    uintptr_t word;
+    uint32_t epoch;   // of the thread, that the release carries
+    uintptr_t word;   // 0: a fence, a barrier, a hand-off
+    bool fenced;      // a relaxed store after a fence: carries the fence's epoch, made later
   };
   struct Thread {
     std::string name;
@@ -176,6 +182,11 @@ class RaceDetector {
   std::unordered_map<const char*, uint32_t> label_ids_;
   std::function<std::string(const void*)> namer_;
   std::vector<std::pair<uintptr_t, uintptr_t>> ignored_;  // [lo, hi), sorted by lo
+  struct Range {
+    uintptr_t hi;
+    std::string name;
+  };
+  std::map<uintptr_t, Range> ranges_;  // by lo
   bool ignored(uintptr_t lo, uintptr_t hi) const;
   std::vector<std::string> reports_;
   std::unordered_map<uint64_t, bool> reported_;  // (label pair) -> reported once

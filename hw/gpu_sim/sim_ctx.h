@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <source_location>
 #include <type_traits>
 
 #include "core/exec/context.h"
@@ -84,14 +83,14 @@ class SimCtx {
   // Plain (weak) byte ranges, e.g. WQE segments: not scheduling points; in the weak mode
   // they are buffered and read like any other store and load. The race detector checks them
   // (the caller's file:line names the access).
-  void write_bytes(void* dst, const void* src, size_t n, std::source_location at = std::source_location::current()) {
-    if (RaceDetector* r = s_->race()) [[unlikely]] r->write(s_->race_thread(), dst, n, r->site(at));
+  void write_bytes(void* dst, const void* src, size_t n, const char* file = __builtin_FILE(), uint32_t line = __builtin_LINE()) {
+    if (RaceDetector* r = s_->race()) [[unlikely]] r->write(s_->race_thread(), dst, n, r->site(file, line));
     if (WeakMemory* w = s_->weak()) w->store(s_->mem_thread(), dst, src, n);
     else if (n % 8 == 0) copy_words(dst, src, n);
     else std::memcpy(dst, src, n);
   }
-  void read_bytes(void* dst, const void* src, size_t n, std::source_location at = std::source_location::current()) {
-    if (RaceDetector* r = s_->race()) [[unlikely]] r->read(s_->race_thread(), src, n, r->site(at));
+  void read_bytes(void* dst, const void* src, size_t n, const char* file = __builtin_FILE(), uint32_t line = __builtin_LINE()) {
+    if (RaceDetector* r = s_->race()) [[unlikely]] r->read(s_->race_thread(), src, n, r->site(file, line));
     if (WeakMemory* w = s_->weak()) w->load(s_->mem_thread(), src, dst, n);
     else std::memcpy(dst, src, n);
   }

@@ -444,12 +444,23 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
         }
     }
   s.watch(&watched_);
-  // ibuf slot 0: where every non-fetching atomic's result lands and nobody reads.
+  // ibuf slot 0: where every non-fetching atomic's result lands and nobody reads. The heaps,
+  // rings, CQs and ibufs by name, for race reports.
   if (gpu_sim::RaceDetector* r = s.race())
-    for (uint32_t p = 0; p < cfg_.npes; ++p)
-      if (local(p))
-        for (const std::vector<DevQp>* set : {&pes_[p]->qps(), &pes_[p]->qps(true)})
-          for (const DevQp& q : *set) r->ignore(q.ibuf, kIbufSlotBytes);
+    for (uint32_t p = 0; p < cfg_.npes; ++p) {
+      if (!local(p)) continue;
+      const std::string pe = "pe" + std::to_string(p);
+      if (!cfg_.heap.phantom) r->name_range(reinterpret_cast<const void*>(pes_[p]->heap_bases[p]), cfg_.heap.heap_bytes, pe + ".heap");
+      for (const std::vector<DevQp>* set : {&pes_[p]->qps(), &pes_[p]->qps(true)})
+        for (size_t i = 0; i < set->size(); ++i) {
+          const DevQp& q = (*set)[i];
+          const std::string qp = pe + (set == &pes_[p]->qps() ? ".qp" : ".backup") + std::to_string(i);
+          r->ignore(q.ibuf, kIbufSlotBytes);
+          r->name_range(q.ibuf, size_t(q.ibuf_nslots + 1) * kIbufSlotBytes, qp + ".ibuf");
+          r->name_range(q.wq, size_t(q.nwqes) * mlx5::kWqebb, qp + ".ring");
+          r->name_range(q.cqe, sizeof(mlx5::Cqe64), qp + ".cqe");
+        }
+    }
   s.add_reporter([this] {
     const std::string e = nic_errors();
     return e.empty() ? e : "NIC errors and events:\n" + e;

@@ -125,6 +125,10 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     a.input = c.phantom ? nullptr : in[g].data();
     a.output = c.phantom ? nullptr : r.outputs[g].data();
     a.plants = c.plants;
+    if (gpu_sim::RaceDetector* rd = s.race())  // race reports name words by region, not host address
+      for (uint64_t i = 0; i < regions; ++i)
+        rd->name_range(phys[g].data() + i * stride, stride,
+                       "rank" + std::to_string(g) + ".head" + std::to_string(i / c.channels) + ".ch" + std::to_string(i % c.channels) + ".region");
     if (c.ring) continue;
     const std::string flag = "rank" + std::to_string(g) + ".";
     for (uint32_t i = 0; i < n * c.channels; ++i) {

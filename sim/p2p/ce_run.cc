@@ -140,6 +140,12 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
     for (uint32_t k = 0; k < kSteps; ++k) s.watch(n + "size[" + std::to_string(k) + "]", &l->shm.size[k]);
   }
   gpu_sim::CudaModel cuda(s, {c.gpus, c.max_connections, c.copy_bytes_per_step});
+  if (gpu_sim::RaceDetector* rd = s.race())  // race reports name words by buffer, not host address
+    for (const auto& l : links) {
+      rd->name_range(l->send_buf.data(), l->send_buf.size(), l->name + ".send_buf");
+      rd->name_range(l->src.data(), l->src.size(), l->name + ".src");
+      rd->name_range(l->dst.data(), l->dst.size(), l->name + ".dst");
+    }
   for (const auto& l : links) {
     uint64_t va = 0;
     try {
@@ -149,6 +155,8 @@ CeRunResult run_ce(const CeRunConfig& c, gpu_sim::SchedOptions so) {
     }
     l->remote = cuda.memory().ipc_get_handle(l->to, va);
     l->received = cuda.memory().host_ptr(l->to, va);
+    if (gpu_sim::RaceDetector* rd = s.race(); rd != nullptr && l->received != nullptr)
+      rd->name_range(l->received, c.direct ? c.bytes : kSteps * c.step_bytes, l->name + (c.direct ? ".recv_buf" : ".recv_fifo"));
     l->conn.recv_fifo = c.direct ? nullptr : l->received;  // the receiver kernel reads its FIFO
   }
   // H3: per GPU, the call's completed bytes and whether its proxy retired the call.
