@@ -139,9 +139,8 @@ void CudaModel::hand_on(uint32_t w, bool acquire) const {
 }
 
 bool CudaModel::query(EventHandle e) const {
-  if (events_[e] < 0) return true;
-  if (!work_[size_t(events_[e])].done) return false;
-  hand_on(uint32_t(events_[e]), true);
+  if (!completed(e)) return false;
+  if (events_[e] >= 0) hand_on(uint32_t(events_[e]), true);
   return true;
 }
 

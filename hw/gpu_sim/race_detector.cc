@@ -256,14 +256,11 @@ void RaceDetector::device_read(Tid t, const void* addr, size_t len, const char* 
 
 void RaceDetector::device_write(Tid t, const void* addr, size_t len, const char* label, uint64_t index) {
   access<true>(t, addr, len, label, index);
-  if (len > 64) return;  // a payload: its words release nothing
-  const auto lo = reinterpret_cast<uintptr_t>(addr);
-  for (uintptr_t w = lo & ~(kWord - 1); w < lo + len; w += kWord) publish(t, w, true);
-  tick(t, lo & ~(kWord - 1));
+  device_rewrite(t, addr, len);
 }
 
 void RaceDetector::device_rewrite(Tid t, const void* addr, size_t len) {
-  if (len > 64) return;
+  if (len > 64) return;  // a payload: its words release nothing
   const auto lo = reinterpret_cast<uintptr_t>(addr);
   for (uintptr_t w = lo & ~(kWord - 1); w < lo + len; w += kWord) publish(t, w, true);
   tick(t, lo & ~(kWord - 1));

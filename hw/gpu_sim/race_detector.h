@@ -83,7 +83,7 @@ class RaceDetector {
   void device_read(Tid t, const void* addr, size_t len, const char* label, uint64_t index);
   void device_write(Tid t, const void* addr, size_t len, const char* label, uint64_t index);
   void device_atomic(Tid t, const void* addr);  // acquire and release, not a data access
-  void device_rewrite(Tid t, const void* addr, size_t len);  // bytes unchanged: device_write's release only
+  void device_rewrite(Tid t, const void* addr, size_t len);  // bytes unchanged: device_write less its data access
   // t has seen the state u left (a host agent inspecting a device model's C++ state: a QP
   // that failed): t comes after everything u did so far.
   void acquire_thread(Tid t, Tid u);
@@ -99,7 +99,6 @@ class RaceDetector {
   bool found() const { return !reports_.empty(); }
   // The races, one paragraph each (at most kMaxReports; the count of the rest); empty if none.
   std::string report() const;
-  uint64_t races() const { return races_; }
 
   static constexpr uint64_t kNoIndex = ~0ull;
 

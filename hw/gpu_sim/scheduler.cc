@@ -77,21 +77,23 @@ struct Scheduler::Devices final : mem::Observer {
   Scheduler& s;
   std::unordered_map<const void*, uint32_t> actors;
   explicit Devices(Scheduler& sc) : s(sc) {}
+  // The detector, where an actor is running (null otherwise).
+  RaceDetector* race() const { return s.cur_actor_ != RaceDetector::kNoThread ? s.race_.get() : nullptr; }
   void device_write(const void* addr, size_t len, const char* what, uint64_t index) override {
     if (s.weak_) s.weak_->device_write(addr, len);
-    if (s.race_ && s.cur_actor_ != RaceDetector::kNoThread) s.race_->device_write(s.cur_actor_, addr, len, what, index);
+    if (RaceDetector* r = race()) r->device_write(s.cur_actor_, addr, len, what, index);
   }
   void device_read(const void* addr, size_t len, const char* who, const char* what, uint64_t index) override {
     if (s.weak_) s.weak_->device_read(addr, len, who, what, index);
-    if (s.race_ && s.cur_actor_ != RaceDetector::kNoThread) s.race_->device_read(s.cur_actor_, addr, len, what, index);
+    if (RaceDetector* r = race()) r->device_read(s.cur_actor_, addr, len, what, index);
   }
   void device_rewrite(const void* addr, size_t len, const char*, uint64_t) override {
     if (s.weak_) s.weak_->device_write(addr, len);
-    if (s.race_ && s.cur_actor_ != RaceDetector::kNoThread) s.race_->device_rewrite(s.cur_actor_, addr, len);
+    if (RaceDetector* r = race()) r->device_rewrite(s.cur_actor_, addr, len);
   }
   void device_atomic(const void* addr, size_t len) override {
     if (s.weak_) s.weak_->device_write(addr, len);
-    if (s.race_ && s.cur_actor_ != RaceDetector::kNoThread) s.race_->device_atomic(s.cur_actor_, addr);
+    if (RaceDetector* r = race()) r->device_atomic(s.cur_actor_, addr);
   }
   void device_actor(const void* key, const char* what, uint64_t index) override {
     if (!s.race_ || s.cur_lane_ == nullptr) return;
@@ -105,12 +107,13 @@ struct Scheduler::Devices final : mem::Observer {
     s.race_->acquire_from(s.cur_actor_, key);
   }
   void device_command(const void* key) override {
-    if (!s.race_ || s.cur_actor_ == RaceDetector::kNoThread) return;
-    if (auto it = actors.find(key); it != actors.end()) s.race_->acquire_thread(s.cur_actor_, it->second);
-    s.race_->release_to(s.cur_actor_, key);
+    RaceDetector* r = race();
+    if (r == nullptr) return;
+    if (auto it = actors.find(key); it != actors.end()) r->acquire_thread(s.cur_actor_, it->second);
+    r->release_to(s.cur_actor_, key);
   }
   void device_release(const void* key) override {
-    if (s.race_ && s.cur_actor_ != RaceDetector::kNoThread) s.race_->release_to(s.cur_actor_, key);
+    if (RaceDetector* r = race()) r->release_to(s.cur_actor_, key);
   }
 };
 
@@ -268,10 +271,7 @@ Scheduler::Scheduler(SchedOptions o) : opt_(o), rng_(o.seed * 0x9E3779B97F4A7C15
   }
   if (opt_.races) {
     race_ = std::make_unique<RaceDetector>();
-    race_->set_namer([this](const void* a) {
-      const std::string n = name_of(static_cast<const uint64_t*>(a));
-      return n.starts_with("0x") ? std::string() : n;
-    });
+    race_->set_namer([this](const void* a) { return watched_name(static_cast<const uint64_t*>(a)); });
   }
 }
 
@@ -725,12 +725,16 @@ void Scheduler::check_hang() {
   report_ = hang_report();
 }
 
-std::string Scheduler::name_of(const uint64_t* addr) const {
+std::string Scheduler::watched_name(const uint64_t* addr) const {
   const std::string* found = nullptr;
   for_each_watch([&](const std::string& name, const uint64_t* a) {
     if (a == addr && found == nullptr) found = &name;
   });
-  if (found != nullptr) return *found;
+  return found != nullptr ? *found : std::string();
+}
+
+std::string Scheduler::name_of(const uint64_t* addr) const {
+  if (std::string n = watched_name(addr); !n.empty()) return n;
   std::ostringstream os;
   os << static_cast<const void*>(addr);
   return os.str();

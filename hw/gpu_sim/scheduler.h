@@ -265,7 +265,8 @@ class Scheduler {
   Agent* pick();
   void check_hang();
   std::string hang_report() const;
-  std::string name_of(const uint64_t* addr) const;
+  std::string name_of(const uint64_t* addr) const;        // its watched name, else its address
+  std::string watched_name(const uint64_t* addr) const;  // "" if not watched
   void abort_all();
 
   SchedOptions opt_;

@@ -14,6 +14,7 @@
 #include "sim/ibgda/atomic_check.h"
 #include "sim/ibgda/program.h"
 #include "tests/ibgda/program_gen.h"
+#include "tests/rc_find.h"
 
 namespace doorbell::ibgda {
 namespace {
@@ -107,16 +108,19 @@ RC_GTEST_PROP(IbgdaFamily, PAndGMoveTheirValues, ()) { check_family(kFamilyPg); 
 
 // Fetching atomics on one QP with more of them in flight than its ibuf has slots (issue 39's
 // coverage hole: the other properties seldom get there): one RC per peer, 1 or 2 slots, up to
-// 12 threads fetching.
+// 12 threads fetching. One recipe for the property's draws and the seeded plant test's.
+template <class Draw, class Pick>
+void ibuf_exhausted_shape(Program& p, Draw&& draw, Pick&& pick) {
+  p.npes = 2, p.warps = draw(2, 4), p.lanes = 4;
+  p.stack.ibuf_slots = draw(1, 3);
+  p.stack.num_rc_per_pe = 1, p.stack.nics_per_pe = 1, p.stack.dc = DcUse::kNone;
+  p.ops.clear();
+  draw_ops(p, draw(24, 64), draw, pick, kProgramSlot, kFamilyAmo);
+}
 rc::Gen<Case> gen_ibuf_exhausted() {
   return rc::gen::exec([] {
     Case c = *gen_case(kFamilyAmo);
-    Program& p = c.p;
-    p.npes = 2, p.warps = *rc::gen::inRange(2u, 4u), p.lanes = 4;
-    p.stack.ibuf_slots = *rc::gen::element(1u, 2u);
-    p.stack.num_rc_per_pe = 1, p.stack.nics_per_pe = 1, p.stack.dc = DcUse::kNone;
-    p.ops.clear();
-    gen_ops(p, *rc::gen::inRange(24u, 64u), kFamilyAmo);
+    ibuf_exhausted_shape(c.p, rc_draw, rc_pick);
     return c;
   });
 }
@@ -131,15 +135,11 @@ RC_GTEST_PROP(IbgdaFamily, FetchesBeyondTheIbufSlots, ()) {
 // Generated cases with a bug planted by `plant` until one breaks: what broke, or "" when
 // every case held. `families`: what the programs draw.
 std::string find_planted(const char* name, const std::function<void(Case&)>& plant, uint32_t families = kAllFamilies) {
-  std::string seen;
-  const bool held = rc::check(name, [&] {
+  return testing::first_failure(name, [&] {
     Case c = *gen_case(families);
     plant(c);
-    const std::string why = run_case(c, gpu_sim::MemoryModel::kSc);
-    if (!why.empty()) seen = why;
-    RC_ASSERT(why.empty());
+    return run_case(c, gpu_sim::MemoryModel::kSc);
   });
-  return held ? std::string() : seen;
 }
 
 // A fetch that takes its ibuf slot one too early (nslots + 1 out) overwrites a slot whose
@@ -154,12 +154,12 @@ TEST(IbgdaFamily, FindsAFetchTakingASlotStillInUse) {
     auto draw = [&rng](uint32_t lo, uint32_t hi) { return lo + uint32_t(rng() % (hi - lo)); };
     Case c;
     Program& p = c.p;
-    p.npes = 2, p.warps = draw(2, 4), p.lanes = 4, p.seed = seed;
-    p.stack.ibuf_slots = draw(1, 3), p.stack.num_rc_per_pe = 1, p.stack.log_qp_depth = draw(3, 7);
+    p.seed = seed;
+    p.stack.log_qp_depth = draw(3, 7);
     p.stack.num_requests_in_batch = 1u << draw(0, 4);
     p.stack.plant.ibuf_one_too_many = true;
     c.pct = seed % 2 != 0;
-    draw_ops(p, draw(24, 64), draw, [&rng](uint32_t n) { return uint32_t(rng() % n); }, kProgramSlot, kFamilyAmo);
+    ibuf_exhausted_shape(p, draw, [&rng](uint32_t n) { return uint32_t(rng() % n); });
     seen = run_case(c, gpu_sim::MemoryModel::kSc);
   }
   EXPECT_FALSE(seen.empty()) << "a fetch taking a slot still in use was not found in 40 programs";

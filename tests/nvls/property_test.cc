@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "tests/rc_find.h"
 #include "tests/sim_opts.h"
 
 namespace doorbell::nvls {
@@ -104,14 +105,8 @@ TEST(NvlsProperty, RaceDetectorFindsASlotFreedBeforeTheBarrier) {
   for (const auto& [name, plant, flag] : plants) {
     Plants pl;
     pl.*plant = true;
-    std::string seen;
-    const auto held = rc::check(name, [&pl, &seen] {
-      const Case k = *gen_case();
-      const std::string why = run_case(k, pl);
-      if (!why.empty()) seen = why;
-      RC_ASSERT(why.empty());
-    });
-    EXPECT_FALSE(held) << name << " was not found";
+    const std::string seen = testing::first_failure(name, [&pl] { return run_case(*gen_case(), pl); });
+    EXPECT_FALSE(seen.empty()) << name << " was not found";
     EXPECT_NE(seen.find("data race"), std::string::npos) << name << ": " << seen;
     EXPECT_NE(seen.find(flag), std::string::npos) << name << ": " << seen;
   }
@@ -125,15 +120,10 @@ TEST(NvlsProperty, IndependentFormTableFindsAWrongPackTableEntry) {
   for (const int plant : {0, 1}) {
     PackPlants& pp = pack_plants();
     (plant == 0 ? pp.f64_vector : pp.int_vector) = true;
-    std::string seen;
-    const auto held = rc::check(plant == 0 ? "f64 sum in 16-byte packs" : "integers in 16-byte packs", [&seen] {
-      const Case k = *gen_case();
-      const std::string why = run_case(k);
-      if (!why.empty()) seen = why;
-      RC_ASSERT(why.empty());
-    });
+    const std::string seen =
+        testing::first_failure(plant == 0 ? "f64 sum in 16-byte packs" : "integers in 16-byte packs", [] { return run_case(*gen_case()); });
     pp = {};
-    EXPECT_FALSE(held) << "the wrong pack table entry was not found";
+    EXPECT_FALSE(seen.empty()) << "the wrong pack table entry was not found";
     EXPECT_NE(seen.find("no such instruction form"), std::string::npos) << seen;
   }
 }

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "tests/seeds.h"
+#include "tests/rc_find.h"
 #include "tests/sim_opts.h"
 
 namespace doorbell::p2p {
@@ -286,14 +287,8 @@ TEST(CeTransportProperty, RaceDetectorFindsASlotReadAfterItWasHandedBack) {
   for (const auto& [name, plant] : plants) {
     Plants pl;
     pl.*plant = true;
-    std::string seen;
-    const auto held = rc::check(name, [&pl, &seen] {
-      const Case k = *gen_case();
-      const std::string why = run_case(k, pl);
-      if (!why.empty()) seen = why;
-      RC_ASSERT(why.empty());
-    });
-    EXPECT_FALSE(held) << name << " was not found";
+    const std::string seen = testing::first_failure(name, [&pl] { return run_case(*gen_case(), pl); });
+    EXPECT_FALSE(seen.empty()) << name << " was not found";
     EXPECT_NE(seen.find("data race"), std::string::npos) << name << ": " << seen;
     EXPECT_NE(seen.find("->gpu"), std::string::npos) << name << ": " << seen;  // a connection word named
   }
@@ -311,15 +306,12 @@ TEST(CeTransportProperty, PositionRulesNameWhatBrokeThem) {
   for (const auto& [name, plant, rule] : plants) {
     Plants pl;
     pl.*plant = true;
-    std::string seen;
-    const auto held = rc::check(name, [&pl, &seen] {
+    const std::string seen = testing::first_failure(name, [&pl] {
       Case k = *gen_case();
       k.weak = false;
-      const std::string why = run_case(k, pl);
-      if (!why.empty()) seen = why;
-      RC_ASSERT(why.empty());
+      return run_case(k, pl);
     });
-    EXPECT_FALSE(held) << name << " was not found";
+    EXPECT_FALSE(seen.empty()) << name << " was not found";
     EXPECT_NE(seen.find(rule), std::string::npos) << name << ": " << seen;
   }
 }
