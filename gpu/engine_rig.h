@@ -12,6 +12,7 @@
 #include "core/ibgda/dev_state_builder.h"
 #include "core/ibgda/state.h"
 #include "gpu/cuda_check.h"
+#include "hw/cuda/gpu_caps.h"
 #include "hw/cuda/nic_engine.cuh"
 
 namespace doorbell::gpu_rig {
@@ -131,6 +132,9 @@ inline PeQueues pe_queues(uint32_t p, uint32_t npes, bool backups, bool health, 
   out.state = b.placed([](const auto& v) { return dcopy(v); });
   out.state.group_switches = dalloc<uint64_t>(ibgda::kQpPools);
   out.state.opt.nic_buf_on_gpumem = true;  // rings and DBRs are GPU memory
+  int dev = 0;
+  CHECK(cudaGetDevice(&dev));
+  out.state.opt.may_skip_cst = cuda::gpu_direct_writes_ordered(dev);  // CSTs only where the GPU needs them
   return out;
 }
 

@@ -37,11 +37,13 @@ __device__ uint64_t global_ns() {
 struct PlainCtx {
   CudaCtx c;
   template <exec::Scope S, exec::Order O>
-  __device__ uint64_t load(exec::ScopeTag<S>, exec::OrderTag<O>, const uint64_t* p) {
+  __device__ uint64_t load(exec::ScopeTag<S> s, exec::OrderTag<O> o, const uint64_t* p) {
+    if constexpr (O != exec::Order::kRelaxed) return c.load(s, o, p);  // acquire stays acquire
     return __ldca(reinterpret_cast<const unsigned long long*>(p));
   }
   template <exec::Scope S, exec::Order O>
-  __device__ void store(exec::ScopeTag<S>, exec::OrderTag<O>, uint64_t* p, uint64_t v) {
+  __device__ void store(exec::ScopeTag<S> s, exec::OrderTag<O> o, uint64_t* p, uint64_t v) {
+    if constexpr (O != exec::Order::kRelaxed) return c.store(s, o, p, v);  // release stays release
     asm volatile("st.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
   }
   template <exec::Scope S>
@@ -68,8 +70,7 @@ __global__ void litmus_kernel(exec::Litmus t, bool same_cta, uint32_t trials, ui
   uint64_t t0;
   while ((t0 = *reinterpret_cast<volatile unsigned long long*>(base)) == 0) {
   }
-  const bool mp = t == exec::Litmus::kMp || t == exec::Litmus::kMpWriterFence || t == exec::Litmus::kMpReaderFence ||
-                  t == exec::Litmus::kMpFences;
+  const bool mp = exec::litmus_is_mp(t);
   uint64_t r_pre = 0;
   for (uint32_t i = 0; i < trials; ++i) {
     const uint64_t idx = uint64_t(pair) * trials + i;

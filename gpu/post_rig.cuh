@@ -15,6 +15,7 @@
 #include "core/ibgda/dev_state_builder.h"
 #include "gpu/cuda_check.h"
 #include "gpu/post_rig.h"
+#include "hw/cuda/gpu_caps.h"
 #include "hw/mlx5/cqe.h"
 
 namespace doorbell::post_rig {
@@ -70,6 +71,9 @@ inline ibgda::DevState doorbell_rig_state(const Rings& r, uint32_t nqps, std::ve
   s.group_switches = dalloc<uint64_t>(ibgda::kQpPools);
   s.opt.num_requests_in_batch = kBatch;
   s.opt.nic_buf_on_gpumem = true;  // as NVSHMEM's state says: rings and DBRs are GPU memory
+  int dev = 0;
+  CHECK(cudaGetDevice(&dev));
+  s.opt.may_skip_cst = cuda::gpu_direct_writes_ordered(dev);  // Hopper: ordered, no CSTs
   s.heap_bases = dcopy(bases);
   s.error = dalloc<uint64_t>(1);
   allocs = {mvars, s.qps, s.group_switches, s.heap_bases, s.error};

@@ -2,6 +2,7 @@
 // GPU (gpu/litmus_check.cu): two threads, two 8-byte locations x and y (zero at the start),
 // relaxed accesses and optional fences of one scope. Each test names its weak outcome.
 //   MP    T0: x = 1; [fence]; y = 1          T1: r0 = y; [fence]; r1 = x     weak: r0 = 1, r1 = 0
+//   MP+rel/acq  T0: x = 1; y.release = 1     T1: r0 = y.acquire; r1 = x      weak: r0 = 1, r1 = 0
 //   SB    T0: x = 1; [fence]; r0 = y         T1: y = 1; [fence]; r1 = x     weak: r0 = 0, r1 = 0
 //   LB    T0: r0 = x; y = 1                  T1: r1 = y; x = 1              weak: r0 = 1, r1 = 1
 #pragma once
@@ -12,9 +13,14 @@
 
 namespace doorbell::exec {
 
-enum class Litmus : uint8_t { kMp, kMpWriterFence, kMpReaderFence, kMpFences, kSb, kSbFences, kLb };
+enum class Litmus : uint8_t { kMp, kMpWriterFence, kMpReaderFence, kMpFences, kSb, kSbFences, kLb, kMpRelAcq };
 inline constexpr Litmus kLitmusTests[] = {Litmus::kMp, Litmus::kMpWriterFence, Litmus::kMpReaderFence, Litmus::kMpFences,
-                                          Litmus::kSb, Litmus::kSbFences,      Litmus::kLb};
+                                          Litmus::kMpRelAcq, Litmus::kSb, Litmus::kSbFences, Litmus::kLb};
+// The message-passing tests (T0 writes x then y, T1 reads y then x).
+DOORBELL_HD constexpr bool litmus_is_mp(Litmus t) {
+  return t == Litmus::kMp || t == Litmus::kMpWriterFence || t == Litmus::kMpReaderFence || t == Litmus::kMpFences ||
+         t == Litmus::kMpRelAcq;
+}
 
 inline const char* litmus_name(Litmus t) {
   switch (t) {
@@ -25,6 +31,7 @@ inline const char* litmus_name(Litmus t) {
     case Litmus::kSb: return "SB";
     case Litmus::kSbFences: return "SB+fences";
     case Litmus::kLb: return "LB";
+    case Litmus::kMpRelAcq: return "MP+rel/acq";
   }
   return "?";
 }
@@ -58,6 +65,15 @@ DOORBELL_HD void litmus_thread(C& ctx, Litmus t, ScopeTag<S> s, uint32_t role, u
     case Litmus::kLb:
       r[0] = ctx.load(s, relaxed, static_cast<const uint64_t*>(role == 0 ? x : y));
       ctx.store(s, relaxed, role == 0 ? y : x, uint64_t(1));
+      break;
+    case Litmus::kMpRelAcq:
+      if (role == 0) {
+        ctx.store(s, relaxed, x, uint64_t(1));
+        ctx.store(s, release, y, uint64_t(1));
+      } else {
+        r[0] = ctx.load(s, acquire, static_cast<const uint64_t*>(y));
+        r[1] = ctx.load(s, relaxed, static_cast<const uint64_t*>(x));
+      }
       break;
   }
 }

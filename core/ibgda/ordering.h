@@ -21,14 +21,15 @@ enum Ordering : uint32_t {
   kOrderCqeAcquire = 1u << 4,         // poll_cq: CQE read with acquire
   kOrderProxyFence = 1u << 5,         // CPU proxy: the fence before the proxy_prod release store
   kOrderProxyPublish = 1u << 6,       // CPU proxy: fence and release both (a relaxed proxy_prod)
+  kOrderCompletionRelease = 1u << 7,  // poll_cq: a fence after the CQE's acquire load, before cons_idx is raised
 };
-inline constexpr uint32_t kOrderingCount = 7;
+inline constexpr uint32_t kOrderingCount = 8;
 
 // Host-side name of one Ordering bit ("wqes_before_ready", ...), for tests and scenarios.
 inline const char* ordering_name(uint32_t bit) {
   constexpr const char* kNames[kOrderingCount] = {"wqes_before_ready", "wqes_before_dbr", "dbr_before_doorbell",
                                                   "ctrl_last",         "cqe_acquire",     "proxy_fence",
-                                                  "proxy_publish"};
+                                                  "proxy_publish",     "completion_release"};
   for (uint32_t i = 0; i < kOrderingCount; ++i)
     if (bit == (1u << i)) return kNames[i];
   return "?";
@@ -98,6 +99,14 @@ DOORBELL_HD uint64_t read_cqe_tail(C& ctx, const Options& o, const uint64_t* tai
 template <class C>
 DOORBELL_HD void cqe_acquired(C& ctx, const Options& o, uint64_t polls) {
   if (!dropped(o, kOrderCqeAcquire)) exec::poll_acquired(ctx, exec::system_scope, polls);
+}
+// The poller then raises cons_idx for threads that read what the NIC landed (a fetch's
+// result) once they see it: the raise must release what the poller acquired. After relaxed
+// polls cqe_acquired's fence does; after the acquire load alone, a GPU fence (PTX has no
+// causality through a relaxed atomic: the NIC -> poller -> reader chain is WRC).
+template <class C>
+DOORBELL_HD void completion_released(C& ctx, const Options& o, uint64_t polls) {
+  if (polls == 0 && !dropped(o, kOrderCqeAcquire) && !dropped(o, kOrderCompletionRelease)) ctx.fence(exec::gpu_scope);
 }
 
 }  // namespace doorbell::ibgda

@@ -255,11 +255,17 @@ DOORBELL_HD OpResult fetch_on(C& ctx, const DevState& st, const DevQp& qp, uint3
   if (r == OpResult::kOk) r = poll_cq(ctx, st, qp, base + n);
   const bool late = planted(st.opt.plant.early_release) || planted(st.opt.plant.result_read_late);
   if (!late && r != OpResult::kTimeout && out->posted) out->value = ctx.load(system_scope, acquire, res);
-  // Release in order: a later slot may not be reused before this one.
-  if (wait_until(ctx, "fetch_atomic: release in order", &qp.mv->ibuf_tail, [slot](uint64_t t) { return t == slot; }) !=
-      WaitResult::kOk)
-    return OpResult::kTimeout;
-  ctx.store(gpu_scope, release, &qp.mv->ibuf_tail, slot + 1);
+  // Release in order: a later slot may not be reused before this one. (Planted: a release
+  // counted, whoever's slot it frees.)
+  if (planted(st.opt.plant.ibuf_release_unowned)) {
+    ctx.fence(gpu_scope);
+    (void)ctx.atomic_add(gpu_scope, &qp.mv->ibuf_tail, 1);
+  } else {
+    if (wait_until(ctx, "fetch_atomic: release in order", &qp.mv->ibuf_tail, [slot](uint64_t t) { return t == slot; }) !=
+        WaitResult::kOk)
+      return OpResult::kTimeout;
+    ctx.store(gpu_scope, release, &qp.mv->ibuf_tail, slot + 1);
+  }
   if (planted(st.opt.plant.early_release) && r != OpResult::kTimeout && out->posted) out->value = ctx.load(system_scope, acquire, res);
   if (planted(st.opt.plant.result_read_late) && r != OpResult::kTimeout && out->posted) ctx.read_bytes(&out->value, res, sizeof out->value);
   return r;
@@ -269,7 +275,7 @@ DOORBELL_HD OpResult fetch_on(C& ctx, const DevState& st, const DevQp& qp, uint3
 template <class C>
 DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp, const Amo& a, uint64_t off, uint32_t pe,
                                      FetchOutcome* out) {
-  const bool cst = !st.opt.may_skip_cst;
+  const bool cst = !st.opt.may_skip_cst && !planted(st.opt.plant.fetch_without_cst);
   return fetch_on(ctx, st, qp, amo_wqebbs(a, qp.dci, cst), [&](uint64_t base, uint64_t res) { write_atomic_wqe(ctx, st, qp, base, a, off, pe, res, cst); },
                   out);
 }
@@ -280,7 +286,7 @@ DOORBELL_HD OpResult fetch_atomic_on(C& ctx, const DevState& st, const DevQp& qp
 // the slot's word unspecified).
 template <class C>
 DOORBELL_HD OpResult g_on(C& ctx, const DevState& st, const DevQp& qp, uint64_t off, uint32_t bytes, uint32_t pe, FetchOutcome* out) {
-  const bool cst = !st.opt.may_skip_cst;
+  const bool cst = !st.opt.may_skip_cst && !planted(st.opt.plant.fetch_without_cst);
   return fetch_on(ctx, st, qp, cst ? 2 : 1, [&](uint64_t base, uint64_t res) {
     const heap::KeyEntry& rk = rkey_at(st, qp, off, pe);
     WqeStage s;

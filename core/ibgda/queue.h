@@ -128,6 +128,7 @@ DOORBELL_HD OpResult poll_cq(C& ctx, const DevState& st, const DevQp& qp, uint64
     // Done once wqe_counter + 1 reaches idx (the -2 makes wqe_counter + 1 == idx wrap out).
     if (uint16_t(uint16_t(idx) - wc - 2) >= qp.nwqes) {
       cqe_acquired(ctx, st.opt, polls);
+      completion_released(ctx, st.opt, polls);
       break;
     }
     if (ctx.load(gpu_scope, relaxed, &qp.mv->cons_idx) >= idx) {  // another thread did it
@@ -278,7 +279,7 @@ DOORBELL_HD OpResult quiet(C& ctx, const DevState& st, const DevQp& qp) {
   using namespace exec;
   uint64_t upto = ctx.load(gpu_scope, acquire, &qp.mv->ready_head);
   uint64_t gets = 0;
-  if (!st.opt.may_skip_cst && (gets = ctx.load(gpu_scope, relaxed, &qp.mv->get_head)) >
+  if (!st.opt.may_skip_cst && !planted(st.opt.plant.quiet_without_cst) && (gets = ctx.load(gpu_scope, relaxed, &qp.mv->get_head)) >
                                   ctx.load(gpu_scope, relaxed, &qp.mv->get_tail)) {
     if (OpResult r = post_cst(ctx, st, qp, &upto); r != OpResult::kOk) return r;
   }

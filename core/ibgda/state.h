@@ -133,6 +133,9 @@ struct Plants {
   bool chunk_of_address = false;  // p / g / atomics find the rkey's chunk from the remote address, not the heap offset
   bool peer_unwrapped = false;    // p to the next PE computes it as my_pe + 1, without wrapping at npes
   bool ibuf_one_too_many = false; // a fetch takes its ibuf slot when nslots + 1 are out, not nslots
+  bool quiet_without_cst = false; // quiet after non-blocking gets skips its CST, on a GPU that needs one
+  bool fetch_without_cst = false; // a fetching atomic or blocking get skips its CST, on a GPU that needs one
+  bool ibuf_release_unowned = false; // a fetch frees an ibuf slot by counting (atomic add), not its own slot in order
 };
 
 struct Options {

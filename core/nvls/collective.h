@@ -49,6 +49,7 @@ struct Plants {
   bool first_reducer_only = false;   // scatter and gather wait for reducer 0's flag, not the least
   bool reducer_frees_early = false;  // a reducer's thread 0 frees the reduce slot before the CTA barrier after the loads
   bool broadcast_posted_early = false;  // a reducer's thread 0 posts bc_tail before the CTA barrier after the broadcast stores
+  bool post_fence_gpu = false;       // a staged slot is posted behind a .gpu fence: other GPUs' reducers read it
 };
 
 inline constexpr uint32_t kMaxReducers = 4;
@@ -239,7 +240,8 @@ DOORBELL_HD void post_own(C& ctx, M& mc, const Args& a, Flag flag, uint64_t v, u
   ctx.sync_cta();
   if (tid != 0) return;
   mc.charge_local(ctx, n);
-  ctx.fence(exec::system_scope);
+  if (a.plants.post_fence_gpu) ctx.fence(exec::gpu_scope);
+  else ctx.fence(exec::system_scope);
   ctx.store(exec::system_scope, exec::relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(flag))), v);
 }
 

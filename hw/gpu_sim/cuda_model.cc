@@ -109,6 +109,7 @@ void CudaModel::launch(StreamHandle s, const std::string& name, const LaunchConf
   Work w{Kind::kKernel};
   w.name = name;
   w.cfg = cfg;
+  w.cfg.gpu = streams_[s].gpu;  // the stream's GPU runs it
   w.body = std::move(body);
   enqueue(s, std::move(w));
 }

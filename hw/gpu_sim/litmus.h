@@ -20,11 +20,16 @@ enum class LitmusPlace : uint8_t {
   kHostReaderGpu,    // T1 is a host / NIC agent reading memory; the GPU writer fences at .gpu (too narrow)
   kHostReaderSys,    // ... and at .sys
   kHostWriterSys,    // T0 is a host / NIC agent writing memory; the GPU reader fences at .sys
+  kOtherGpuGpu,      // T0 and T1 on two GPUs (peer memory), .gpu fences (too narrow)
+  kOtherGpuSys,      // ... .sys fences
+  kNicLandsNoCst,    // T0 is a NIC landing x (a READ response) then writing y (its CQE), on a GPU
+                     // without GPUDirect RDMA write ordering; the GPU reader fences at .sys
+  kNicLandsCst,      // ... with a CST (the NIC reads GPU memory) between the two
 };
-inline constexpr LitmusPlace kLitmusPlaces[] = {LitmusPlace::kSameCta,       LitmusPlace::kOtherCtaCta,
-                                                LitmusPlace::kOtherCtaGpu,   LitmusPlace::kOtherCtaSys,
-                                                LitmusPlace::kHostReaderGpu, LitmusPlace::kHostReaderSys,
-                                                LitmusPlace::kHostWriterSys};
+inline constexpr LitmusPlace kLitmusPlaces[] = {LitmusPlace::kSameCta,       LitmusPlace::kOtherCtaCta,    LitmusPlace::kOtherCtaGpu,
+                                                LitmusPlace::kOtherCtaSys,   LitmusPlace::kOtherGpuGpu,    LitmusPlace::kOtherGpuSys,
+                                                LitmusPlace::kHostReaderGpu, LitmusPlace::kHostReaderSys,  LitmusPlace::kHostWriterSys,
+                                                LitmusPlace::kNicLandsNoCst, LitmusPlace::kNicLandsCst};
 const char* litmus_place_name(LitmusPlace p);
 // Host agents take part in MP only (a device reads GPU data, or writes data a GPU reads).
 bool litmus_applies(exec::Litmus t, LitmusPlace p);

@@ -276,15 +276,21 @@ void RaceDetector::name_range(const void* base, size_t len, std::string name) {
   if (len != 0) ranges_[lo] = {lo + len, std::move(name)};
 }
 
+std::string RaceDetector::range_name(const void* addr) const {
+  const auto word = reinterpret_cast<uintptr_t>(addr);
+  auto it = ranges_.upper_bound(word);
+  if (it == ranges_.begin() || word >= std::prev(it)->second.hi) return {};
+  --it;
+  char b[32];
+  std::snprintf(b, sizeof b, "+0x%llx", static_cast<unsigned long long>(word - it->first));
+  return it->second.name + b;
+}
+
 std::string RaceDetector::name_of(uintptr_t word) const {
   std::string n = namer_ ? namer_(reinterpret_cast<const void*>(word)) : std::string();
+  if (n.empty()) n = range_name(reinterpret_cast<const void*>(word));
   if (!n.empty()) return n;
   char b[48];
-  if (auto it = ranges_.upper_bound(word); it != ranges_.begin() && word < std::prev(it)->second.hi) {
-    --it;
-    std::snprintf(b, sizeof b, "+0x%llx", static_cast<unsigned long long>(word - it->first));
-    return it->second.name + b;
-  }
   std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(word));
   return b;
 }

@@ -61,6 +61,8 @@ class RaceDetector {
   // A named range (a PE's heap, a QP's ring, a FIFO): an unnamed word in it is reported as
   // "name+0xoffset", the same in every run of the scenario (host addresses are not).
   void name_range(const void* base, size_t len, std::string name);
+  // "name+0xoffset" for an address in a named range, else "".
+  std::string range_name(const void* addr) const;
 
   // ---- synchronisation: ordered accesses of 1..8 bytes (the word holding addr) ----
   void acquire_load(Tid t, const void* addr);

@@ -87,6 +87,13 @@ struct Scheduler::Devices final : mem::Observer {
     if (s.weak_) s.weak_->device_read(addr, len, who, what, index);
     if (RaceDetector* r = race()) r->device_read(s.cur_actor_, addr, len, what, index);
   }
+  void device_landing(const void* addr, size_t len, const char* what, uint64_t index) override {
+    if (s.weak_) s.weak_->landing(addr, len, what, index, s.current_agent());
+    if (RaceDetector* r = race()) r->device_write(s.cur_actor_, addr, len, what, index);
+  }
+  void device_flush() override {
+    if (s.weak_) s.weak_->flush_landings(s.current_agent());
+  }
   void device_rewrite(const void* addr, size_t len, const char*, uint64_t) override {
     if (s.weak_) s.weak_->device_write(addr, len);
     if (RaceDetector* r = race()) r->device_rewrite(s.cur_actor_, addr, len);
@@ -355,7 +362,7 @@ void Scheduler::launch(const std::string& name, const LaunchConfig& cfg, std::fu
       for (uint32_t i = 0; i < lanes; ++i) {
         std::unique_ptr<Lane> l = new_lane(i);
         if (weak_) {
-          l->mem_thread = weak_->add_thread(global_cta, agent_name(*a) + " lane " + std::to_string(i));
+          l->mem_thread = weak_->add_thread(global_cta, cfg.gpu, agent_name(*a) + " lane " + std::to_string(i));
           done->threads.push_back(l->mem_thread);
         }
         // Launched by a running agent: ordered after what it did before the launch.
@@ -489,7 +496,7 @@ void Scheduler::fence_weak(exec::Scope s) {
   const uint64_t upto = weak_->last_store();
   do point();
   while (weak_->fence_step(cur_lane_->mem_thread, s, upto));
-  weak_->acquired(cur_lane_->mem_thread);
+  weak_->fenced(cur_lane_->mem_thread, s);
 }
 
 double Scheduler::now() const {
@@ -576,6 +583,7 @@ void Scheduler::sync_cta() {
   // __syncthreads orders memory among the CTA's threads, as a CTA fence on each side.
   if (weak_) weak_->fence(cur_lane_->mem_thread, exec::Scope::kCta);
   if (++b->arrived == b->live) {
+    if (weak_) weak_->synced(cur_lane_->mem_thread);
     if (race_) {
       std::vector<uint32_t> ts{cur_actor_};
       for (const Lane* l : b->waiting) ts.push_back(l->race_thread);
@@ -588,7 +596,7 @@ void Scheduler::sync_cta() {
   b->waiting.push_back(cur_lane_);
   yield();
   if (aborted_) throw KernelAborted{};
-  if (weak_) weak_->acquired(cur_lane_->mem_thread);
+  if (weak_) weak_->synced(cur_lane_->mem_thread);
 }
 
 void Scheduler::complete_collective(Agent& a) {
@@ -735,6 +743,8 @@ std::string Scheduler::watched_name(const uint64_t* addr) const {
 
 std::string Scheduler::name_of(const uint64_t* addr) const {
   if (std::string n = watched_name(addr); !n.empty()) return n;
+  if (race_)  // a named region's offset reads the same in every run; an address does not
+    if (std::string n = race_->range_name(addr); !n.empty()) return n;
   std::ostringstream os;
   os << static_cast<const void*>(addr);
   return os.str();

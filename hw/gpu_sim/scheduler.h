@@ -91,6 +91,7 @@ struct LaunchConfig {
   uint32_t ctas = 1;
   uint32_t warps_per_cta = 1;
   uint32_t lanes = 32;       // lanes per warp (<= 32); fewer make small tests cheap
+  uint32_t gpu = 0;          // which GPU runs it: how far its .gpu-scope fences reach (weak memory)
 };
 
 // Kinds of shared access (part of the trace hash).

@@ -35,7 +35,7 @@ class SimCtx {
     WeakMemory* w = s_->weak();
     if (w != nullptr) w->fence(s_->mem_thread(), exec::Scope::kCta);
     (void)s_->collective(2, 0, 0);
-    if (w != nullptr) w->acquired(s_->mem_thread());
+    if (w != nullptr) w->synced(s_->mem_thread());
   }
   void sync_cta() { s_->sync_cta(); }
 
@@ -139,7 +139,7 @@ class SimCtx {
     T v;
     if (WeakMemory* w = s_->weak()) {
       w->load(s_->mem_thread(), p, &v, sizeof v);
-      if constexpr (O == exec::Order::kAcquire || O == exec::Order::kAcqRel) w->acquired(s_->mem_thread());
+      if constexpr (O == exec::Order::kAcquire || O == exec::Order::kAcqRel) w->acquired(s_->mem_thread(), S);
     } else {
       v = *p;
     }

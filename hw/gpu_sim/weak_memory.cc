@@ -20,6 +20,7 @@ uint64_t mix(uint64_t& s) {  // xorshift64*
   s ^= s >> 12, s ^= s << 25, s ^= s >> 27;
   return s * 0x2545F4914F6CDD1Dull;
 }
+uint32_t scope_index(exec::Scope s) { return s == exec::Scope::kCta ? 0 : s == exec::Scope::kGpu ? 1 : 2; }
 std::string hex(uint64_t v) {
   std::ostringstream os;
   os << "0x" << std::hex << v;
@@ -37,25 +38,56 @@ WeakMemory::WeakMemory(uint64_t seed) : rng_(seed * 0xD1B54A32D192ED03ull | 1) {
   drain_per_256_ = kDrain[mix(rng_) % 3];
   stale_per_256_ = kStale[mix(rng_) % 2];
   refresh_per_256_ = 64;
+  // Drawn from the seed apart from rng_, so runs without unordered landings draw as before.
+  static constexpr uint32_t kShowLanded[] = {0, 64, 128};
+  show_landed_per_256_ = kShowLanded[((seed * 0x9E3779B97F4A7C15ull) >> 32) % 3];
 }
 
 std::string WeakMemory::describe() const {
-  return "drain=" + std::to_string(drain_per_256_) + "/256 stale=" + std::to_string(stale_per_256_) + "/256";
+  std::string d = "drain=" + std::to_string(drain_per_256_) + "/256 stale=" + std::to_string(stale_per_256_) + "/256";
+  if (unordered_) d += " landings=unordered (seen " + std::to_string(show_landed_per_256_) + "/256)";
+  return d;
 }
 
 uint32_t WeakMemory::rand(uint32_t n) { return uint32_t(mix(rng_) >> 33) % n; }
 
-uint32_t WeakMemory::add_thread(uint32_t cta, std::string name) {
-  threads_.push_back(Thread{cta, std::move(name)});
+uint32_t WeakMemory::add_thread(uint32_t cta, uint32_t gpu, std::string name) {
+  threads_.push_back(Thread{cta, gpu, std::move(name)});
   catch_up(threads_.back());  // a thread starts with a view of everything visible at its launch
   if (cta_level_.size() <= cta) cta_level_.resize(cta + 1);
+  if (gpu_level_.size() <= gpu) gpu_level_.resize(gpu + 1);
   return uint32_t(threads_.size() - 1);
 }
 
 bool WeakMemory::visible(const Entry& e, uint32_t t) const {
-  if (e.thread == t || e.level >= 2) return true;
+  if (e.thread == t) return true;
+  if (e.level >= 2) return e.gpu == threads_[t].gpu;
   return e.level == 1 && threads_[t].cta == e.cta;
 }
+
+uint32_t WeakMemory::relation(uint32_t t, uint32_t writer) const {
+  if (writer == kNoThread) return 1;
+  if (threads_[writer].cta == threads_[t].cta) return 0;
+  return threads_[writer].gpu == threads_[t].gpu ? 1 : 2;
+}
+
+// An acquire of scope index a (0 .cta, 1 .gpu, 2 .sys) synchronises with a writer at relation
+// j <= a, taking what the value released to a reader at that relation.
+void WeakMemory::took(uint32_t t, const Rel& r) {
+  Thread& th = threads_[t];
+  const uint32_t j = relation(t, r.thread);
+  const uint64_t view = r.v[j];
+  if (view == 0) return;
+  for (uint32_t a = j; a < 3; ++a) th.last[a] = std::max(th.last[a], view), th.pend[a] = std::max(th.pend[a], view);
+}
+
+WeakMemory::Rel WeakMemory::own_rel(uint32_t t) const {
+  const Thread& th = threads_[t];
+  return Rel{{th.fv[0], th.fv[1], th.fv[2]}, t};
+}
+
+WeakMemory::Rel WeakMemory::device_rel() const { return Rel{{clock_, clock_, clock_}, kNoThread}; }
+
 
 bool WeakMemory::line_busy(uintptr_t addr, size_t len) const {
   if (lines_.empty()) return false;
@@ -82,7 +114,7 @@ void WeakMemory::index(Slot s, bool add) {
 void WeakMemory::promote(Entry& e, uint8_t level) {
   e.level = level;
   e.vis = ++clock_;
-  Promoted& q = level == 1 ? cta_level_[e.cta] : gpu_level_;
+  Promoted& q = level == 1 ? cta_level_[e.cta] : gpu_level_[e.gpu];
   // The queue keeps drained entries until they reach its front: prune it when it outgrows
   // what is still buffered (only here does it grow).
   if (q.size() > 2 * live_ + 64) std::erase_if(q, [this, level](const auto& p) { return !promoted(p, level); });
@@ -122,13 +154,15 @@ void WeakMemory::raise_floor(Thread& th, uintptr_t word, uint64_t v) {
 
 // ---- memory's recent values ----
 
-void WeakMemory::record(uintptr_t word, uint64_t visible_since) {
+void WeakMemory::record(uintptr_t word, uint64_t visible_since, const Rel& rel) {
   History& h = hist_[word];
   uint64_t cur;
   std::memcpy(&cur, reinterpret_cast<const void*>(word), kWord);
   for (uint32_t i = std::min<uint32_t>(h.n, 2); i > 0; --i) h.old[i] = h.old[i - 1];
-  h.old[0] = {h.start, cur};
+  h.old[0] = {h.start, cur, h.rel};
   h.n = std::min<uint32_t>(h.n + 1, 3);
+  h.rel = rel;
+  h.landed = nullptr;
   // A store other threads could already see (promoted by a fence) counts from then: a
   // reader that synchronised after that point must not miss it once it drains. (Starts need
   // not grow along the history; view_word scans it from the newest.)
@@ -149,7 +183,33 @@ void WeakMemory::device_write(const void* addr, size_t len, const char*, uint64_
   const auto a = reinterpret_cast<uintptr_t>(addr);
   const bool all = len <= kTrackAll;  // bulk payloads: only words GPU threads already track
   for (uintptr_t w = a & ~(kWord - 1); w < a + len; w += kWord)
-    if (all ? trackable(w, a, len) : hist_.count(w) != 0) record(w, 0);
+    if (all ? trackable(w, a, len) : hist_.count(w) != 0) record(w, 0, device_rel());
+}
+
+void WeakMemory::landing(const void* addr, size_t len, const char* what, uint64_t index, uint32_t by) {
+  if (!unordered_) return device_write(addr, len, what, index);
+  if (len == 0) return;
+  constexpr size_t kTrackLanding = 4096;  // the first bytes of a larger landing only
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  for (uintptr_t w = a & ~(kWord - 1); w < a + len; w += kWord)
+    if (w - a < kTrackLanding ? trackable(w, a, len) : hist_.count(w) != 0) {
+      record(w, 0, device_rel());
+      History& h = hist_[w];
+      h.landed = what;
+      h.landed_index = index;
+      h.landed_by = by;
+      landed_.push_back(w);
+    }
+}
+
+void WeakMemory::flush_landings(uint32_t by) {
+  std::erase_if(landed_, [&](uintptr_t w) {
+    auto h = hist_.find(w);
+    if (h == hist_.end() || h->second.landed == nullptr) return true;
+    if (by != kNoThread && h->second.landed_by != by) return false;
+    h->second.landed = nullptr;
+    return true;
+  });
 }
 
 void WeakMemory::device_read(const void* addr, size_t len, const char* who, const char* what, uint64_t index) {
@@ -207,7 +267,9 @@ void WeakMemory::store(uint32_t t, void* addr, const void* src, size_t len) {
     e.len = n;
     e.thread = t;
     e.cta = threads_[t].cta;
+    e.gpu = threads_[t].gpu;
     e.level = 0;
+    e.rel = own_rel(t);
     std::memcpy(e.bytes, b, n);
     ++live_;
     index(s, true);
@@ -248,7 +310,7 @@ void WeakMemory::drain(Slot s) {
   Thread& owner = threads_[e.thread];
   for (uintptr_t w = e.addr & ~(kWord - 1); w < e.addr + e.len; w += kWord)
     if (trackable(w, e.addr, e.len)) {
-      record(w, e.level != 0 ? e.vis : 0);
+      record(w, e.level != 0 ? e.vis : 0, e.rel);
       raise_floor(owner, w, hist_[w].start);  // the writer never reads below its own store
     }
   std::memcpy(reinterpret_cast<void*>(e.addr), e.bytes, e.len);
@@ -265,12 +327,18 @@ void WeakMemory::catch_up(Thread& th) {
   th.floor.clear();
 }
 
+void WeakMemory::advance(Thread& th, uint64_t view) {
+  if (view <= th.horizon) return;
+  th.horizon = view;
+  std::erase_if(th.floor, [view](const auto& f) { return f.second <= view; });
+}
+
 // Stores a fence of scope s by t must carry: t's own, and (cumulativity) what t's CTA or GPU
 // could already see.
 bool WeakMemory::covered(const Entry& e, uint32_t t, exec::Scope s) const {
   const uint8_t to = s == exec::Scope::kCta ? 1 : s == exec::Scope::kGpu ? 2 : 3;
   if (e.level >= to) return false;
-  return e.thread == t || (to >= 2 && e.level == 1 && e.cta == threads_[t].cta) || (to == 3 && e.level == 2);
+  return e.thread == t || (to >= 2 && e.level == 1 && e.cta == threads_[t].cta) || (to == 3 && e.level == 2 && e.gpu == threads_[t].gpu);
 }
 
 bool WeakMemory::fence_step(uint32_t t, exec::Scope s, uint64_t upto) {
@@ -285,7 +353,7 @@ bool WeakMemory::fence_step(uint32_t t, exec::Scope s, uint64_t upto) {
   // before it began (upto): others fencing meanwhile cannot keep it going.
   const std::pair<Slot, uint64_t>* cum = s != exec::Scope::kCta ? first_promoted(cta_level_[th.cta], 1) : nullptr;
   if (s == exec::Scope::kSystem)
-    if (const auto* g = first_promoted(gpu_level_, 2); g != nullptr && (cum == nullptr || g->second < cum->second)) cum = g;
+    if (const auto* g = first_promoted(gpu_level_[th.gpu], 2); g != nullptr && (cum == nullptr || g->second < cum->second)) cum = g;
   if (cum != nullptr && cum->second > upto) cum = nullptr;
   if (n == 0 && cum == nullptr) return false;
   const Slot q = n != 0 && (cum == nullptr || rand(2) == 0) ? own[rand(n)] : cum->first;
@@ -298,10 +366,34 @@ void WeakMemory::fence(uint32_t t, exec::Scope s) {
   const uint64_t upto = seq_;
   while (fence_step(t, s, upto)) {
   }
-  catch_up(threads_[t]);
+  fenced(t, s);
 }
 
-void WeakMemory::acquired(uint32_t t) { catch_up(threads_[t]); }
+// Fences are fence.sc: those whose scopes include each other's threads are totally ordered,
+// and the later one sees what the earlier one made visible (SB+fences is forbidden). So a fence
+// also acquires up to the last fence of its CTA (any scope), of its GPU (.gpu or wider, when it
+// is .gpu or wider) and of the system (.sys, when it is .sys).
+void WeakMemory::fenced(uint32_t t, exec::Scope s) {
+  Thread& th = threads_[t];
+  const uint32_t a = scope_index(s);
+  if (sc_cta_.size() <= th.cta) sc_cta_.resize(th.cta + 1, 0);
+  if (sc_gpu_.size() <= th.gpu) sc_gpu_.resize(th.gpu + 1, 0);
+  uint64_t view = std::max(th.pend[a], sc_cta_[th.cta]);
+  if (a >= 1) view = std::max(view, sc_gpu_[th.gpu]);
+  if (a == 2) view = std::max(view, sc_sys_);
+  advance(th, view);
+  for (uint32_t j = 0; j <= a; ++j) th.fv[j] = clock_;  // what its later stores release, per reach
+  sc_cta_[th.cta] = clock_;
+  if (a >= 1) sc_gpu_[th.gpu] = clock_;
+  if (a == 2) sc_sys_ = clock_;
+}
+
+void WeakMemory::acquired(uint32_t t, exec::Scope s) {
+  Thread& th = threads_[t];
+  advance(th, th.last[scope_index(s)]);
+}
+
+void WeakMemory::synced(uint32_t t) { catch_up(threads_[t]); }
 
 void WeakMemory::rmw_begin(uint32_t t, void* addr, size_t len) {
   const auto a = reinterpret_cast<uintptr_t>(addr);
@@ -316,11 +408,17 @@ void WeakMemory::rmw_begin(uint32_t t, void* addr, size_t len) {
 
 void WeakMemory::rmw(uint32_t t, void* addr, size_t len, bool writes) {
   const auto a = reinterpret_cast<uintptr_t>(addr);
-  Thread& th = threads_[t];
   for (uintptr_t w = a & ~(kWord - 1); w < a + len; w += kWord) {
-    if (writes) record(w, 0);
     auto h = hist_.find(w);
-    raise_floor(th, w, h != hist_.end() ? h->second.start : 0);  // it read the newest value
+    if (h != hist_.end()) took(t, h->second.rel);  // it read the newest value: a fence after it acquires
+    if (writes) {
+      Rel r = own_rel(t);
+      if (h != hist_.end())  // a release sequence goes on through the atomic
+        for (uint32_t j = 0; j < 3; ++j) r.v[j] = std::max(r.v[j], h->second.rel.v[j]);
+      record(w, 0, r);
+      h = hist_.find(w);
+    }
+    raise_floor(threads_[t], w, h != hist_.end() ? h->second.start : 0);
   }
 }
 
@@ -347,20 +445,33 @@ uint64_t WeakMemory::view_word(uint32_t t, uintptr_t word, uintptr_t lo, uintptr
   Thread& th = threads_[t];
   struct Cand {
     uint64_t start, value;
+    Rel rel;
   };
   constexpr uint32_t kMax = 16;
   Cand c[kMax];
   uint32_t n = 0, own = 0;  // own: the first candidate at or after t's newest own store
   if (h != hist_.end()) {
-    for (uint32_t i = h->second.n; i > 0; --i) c[n++] = {h->second.old[i - 1].start, h->second.old[i - 1].value};
-    c[n++] = {h->second.start, cur};
+    for (uint32_t i = h->second.n; i > 0; --i) c[n++] = {h->second.old[i - 1].start, h->second.old[i - 1].value, h->second.old[i - 1].rel};
+    c[n++] = {h->second.start, cur, h->second.rel};
   } else {
-    c[n++] = {0, cur};
+    c[n++] = {0, cur, Rel{}};
   }
+  // Unordered landings: memory's value, landed by a NIC and not yet flushed, may stay unseen
+  // (coherence aside: a thread that saw it keeps seeing it).
+  const uint32_t mem = n - 1;
+  const bool hide = h != hist_.end() && h->second.landed != nullptr && h->second.n != 0 &&
+                    floor_of(th, word) < h->second.start && rand(256) >= show_landed_per_256_;
   if (li != lines_.end())
     for (Slot q : li->second) {
       const Entry& e = slab_[q];
-      if (!visible(e, t) || !overlaps(e.addr, e.len, word, kWord)) continue;
+      if (!overlaps(e.addr, e.len, word, kWord)) continue;
+      if (!visible(e, t)) {
+        if (e.level == 2) {  // fenced at .gpu, read from another GPU
+          ++scope_missed_;
+          if (scope_notes_.size() < kNotes) scope_notes_.push_back({t, e.thread, word});
+        }
+        continue;
+      }
       uint64_t v = c[n - 1].value;
       const uintptr_t lo = std::max(e.addr, word), hi = std::min(e.addr + e.len, word + kWord);
       std::memcpy(reinterpret_cast<uint8_t*>(&v) + (lo - word), e.bytes + (lo - e.addr), hi - lo);
@@ -369,9 +480,16 @@ uint64_t WeakMemory::view_word(uint32_t t, uintptr_t word, uintptr_t lo, uintptr
         --n;
         own = own > 0 ? own - 1 : 0;
       }
-      c[n++] = {e.thread == t ? 0 : e.vis, v};
+      c[n++] = {e.thread == t ? 0 : e.vis, v, e.rel};
       if (e.thread == t) own = n - 1;
     }
+  if (hide && n - 1 == mem) {
+    ++landed_hidden_;
+    if (landed_notes_.size() < kNotes) landed_notes_.push_back({t, word, c[mem - 1].value, c[mem].value, h->second.landed, h->second.landed_index});
+    raise_floor(th, word, c[mem - 1].start);
+    took(t, c[mem - 1].rel);
+    return c[mem - 1].value;
+  }
   uint32_t pick = n - 1;
   if (n - own > 1 && rand(256) < stale_per_256_) {
     const uint64_t bound = std::max(th.horizon, floor_of(th, word));
@@ -382,14 +500,16 @@ uint64_t WeakMemory::view_word(uint32_t t, uintptr_t word, uintptr_t lo, uintptr
   if (pick != n - 1) {
     ++thread_stale_;
     if (thread_notes_.size() == kNotes) thread_notes_.erase(thread_notes_.begin());
-    thread_notes_.push_back({t, word, c[pick].value, c[n - 1].value});
+    thread_notes_.push_back({t, word, c[pick].value, c[n - 1].value, nullptr, 0});
   }
   raise_floor(th, word, c[pick].start);
+  took(t, c[pick].rel);
   return c[pick].value;
 }
 
 void WeakMemory::load(uint32_t t, const void* addr, void* dst, size_t len) {
   const auto a = reinterpret_cast<uintptr_t>(addr);
+  std::fill(std::begin(threads_[t].last), std::end(threads_[t].last), 0);
   auto* d = static_cast<uint8_t*>(dst);
   for (uintptr_t w = a & ~(kWord - 1); w < a + len; w += kWord) {
     const uintptr_t lo = std::max(a, w), hi = std::min(a + len, w + kWord);
@@ -419,11 +539,14 @@ bool WeakMemory::step() {
 }
 
 void WeakMemory::polled(uint32_t t) {
-  if (rand(256) < refresh_per_256_) catch_up(threads_[t]);
+  if (rand(256) >= refresh_per_256_) return;
+  catch_up(threads_[t]);
+  flush_landings(kNoThread);  // landed data too becomes visible in the end
 }
 
 bool WeakMemory::settle() {
-  bool changed = live_ != 0;
+  bool changed = live_ != 0 || !landed_.empty();
+  flush_landings(kNoThread);
   for (uint32_t t = 0; t < threads_.size(); ++t) (void)drain_thread(t);
   for (Thread& th : threads_) {
     changed |= th.horizon < last_write_;  // it may still read a value written over since
@@ -440,12 +563,26 @@ std::string WeakMemory::name_of(const void* addr) const {
 }
 
 std::string WeakMemory::report() const {
-  if (device_stale_ == 0 && thread_stale_ == 0) return {};
+  if (device_stale_ == 0 && thread_stale_ == 0 && landed_hidden_ == 0 && scope_missed_ == 0) return {};
   std::ostringstream os;
   os << "weak memory (" << describe() << "): " << device_stale_ << " device reads missed buffered stores, "
-     << thread_stale_ << " thread loads read superseded values\n";
+     << thread_stale_ << " thread loads read superseded values";
+  if (landed_hidden_ != 0) os << ", " << landed_hidden_ << " thread loads missed data a NIC landed that no CST had flushed";
+  if (scope_missed_ != 0) os << ", " << scope_missed_ << " thread loads missed stores another GPU fenced at .gpu";
+  os << "\n";
   for (const DeviceNote& n : device_notes_)
     os << "  stale: " << n.text << (n.count > 1 ? " (and " + std::to_string(n.count - 1) + " more such reads)" : "") << "\n";
+  for (const ScopeNote& n : scope_notes_) {
+    const Thread& r = threads_[n.thread];
+    const Thread& w = threads_[n.writer];
+    os << "  missed store: " << r.name << " (GPU " << r.gpu << ") read " << name_of(reinterpret_cast<const void*>(n.word)) << " while "
+       << w.name << "'s store to it, fenced at .gpu on GPU " << w.gpu
+       << ", was visible to that GPU only: a .gpu fence orders stores only for its own GPU's threads\n";
+  }
+  for (const StaleLoad& s : landed_notes_)
+    os << "  stale load: " << threads_[s.thread].name << " read " << name_of(reinterpret_cast<const void*>(s.word)) << " = " << hex(s.got)
+       << ", not " << hex(s.newest) << " that the NIC's " << s.landed << " " << s.landed_index
+       << " landed: GPUDirect RDMA writes are unordered on this GPU and no CST flushed them before the load\n";
   for (const StaleLoad& s : thread_notes_)
     os << "  stale load: " << threads_[s.thread].name << " read " << name_of(reinterpret_cast<const void*>(s.word)) << " = "
        << hex(s.got) << ", a value superseded by " << hex(s.newest) << " after its last acquire or fence\n";

@@ -5,14 +5,26 @@
 // stores drain to memory one at a time at scheduling points drawn from the seed, in any
 // order across addresses (PSO: message passing without a fence can fail) but in order for
 // overlapping ones. A fence promotes the thread's buffered stores by scope: CTA scope makes
-// them visible to its CTA, GPU scope to every GPU thread, system scope drains them to memory
-// (where the NIC and host agents read). Fences are cumulative: a GPU fence also promotes
-// what the CTA could see, a system fence drains what the GPU could see.
+// them visible to its CTA, GPU scope to the threads of its GPU (LaunchConfig::gpu; not to
+// another GPU's, nor to peer-mapped memory another GPU reads), system scope drains them to
+// memory (where the NIC, host agents and other GPUs read). Fences are cumulative: a GPU fence
+// also promotes what the CTA could see, a system fence drains what the GPU could see.
 //
 // Reader side: memory keeps the last few values of every word written during the run. A
-// load may return a value superseded after the thread's last acquire or fence (its view),
-// never one older than a value it already read (coherence). An acquire or a fence brings the
-// view up to date. Atomics act on the newest value.
+// load may return a value superseded after the thread's view, never one older than a value
+// it already read (coherence). Atomics act on the newest value. Scoped synchronisation: every
+// value carries the view its writer released with it — the time of the writer's last fence,
+// per reach (its CTA, its GPU, everyone: the fence's scope) — and an acquire (an acquire
+// load, or a fence after relaxed loads) moves the reader's view up to what the values it read
+// released to it, only where the acquire's scope includes the writer (.cta: its CTA; .gpu:
+// its GPU, and devices; .sys: all). A barrier synchronises with everything (CTA members).
+// A read-modify-write's value carries the larger of its writer's and the value it replaced
+// (release sequences, approximately).
+//
+// GPUDirect writes unordered (set_unordered_landings; GPUs without PCIe write ordering, which
+// need CSTs): data a NIC response lands in memory (landing(): Observer::device_landing) may stay invisible to GPU
+// threads, whatever they synchronised with, until flush_landings (the NIC's CST read) or a
+// poll's refresh; a load that reads the older value says so in the report.
 //
 // Histories are kept per aligned 8-byte word; a word is tracked once a write covers it whole,
 // so objects need not be word-sized (a load reads memory only in the bytes it wants).
@@ -45,18 +57,25 @@ class WeakMemory final : public mem::Observer {
   explicit WeakMemory(uint64_t seed);
 
   // A GPU thread (one lane) of global CTA `cta`; `name` appears in reports.
-  uint32_t add_thread(uint32_t cta, std::string name);
+  // `cta` is global across GPUs; `gpu` bounds what GPU-scope fences reach.
+  uint32_t add_thread(uint32_t cta, uint32_t gpu, std::string name);
   // The NIC's buffers are in GPU memory and it reads them through the GPU's L2: what a
   // GPU-scope fence makes visible, devices see too (the fence drains instead of promoting).
   void set_gpu_scope_reaches_devices(bool on) { gpu_reaches_devices_ = on; }
+  // NIC response data may become visible to GPU threads after what follows it (see above).
+  void set_unordered_landings(bool on) { unordered_ = on; }
   // Names addresses in reports (the scheduler's watched words).
   void set_namer(std::function<std::string(const void*)> fn) { namer_ = std::move(fn); }
 
   // ---- a GPU thread's accesses ----
   void store(uint32_t t, void* addr, const void* src, size_t len);
   void load(uint32_t t, const void* addr, void* dst, size_t len);
-  void acquired(uint32_t t);  // after an acquire load: the view catches up
+  void acquired(uint32_t t, exec::Scope s);  // after an acquire load of scope s
+  void synced(uint32_t t);                    // after a barrier: the view catches up with everything
   void fence(uint32_t t, exec::Scope s);
+  // The end of a fence of scope s by t (after its fence_steps): it releases t's view for its
+  // later stores and acquires what t's relaxed loads read.
+  void fenced(uint32_t t, exec::Scope s);
   // One step of a fence: promotes (or, at system scope, drains) one store the fence must
   // carry, chosen from the seed; false when none is left. A fence is a series of these with
   // scheduling points between them: until it completes, its stores land in any order.
@@ -72,6 +91,9 @@ class WeakMemory final : public mem::Observer {
   // ---- devices (system scope) ----
   void device_write(const void* addr, size_t len, const char* what = "device write", uint64_t index = 0) override;
   void device_read(const void* addr, size_t len, const char* who, const char* what, uint64_t index) override;
+  // Unordered landings, per device (`by`: the scheduler's agent; kNoThread flushes all).
+  void landing(const void* addr, size_t len, const char* what, uint64_t index, uint32_t by);
+  void flush_landings(uint32_t by);
 
   // ---- the scheduler ----
   // At a scheduling point: maybe drain one buffered store. True when memory changed.
@@ -92,26 +114,41 @@ class WeakMemory final : public mem::Observer {
 
  private:
   using Slot = uint32_t;  // an entry's place in the slab
+  // What a value releases: its writer's view (clock) per reach — readers in the writer's CTA,
+  // in its GPU, anywhere (index: relation()). Devices (kNoThread) release at their write.
+  struct Rel {
+    uint64_t v[3] = {0, 0, 0};
+    uint32_t thread = kNoThread;
+  };
   struct Entry {
     bool live = false;
     uint64_t seq, vis;  // store order; when it became visible beyond its thread
     uintptr_t addr;
-    uint32_t len, thread, cta;
+    uint32_t len, thread, cta, gpu;
     uint8_t level;      // 0 thread, 1 CTA, 2 GPU
+    Rel rel;
     uint8_t bytes[64];
   };
   struct Version {
     uint64_t start, value;
+    Rel rel;
   };
   struct History {
     uint64_t start = 0;  // when memory's current value was written
+    Rel rel;
     uint32_t n = 0;      // older versions kept, newest first
+    const char* landed = nullptr;  // unordered mode: a NIC landing not yet visible (what, index, by whom)
+    uint64_t landed_index = 0;
+    uint32_t landed_by = 0;
     Version old[3];
   };
   struct Thread {
-    uint32_t cta;
+    uint32_t cta, gpu;
     std::string name;
     uint64_t horizon = 0;                          // versions superseded before this are gone
+    uint64_t fv[3] = {0, 0, 0};                    // its last fences' times, per reach (Rel)
+    uint64_t pend[3] = {0, 0, 0};                  // per acquire scope: what its loads read released
+    uint64_t last[3] = {0, 0, 0};                  // ... its last load's
     // Per word: the newest version it has read (few: cleared by every acquire and fence).
     std::vector<std::pair<uintptr_t, uint64_t>> floor;
     std::vector<Slot> own;  // its buffered stores, oldest first
@@ -127,10 +164,15 @@ class WeakMemory final : public mem::Observer {
   void raise_floor(Thread& th, uintptr_t word, uint64_t v);
   void drain_random_own(uint32_t t);
   void promote(Entry& e, uint8_t level);
-  void record(uintptr_t word, uint64_t visible_since);
+  void record(uintptr_t word, uint64_t visible_since, const Rel& rel);
   uint64_t view_word(uint32_t t, uintptr_t word, uintptr_t lo, uintptr_t hi);
   bool trackable(uintptr_t w, uintptr_t a, size_t len) const;
   void catch_up(Thread& th);
+  void advance(Thread& th, uint64_t view);
+  uint32_t relation(uint32_t t, uint32_t writer) const;  // 0 same CTA, 1 same GPU (or a device), 2 another GPU
+  void took(uint32_t t, const Rel& r);                   // t's load read a value carrying r
+  Rel own_rel(uint32_t t) const;
+  Rel device_rel() const;
   std::string name_of(const void* addr) const;
 
   uint64_t rng_;
@@ -144,17 +186,25 @@ class WeakMemory final : public mem::Observer {
   // Stores a fence promoted, in promotion order; drained ones are skipped lazily.
   using Promoted = std::deque<std::pair<Slot, uint64_t>>;  // (slot, seq)
   std::vector<Promoted> cta_level_;                        // per CTA: stores visible to it
-  Promoted gpu_level_;                                     // stores visible GPU-wide
+  std::vector<Promoted> gpu_level_;                        // per GPU: stores visible GPU-wide
   const std::pair<Slot, uint64_t>* first_promoted(Promoted& q, uint8_t level);
   bool promoted(const std::pair<Slot, uint64_t>& q, uint8_t level) const;
   std::unordered_map<uintptr_t, History> hist_;    // 8-byte word -> recent values
   std::vector<Thread> threads_;
   std::function<std::string(const void*)> namer_;
   bool gpu_reaches_devices_ = false;
+  bool unordered_ = false;
+  std::vector<uint64_t> sc_cta_, sc_gpu_;  // the last fence of each CTA (any scope), of each GPU (.gpu or wider)
+  uint64_t sc_sys_ = 0;                    // the last .sys fence
+  uint32_t show_landed_per_256_;             // unordered mode: a load sees a pending landing
+  std::vector<uintptr_t> landed_;            // words with a pending landing
+  uint64_t landed_hidden_ = 0;
   struct StaleLoad {
     uint32_t thread;
     uintptr_t word;
     uint64_t got, newest;
+    const char* landed;  // the NIC landing it did not see (unordered mode), or null
+    uint64_t landed_index;
   };
   struct DeviceNote {
     const char* what;  // one note per kind of read
@@ -163,6 +213,14 @@ class WeakMemory final : public mem::Observer {
   };
   std::vector<DeviceNote> device_notes_;
   std::vector<StaleLoad> thread_notes_;  // the last few
+  std::vector<StaleLoad> landed_notes_;  // the first few loads that missed a landing
+  // Loads that missed a store another GPU fenced at .gpu: the first few.
+  struct ScopeNote {
+    uint32_t thread, writer;
+    uintptr_t word;
+  };
+  std::vector<ScopeNote> scope_notes_;
+  uint64_t scope_missed_ = 0;
   uint64_t device_stale_ = 0, thread_stale_ = 0;
 };
 

@@ -22,6 +22,12 @@ class Observer {
   // A device write of the bytes memory already holds there (a put repeated into the same
   // place): no data access, as nothing anyone reads can change.
   virtual void device_rewrite(const void* addr, size_t len, const char* what, uint64_t index) { device_write(addr, len, what, index); }
+  // A response's data landing in the requester's memory (a READ's, a fetching atomic's):
+  // on a GPU without GPUDirect RDMA write ordering it may become visible to the GPU's threads
+  // after what the NIC writes next (the CQE), until a device_flush.
+  virtual void device_landing(const void* addr, size_t len, const char* what, uint64_t index) { device_write(addr, len, what, index); }
+  // The NIC read the GPU's memory for a CST: the data it landed before is visible now.
+  virtual void device_flush() {}
   // A device's atomic on [addr, addr + len) (a responder's atomic): a write, but one that
   // races with nothing.
   virtual void device_atomic(const void* addr, size_t len) { device_write(addr, len, "atomic", 0); }

@@ -39,9 +39,12 @@ constexpr uint32_t kMaxAsyncWrites = 256;
 struct Engine {
   // The memory model hears of the engine's writes and of its WQE / DBR reads.
   // `src`: the bytes about to land (where known): a write of what memory holds is a rewrite.
-  static void wrote(Nic& nic, const void* p, size_t len, const char* what, uint64_t index, const void* src = nullptr) {
+  // `landing`: a response's data in the requester's memory (Observer::device_landing).
+  static void wrote(Nic& nic, const void* p, size_t len, const char* what, uint64_t index, const void* src = nullptr,
+                    bool landing = false) {
     if (nic.observer_ == nullptr) return;
     if (src != nullptr && std::memcmp(p, src, len) == 0) nic.observer_->device_rewrite(p, len, what, index);
+    else if (landing) nic.observer_->device_landing(p, len, what, index);
     else nic.observer_->device_write(p, len, what, index);
   }
   static void read(Nic& nic, const void* p, size_t len, const char* what, uint64_t index) {
@@ -465,7 +468,7 @@ struct Engine {
         e.vendor = local_key_fault(f).vendor;
         return;
       }
-      wrote(nic, dst, s.len, "READ / atomic response landing, WQE", e.wqe_idx, e.data.data() + off);
+      wrote(nic, dst, s.len, "READ / atomic response landing, WQE", e.wqe_idx, e.data.data() + off, true);
       copy(nic, dst, e.data.data() + off, s.len);
       off += s.len;
     }
@@ -553,6 +556,9 @@ struct Engine {
           return o;
         }
       }
+      // A CST (a DUMP reading GPU memory): the read pushes the data landed before it into the
+      // GPU's view, as a PCIe read does the posted writes ahead of it.
+      if (v.op == WqeOpcode::kDump && nic.observer_ != nullptr) nic.observer_->device_flush();
       return execute_wqe(*port, v, imm);
     }
   };

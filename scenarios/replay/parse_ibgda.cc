@@ -53,6 +53,8 @@ constexpr std::pair<const char*, bool ibgda::Plants::*> kBoolPlants[] = {
     {"p_short", &ibgda::Plants::p_short},                   {"warp_get_shifted", &ibgda::Plants::warp_get_shifted},
     {"result_read_late", &ibgda::Plants::result_read_late}, {"signal_other_qp", &ibgda::Plants::signal_other_qp},
     {"chunk_of_address", &ibgda::Plants::chunk_of_address}, {"peer_unwrapped", &ibgda::Plants::peer_unwrapped},
+    {"quiet_without_cst", &ibgda::Plants::quiet_without_cst}, {"fetch_without_cst", &ibgda::Plants::fetch_without_cst},
+    {"ibuf_release_unowned", &ibgda::Plants::ibuf_release_unowned},
 };
 
 }  // namespace

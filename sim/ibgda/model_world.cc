@@ -465,8 +465,13 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
     const std::string e = nic_errors();
     return e.empty() ? e : "NIC errors and events:\n" + e;
   });
-  // NIC buffers in GPU memory: the NICs read them through L2, where GPU scope reaches.
-  if (s.weak() != nullptr) s.weak()->set_gpu_scope_reaches_devices(cfg_.nic_buf_on_gpumem);
+  // NIC buffers in GPU memory: the NICs read them through L2, where GPU scope reaches. A
+  // protocol told it may not skip CSTs runs on a GPU without GPUDirect RDMA write ordering
+  // (CUDA's attribute decides both on hardware): response data may land unseen until a CST.
+  if (s.weak() != nullptr) {
+    s.weak()->set_gpu_scope_reaches_devices(cfg_.nic_buf_on_gpumem);
+    s.weak()->set_unordered_landings(!cfg_.opt.may_skip_cst);
+  }
   const models::CostModel costs = s.options().costs;
   if (cfg_.procs.links != nullptr)  // the other processes' requests: their responder halves run here, between this process's steps
     s.add_agent("links", [this](gpu_sim::AgentCtx& a) {
@@ -606,7 +611,11 @@ std::string ModelWorld::check_qp(uint32_t p, bool backup, uint32_t slot) {
   // A failed QP's words are reset by its recovery, which then opens a new epoch: indices
   // only move forward within an epoch.
   const bool same_epoch = q.hp == nullptr || (q.hp->state != uint64_t(Health::kFailed) && q.hp->epoch == was.epoch);
-  const std::string bad = first_violation(m, same_epoch ? was.words.data() : nullptr, fetched, q.nwqes);
+  constexpr size_t kIbufTail = 7;  // kMvarWords' row of ibuf_tail
+  static_assert(kMvarWords[kIbufTail].word == &Mvars::ibuf_tail);
+  std::string bad = first_violation(m, same_epoch ? was.words.data() : nullptr, fetched, q.nwqes);
+  if (bad.empty() && same_epoch && check_ibuf_ && m.ibuf_tail > was.words[kIbufTail])
+    bad = ibuf_freed_early(p, q, was.words[kIbufTail], m.ibuf_tail);
   for (size_t i = 0; i < std::size(kMvarWords); ++i) was.words[i] = m.*kMvarWords[i].word;
   was.epoch = q.hp != nullptr ? q.hp->epoch : 0;
   if (bad.empty()) return bad;
@@ -625,6 +634,9 @@ std::string ModelWorld::check_invariants() {
 }
 
 void ModelWorld::check_every_store(gpu_sim::Scheduler& s) {
+  // The ibuf's position rule reads the ring and the NIC as they are when ibuf_tail lands: in
+  // the weak model the next owner may see the release (and write its WQE) before it lands.
+  check_ibuf_ = s.weak() == nullptr;
   for (uint32_t p = 0; p < cfg_.npes; ++p)
     for (bool backup : {false, true}) {
       if (!local(p)) continue;

@@ -221,11 +221,13 @@ class ModelWorld {
   RecoveryStats recovery_;
   std::function<void(uint32_t, double)> doorbell_observer_;
   std::string check_qp(uint32_t pe, bool backup, uint32_t slot);
+  std::string ibuf_freed_early(uint32_t pe, const DevQp& q, uint64_t from, uint64_t to) const;  // ibuf_check.cc
   struct Checked {  // the words only (an Mvars is three padded cache lines)
     std::array<uint64_t, std::size(kMvarWords)> words{};
     uint64_t epoch = 0;
   };
   std::vector<Checked> last_checked_;  // every QP's words when last checked, by (pe, backup, slot)
+  bool check_ibuf_ = false;            // ibuf_freed_early at each move of ibuf_tail (SC runs)
   std::unique_ptr<heap::SymmetricHeap> heap_;
   bool faulted_ = false;  // inject() was given faults: they change keys and NICs beyond a rewind
   struct Saved {          // a PE's words after build(), for rewind()

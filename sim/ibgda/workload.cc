@@ -152,7 +152,7 @@ std::string WorkloadRun::check_bytes() const {
             return what() + ": its signal word holds " + std::to_string(sig) + ", not " + std::to_string(want);
         }
       }
-  if (!early_signal_.empty()) return early_signal_;
+  if (!read_back_.empty()) return read_back_;
   return {};
 }
 

@@ -120,7 +120,7 @@ class WorkloadRun {
   // atomics applied once whose result was lost.
   uint64_t failed_ops_ = 0, lost_results_ = 0;
   AtomicCheck atomics_;
-  std::string early_signal_;  // the first signal seen before its data (kPutSignal)
+  std::string read_back_;  // the first GPU read-back that saw data not there (a signal before its data, a get after quiet)
 };
 
 // The whole of it: fill the sources, launch, attach the world, run under `so`, classify and

@@ -15,7 +15,9 @@ void WorkloadRun::launch(gpu_sim::Scheduler& s) {
   for (uint32_t pe = 0; pe < npes; ++pe) {
     if (!world_.local(pe)) continue;  // another process runs it
     DevState* st = &world_.state(pe);
-    s.launch("pe" + std::to_string(pe), w_.shape, [this, st, pe](gpu_sim::SimCtx& ctx) {
+    gpu_sim::LaunchConfig shape = w_.shape;
+    shape.gpu = pe;  // one GPU per PE
+    s.launch("pe" + std::to_string(pe), shape, [this, st, pe](gpu_sim::SimCtx& ctx) {
       const Workload& w = w_;
       const uint64_t t = (uint64_t(ctx.cta()) * ctx.warps_per_cta() + ctx.warp()) * ctx.warp_size() + ctx.lane();
       for (size_t j = 0; j < w.ops.size(); ++j) {
@@ -94,6 +96,18 @@ void WorkloadRun::launch(gpu_sim::Scheduler& s) {
             return void(++failed_ops_);
       }
       if (quiet_all(ctx, *st) != OpResult::kOk) return void(++failed_ops_);
+      const bool phantom = world_.config().heap.phantom;  // sizes only: no bytes to read
+      // What a kernel does next: the thread reads its own gets' data after its quiet (on a GPU
+      // without GPUDirect RDMA write ordering, only the quiet's CST makes it visible).
+      for (size_t j = 0; j < w.ops.size(); ++j) {
+        const Op& o = w.ops[j];
+        if (o.kind != OpKind::kGet || o.scope != Scope::kThread || o.pe != pe || phantom || !owns_slot(o, t, w.shape)) continue;
+        std::vector<uint8_t> got(o.bytes);
+        ctx.read_bytes(got.data(), world_.at(pe, w.slot_at(t, j)), o.bytes);
+        if (const uint64_t b = first_difference(got.data(), o.target, o.src, o.bytes); b != o.bytes && read_back_.empty())
+          read_back_ = "op " + std::to_string(j) + " of pe " + std::to_string(pe) + " thread " + std::to_string(t) + ": after its quiet it read byte " +
+                       std::to_string(b) + " of its get's data as it was before the get";
+      }
       // Put-with-signal: the same thread here waits for each signal sent to it, then the data
       // must be there (every sender had quieted its own before waiting: no cycle).
       for (size_t j = 0; j < w.ops.size(); ++j) {
@@ -105,8 +119,8 @@ void WorkloadRun::launch(gpu_sim::Scheduler& s) {
         if (signal_wait_until(ctx, *st, w.sig_at(t, j), Cmp::kEq, want, &seen) != OpResult::kOk) return void(++failed_ops_);
         std::vector<uint8_t> got(o.bytes);
         ctx.read_bytes(got.data(), world_.at(pe, w.slot_at(t, j)), o.bytes);
-        if (const uint64_t b = first_difference(got.data(), o.pe, o.src, o.bytes); b != o.bytes && early_signal_.empty())
-          early_signal_ = "op " + std::to_string(j) + " of pe " + std::to_string(o.pe) + " thread " + std::to_string(t) + ": its signal showed with byte " +
+        if (const uint64_t b = first_difference(got.data(), o.pe, o.src, o.bytes); b != o.bytes && read_back_.empty())
+          read_back_ = "op " + std::to_string(j) + " of pe " + std::to_string(o.pe) + " thread " + std::to_string(t) + ": its signal showed with byte " +
                           std::to_string(b) + " of its data not there";
       }
     });

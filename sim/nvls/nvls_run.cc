@@ -145,7 +145,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
       }
     }
     launch_calls(s, "nvls " + std::string(c.allreduce ? "allreduce" : "reducescatter") + " rank" + std::to_string(g),
-                 {ctas_per_rank(a), c.warps_per_cta, c.lanes},
+                 {ctas_per_rank(a), c.warps_per_cta, c.lanes, g},
                  [&a, &mcs, g, &c](gpu_sim::SimCtx& ctx) {
                    const uint32_t tid = ctx.warp() * ctx.warp_size() + ctx.lane();
                    (void)nvls_cta(ctx, mcs[g], a, ctx.cta(), tid, c.warps_per_cta * c.lanes);
@@ -171,7 +171,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
         s.watch(name + "head", ring.head(me));
       }
     for (uint32_t g = 0; g < n; ++g)
-      launch_calls(s, "ring allreduce rank" + std::to_string(g), {c.channels, c.warps_per_cta, c.lanes},
+      launch_calls(s, "ring allreduce rank" + std::to_string(g), {c.channels, c.warps_per_cta, c.lanes, g},
                    [&args, &links, &conns, g, &c](gpu_sim::SimCtx& ctx) {
                      const uint32_t tid = ctx.warp() * ctx.warp_size() + ctx.lane();
                      (void)ring_allreduce_cta(ctx, links[g], args[g], conns[uint64_t(g) * c.channels + ctx.cta()], ctx.cta(), tid,
@@ -196,7 +196,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
         }
     }
   }
-  if (!r.failure.empty()) r.failure += s.memory_report();
+  if (const std::string m = s.memory_report(); !r.failure.empty() && !m.empty()) r.failure += (r.failure.back() == '\n' ? "" : "\n") + m;
   r.kind = sim::finished_or(r.run.outcome, r.failure.empty() ? sim::RunKind::kCompleted : found);
   sim::take_races(r.run, &r.kind, &r.failure);
   if (r.failure.empty() && r.run.sim_time_ns > 0) {

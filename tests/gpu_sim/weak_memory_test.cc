@@ -49,7 +49,7 @@ TEST(WeakMemory, LitmusSuiteAgreesWithPtx) {
 
 TEST(WeakMemory, StoresReachDevicesOnlyThroughASystemFence) {
   WeakMemory m(1);
-  const uint32_t a = m.add_thread(0, "a"), b = m.add_thread(1, "b");
+  const uint32_t a = m.add_thread(0, 0, "a"), b = m.add_thread(1, 0, "b");
   alignas(64) uint64_t word = 0;
   const uint64_t one = 1;
   m.store(a, &word, &one, 8);
@@ -60,7 +60,7 @@ TEST(WeakMemory, StoresReachDevicesOnlyThroughASystemFence) {
   m.device_read(&word, 8, "nic0", "WQE", 3);
   m.fence(a, exec::Scope::kGpu);
   EXPECT_EQ(word, 0u) << "a GPU fence does not reach system scope";
-  m.acquired(b);
+  m.synced(b);
   m.load(b, &word, &got, 8);
   EXPECT_EQ(got, 1u) << "after a GPU fence, another CTA that synchronised sees it";
   m.fence(a, exec::Scope::kSystem);
@@ -75,13 +75,13 @@ TEST(WeakMemory, ACtaFenceIsCumulativeThroughAGpuFence) {
   // a (CTA 0) publishes to b (CTA 0) with a CTA fence; b's GPU fence then carries a's store
   // to c in another CTA, as PTX's cumulativity requires.
   WeakMemory m(2);
-  const uint32_t a = m.add_thread(0, "a"), b = m.add_thread(0, "b"), c = m.add_thread(1, "c");
+  const uint32_t a = m.add_thread(0, 0, "a"), b = m.add_thread(0, 0, "b"), c = m.add_thread(1, 0, "c");
   alignas(64) uint64_t word = 0;
   const uint64_t one = 1;
   m.store(a, &word, &one, 8);
   m.fence(a, exec::Scope::kCta);
   m.fence(b, exec::Scope::kGpu);
-  m.acquired(c);
+  m.synced(c);
   for (int i = 0; i < 50; ++i) {
     uint64_t got = 0;
     m.load(c, &word, &got, 8);
@@ -92,7 +92,7 @@ TEST(WeakMemory, ACtaFenceIsCumulativeThroughAGpuFence) {
 TEST(WeakMemory, LoadsNeverGoBackInCoherenceOrder) {
   for (uint64_t seed = 1; seed <= 50; ++seed) {
     WeakMemory m(seed);
-    const uint32_t w = m.add_thread(0, "writer"), r = m.add_thread(1, "reader");
+    const uint32_t w = m.add_thread(0, 0, "writer"), r = m.add_thread(1, 0, "reader");
     alignas(64) uint64_t word = 0;
     uint64_t last = 0;
     for (uint64_t v = 1; v <= 40; ++v) {
@@ -114,7 +114,7 @@ TEST(WeakMemory, LoadsNeverGoBackInCoherenceOrder) {
 TEST(WeakMemory, StoresToOneWordLandInStoreOrder) {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     WeakMemory m(seed);
-    const uint32_t t = m.add_thread(0, "t"), u = m.add_thread(1, "u");
+    const uint32_t t = m.add_thread(0, 0, "t"), u = m.add_thread(1, 0, "u");
     alignas(64) uint64_t word = 0;
     const uint64_t one = 1, two = 2;
     m.store(t, &word, &one, 8);
@@ -135,12 +135,12 @@ TEST(WeakMemory, StoresToOneWordLandInStoreOrder) {
 TEST(WeakMemory, ASeenStoreStaysSeenAfterItLands) {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     WeakMemory m(seed);
-    const uint32_t t = m.add_thread(0, "t"), u = m.add_thread(0, "u"), v = m.add_thread(1, "v");
+    const uint32_t t = m.add_thread(0, 0, "t"), u = m.add_thread(0, 0, "u"), v = m.add_thread(1, 0, "v");
     alignas(64) uint64_t word = 0;
     const uint64_t five = 5;
     m.store(t, &word, &five, 8);
     m.fence(t, exec::Scope::kCta);
-    m.acquired(u);
+    m.synced(u);
     uint64_t got = 0;
     m.load(u, &word, &got, 8);
     ASSERT_EQ(got, 5u);
@@ -277,6 +277,84 @@ TEST(WeakMemory, SameSeedSameTrace) {
   };
   EXPECT_EQ(hash(9), hash(9));
   EXPECT_NE(hash(9), hash(10));
+}
+
+}  // namespace
+}  // namespace doorbell::gpu_sim
+
+namespace doorbell::gpu_sim {
+namespace {
+
+// Scoped acquires: a's store drained to memory long ago, a's later release of a flag; b in
+// another CTA reads the flag. Acquiring at .cta (a is outside b's CTA) synchronises with
+// nothing: b may still read the data's old value. Acquiring at .gpu, it never does.
+uint64_t stale_after_acquire(exec::Scope acquire_scope, uint32_t b_cta, uint32_t b_gpu) {
+  uint64_t stale = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    WeakMemory m(seed);
+    const uint32_t a = m.add_thread(0, 0, "a"), b = m.add_thread(b_cta, b_gpu, "b");
+    alignas(64) uint64_t data = 0, flag[8] = {};
+    const uint64_t one = 1;
+    m.store(a, &data, &one, 8);
+    m.fence(a, exec::Scope::kSystem);  // data in memory; the fence releases it for the flag
+    m.store(a, flag, &one, 8);
+    m.fence(a, exec::Scope::kSystem);
+    uint64_t f = 0, d = 0;
+    m.load(b, flag, &f, 8);
+    if (f != 1) continue;
+    m.acquired(b, acquire_scope);
+    m.load(b, &data, &d, 8);
+    stale += d == 0;
+  }
+  return stale;
+}
+
+TEST(WeakMemory, AnAcquireSynchronisesOnlyWithWritersItsScopeIncludes) {
+  EXPECT_GT(stale_after_acquire(exec::Scope::kCta, 1, 0), 0u) << ".cta acquire of another CTA's release";
+  EXPECT_EQ(stale_after_acquire(exec::Scope::kGpu, 1, 0), 0u) << ".gpu acquire, same GPU";
+  EXPECT_GT(stale_after_acquire(exec::Scope::kGpu, 1, 1), 0u) << ".gpu acquire of another GPU's release";
+  EXPECT_EQ(stale_after_acquire(exec::Scope::kSystem, 1, 1), 0u) << ".sys acquire, another GPU";
+}
+
+TEST(WeakMemory, AGpuFenceReachesOnlyItsOwnGpu) {
+  WeakMemory m(1);
+  const uint32_t a = m.add_thread(0, 0, "a"), same = m.add_thread(1, 0, "same GPU"), other = m.add_thread(2, 1, "other GPU");
+  alignas(64) uint64_t word = 0;
+  const uint64_t one = 1;
+  m.store(a, &word, &one, 8);
+  m.fence(a, exec::Scope::kGpu);
+  uint64_t got = 0;
+  m.load(same, &word, &got, 8);
+  EXPECT_EQ(got, 1u) << "promoted to its GPU";
+  m.load(other, &word, &got, 8);
+  EXPECT_EQ(got, 0u) << "a .gpu fence does not reach another GPU";
+  m.fence(a, exec::Scope::kSystem);
+  m.synced(other);
+  m.load(other, &word, &got, 8);
+  EXPECT_EQ(got, 1u);
+}
+
+TEST(WeakMemory, UnorderedLandingsStayUnseenUntilTheNicsCstRead) {
+  uint64_t hidden = 0;
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
+    WeakMemory m(seed);
+    m.set_unordered_landings(true);
+    const uint32_t t = m.add_thread(0, 0, "t");
+    alignas(64) uint64_t data = 0;
+    m.landing(&data, 8, "READ response", 7, /*by=*/3);
+    data = 5;
+    m.flush_landings(/*by=*/4);  // another NIC's CST flushes nothing of NIC 3's
+    m.synced(t);               // synchronising does not help
+    uint64_t got = 0;
+    m.load(t, &data, &got, 8);
+    const bool missed = got == 0;
+    hidden += missed;
+    m.flush_landings(3);
+    m.load(t, &data, &got, 8);
+    EXPECT_EQ(got, 5u) << "seed " << seed << ": after the CST the landing is seen";
+    if (missed) EXPECT_NE(m.report().find("no CST flushed them"), std::string::npos) << m.report();
+  }
+  EXPECT_GT(hidden, 0u);
 }
 
 }  // namespace

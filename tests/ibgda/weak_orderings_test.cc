@@ -123,7 +123,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Plant{kOrderWqesBeforeReady, false, true, "read WQE"}, Plant{kOrderWqesBeforeDbr, false, true, "read WQE", 3000, true},
                       Plant{kOrderDbrBeforeDoorbell, false, true, "read the DBR of QP"}, Plant{kOrderCtrlLast, false, false, ""},
                       Plant{kOrderCqeAcquire, false, true, "stale load"}, Plant{kOrderProxyFence, true, false, ""},
-                      Plant{kOrderProxyPublish, true, true, "read WQE"}),
+                      Plant{kOrderProxyPublish, true, true, "read WQE"}, Plant{kOrderCompletionRelease, false, true, "stale load"}),
     [](const ::testing::TestParamInfo<Plant>& i) { return std::string(ordering_name(i.param.drop)); });
 
 // NIC buffers in GPU memory let the doorbell path fence at GPU scope (the NIC reads through

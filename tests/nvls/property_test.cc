@@ -112,6 +112,26 @@ TEST(NvlsProperty, RaceDetectorFindsASlotFreedBeforeTheBarrier) {
   }
 }
 
+// Scoped memory: a staged slot posted behind a .gpu fence (the flag itself stored at .sys) is
+// not made visible to the other GPUs' reducers, which read it through multimem. SC runs (and
+// the race detector, which does not know scopes) pass it; the weak model, where .gpu reaches
+// only the fencing GPU's threads, finds reductions of bytes that had not arrived. Before the
+// model was scoped, .gpu spanned every GPU and the weak cases passed it too.
+TEST(NvlsProperty, ScopedWeakModelFindsAGpuFenceWhereTheReaderIsAnotherGpu) {
+  Plants pl;
+  pl.post_fence_gpu = true;
+  auto run = [&pl](bool weak) {
+    Case k = *gen_case();
+    k.weak = weak;
+    return run_case(k, pl);
+  };
+  EXPECT_EQ(testing::first_failure("staged slot behind a .gpu fence, SC", [&] { return run(false); }), "");
+  const std::string seen = testing::first_failure("staged slot behind a .gpu fence, weak", [&] { return run(true); });
+  EXPECT_FALSE(seen.empty()) << "the .gpu fence was not found";
+  EXPECT_NE(seen.find("fenced at .gpu on GPU"), std::string::npos) << seen;
+  std::printf("[doorbell] staged slot behind a .gpu fence: %s\n", seen.c_str());
+}
+
 // Independent oracle: the model switch checks each multimem access against the PTX forms
 // (hw/gpu_sim/ptx_multimem.h), not against pack.h. A wrong pack.h entry (a .v2.f64 sum, .v4
 // integer packs) reduced correctly and passed every property while the switch asked pack.h;
