@@ -134,7 +134,7 @@ inline PeQueues pe_queues(uint32_t p, uint32_t npes, bool backups, bool health, 
   out.state.opt.nic_buf_on_gpumem = true;  // rings and DBRs are GPU memory
   int dev = 0;
   CHECK(cudaGetDevice(&dev));
-  out.state.opt.may_skip_cst = cuda::gpu_direct_writes_ordered(dev);  // CSTs only where the GPU needs them
+  out.state.opt.may_skip_cst = cuda_exec::gpu_direct_writes_ordered(dev);  // CSTs only where the GPU needs them
   return out;
 }
 

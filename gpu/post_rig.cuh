@@ -73,7 +73,7 @@ inline ibgda::DevState doorbell_rig_state(const Rings& r, uint32_t nqps, std::ve
   s.opt.nic_buf_on_gpumem = true;  // as NVSHMEM's state says: rings and DBRs are GPU memory
   int dev = 0;
   CHECK(cudaGetDevice(&dev));
-  s.opt.may_skip_cst = cuda::gpu_direct_writes_ordered(dev);  // Hopper: ordered, no CSTs
+  s.opt.may_skip_cst = cuda_exec::gpu_direct_writes_ordered(dev);  // Hopper: ordered, no CSTs
   s.heap_bases = dcopy(bases);
   s.error = dalloc<uint64_t>(1);
   allocs = {mvars, s.qps, s.group_switches, s.heap_bases, s.error};

@@ -3,7 +3,7 @@
 
 #include <cuda_runtime.h>
 
-namespace doorbell::cuda {
+namespace doorbell::cuda_exec {
 
 // Whether the GPU's threads see GPUDirect RDMA writes in the order the NIC made them (at least
 // "owner" ordering: Hopper). Where it does, the protocol may skip CSTs (Options::may_skip_cst);
@@ -14,4 +14,4 @@ inline bool gpu_direct_writes_ordered(int device) {
   return v >= cudaGPUDirectRDMAWritesOrderingOwner;
 }
 
-}  // namespace doorbell::cuda
+}  // namespace doorbell::cuda_exec
