@@ -45,17 +45,23 @@ struct ChannelPlan {
   std::vector<uint32_t> heads;  // head GPU of each channel
 };
 
-inline ChannelPlan search_channels(const Topology& t, const std::vector<double>& speeds) {
+// Planted bugs, for tests only.
+struct SearchPlants {
+  bool unsorted_speeds = false;  // tries the speeds in the order given, not the fastest first
+  bool skips_last_gpu = false;   // the fit loop stops one GPU short
+};
+
+inline ChannelPlan search_channels(const Topology& t, const std::vector<double>& speeds, const SearchPlants& pl = {}) {
   ChannelPlan p;
   if (!unsupported_reason(t).empty()) return p;
   const uint32_t n = t.nranks();
   std::vector<double> sorted = speeds;
-  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  if (!pl.unsorted_speeds) std::sort(sorted.begin(), sorted.end(), std::greater<>());
   for (double bw : sorted) {
     std::vector<double> up = t.gpu_to_nvs, down = t.nvs_to_gpu;
     bool fits = true;
     for (uint32_t h = 0; h < n && fits; ++h)
-      for (uint32_t g = 0; g < n && fits; ++g) {
+      for (uint32_t g = 0; g + (pl.skips_last_gpu ? 1 : 0) < n && fits; ++g) {
         const double need = g == h ? 2 * bw : bw;
         fits = up[g] >= need && down[g] >= need;
         up[g] -= need, down[g] -= need;

@@ -25,6 +25,8 @@ inline constexpr uint32_t kIpcResendAfter = 16;
 struct IpcPlants {
   bool ack_without_peer_check = false;  // answer ACK without asking whether peer access works
   bool retry_forever = false;           // no limit on NOT-READY retries
+  bool not_ready_resets_tries = false;  // a NOT-READY answer starts the count of tries again
+  bool resend_uncounted = false;        // a request asked again after it was presumed lost is not counted
 };
 
 struct IpcEndpoint {
@@ -39,14 +41,15 @@ struct IpcEndpoint {
 
   // A GPU-buffer send on this side: returns the control message to send first, if any.
   IpcMsg on_send() {
-    if (state == IpcState::kSent && ++waited > kIpcResendAfter) state = IpcState::kInit;  // presumed lost
+    bool resend = false;
+    if (state == IpcState::kSent && ++waited > kIpcResendAfter) state = IpcState::kInit, resend = true;  // presumed lost
     if (state != IpcState::kInit || !cuda_ready) return IpcMsg::kNone;
     waited = 0;
     if (tries >= kIpcMaxTries && !plants.retry_forever) {
       state = IpcState::kBad;  // gave up: the host path from now on
       return IpcMsg::kNone;
     }
-    ++tries;
+    if (!(resend && plants.resend_uncounted)) ++tries;
     state = IpcState::kSent;
     return IpcMsg::kRequest;
   }
@@ -74,6 +77,7 @@ struct IpcEndpoint {
         return IpcMsg::kNone;
       case IpcMsg::kNotReady:
         if (state == IpcState::kSent) state = IpcState::kInit;  // try again on a later send
+        if (plants.not_ready_resets_tries) tries = 0;
         return IpcMsg::kNone;
       case IpcMsg::kNone: break;
     }
