@@ -51,6 +51,10 @@ struct SchedOptions {
   // says so in RunResult::races. It costs every access its bookkeeping (fast mode's plain
   // path is off).
   bool races = false;
+  // Random, PCT, scripted and preempt schedules: a byte range longer than a 64-byte line
+  // (read_bytes / write_bytes: WQE segments, FIFO slots, NVLS slices) is a scheduling point at
+  // every line after its first, so explore interleaves inside a copy.
+  bool byte_points = true;
   // Called after every `observe_every`-th agent step with the step count and the stepped
   // agent's clock; it draws nothing from the schedule, so observing never changes a run.
   std::function<void(uint64_t step, double now_ns)> observe;
@@ -209,6 +213,8 @@ class Scheduler {
   // SimCtx takes a path of its own, record_plain. Through point(), the weak-memory test and
   // record(), an access carries many times its own instructions in checks.
   bool plain() const { return plain_; }
+  // Byte ranges split at lines with scheduling points between (SchedOptions::byte_points).
+  bool byte_points() const { return opt_.byte_points && opt_.policy != Policy::kRunToCompletion && opt_.policy != Policy::kTimed; }
   // The running agent's id (add_agent's), for wake().
   uint32_t current_agent() const;
   // The running lane's thread in the weak memory model.

@@ -5,6 +5,8 @@
 // where scopes and orders decide what other agents see.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -84,12 +86,16 @@ class SimCtx {
   // they are buffered and read like any other store and load. The race detector checks them
   // (the caller's file:line names the access).
   void write_bytes(void* dst, const void* src, size_t n, const char* file = __builtin_FILE(), uint32_t line = __builtin_LINE()) {
+    if (!s_->plain() && n > kLine && s_->byte_points()) [[unlikely]]
+      return by_lines(dst, src, n, [&](void* d, const void* sr, size_t k) { write_bytes(d, sr, k, file, line); });
     if (RaceDetector* r = s_->race()) [[unlikely]] r->write(s_->race_thread(), dst, n, r->site(file, line));
     if (WeakMemory* w = s_->weak()) w->store(s_->mem_thread(), dst, src, n);
     else if (n % 8 == 0) copy_words(dst, src, n);
     else std::memcpy(dst, src, n);
   }
   void read_bytes(void* dst, const void* src, size_t n, const char* file = __builtin_FILE(), uint32_t line = __builtin_LINE()) {
+    if (!s_->plain() && n > kLine && s_->byte_points()) [[unlikely]]
+      return by_lines(dst, src, n, [&](void* d, const void* sr, size_t k) { read_bytes(d, sr, k, file, line); });
     if (RaceDetector* r = s_->race()) [[unlikely]] r->read(s_->race_thread(), src, n, r->site(file, line));
     if (WeakMemory* w = s_->weak()) w->load(s_->mem_thread(), src, dst, n);
     else std::memcpy(dst, src, n);
@@ -176,6 +182,21 @@ class SimCtx {
     if (v != old) *p = v;
     s_->record(kind, old, v != old, p);
     return old;
+  }
+
+  // A byte range one line (of the destination for writes, the source for reads: the side
+  // shared memory is on) at a time, with a scheduling point before every line after the first.
+  static constexpr size_t kLine = 64;
+  template <class Part>
+  [[gnu::noinline]] void by_lines(void* dst, const void* src, size_t n, Part part) {
+    auto* d = static_cast<std::byte*>(dst);
+    const auto* sr = static_cast<const std::byte*>(src);
+    for (size_t off = 0; off < n;) {
+      if (off != 0) s_->point();
+      const size_t k = std::min(n - off, kLine);
+      part(d + off, sr + off, k);
+      off += k;
+    }
   }
 
   // 8 bytes at a time, as a WQE stage's segments were stored (mlx5::SegWords): memcpy's

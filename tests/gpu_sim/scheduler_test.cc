@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <random>
@@ -77,6 +78,42 @@ TEST(Scheduler, FindsNonAtomicIncrementRaceWithin1000Seeds) {
 // kScripted (the fuzzers' schedule): the script alone decides the interleaving — a script
 // that switches warps between a load and its store loses an update; one that never does
 // not; the same script gives the same trace.
+// Byte ranges are scheduling points at every 64-byte line (SchedOptions::byte_points): a
+// reader running beside a 256-byte write_bytes sees it half done in some schedules, the first
+// line new and the last old. Without the points a copy is one step and no schedule shows it.
+uint64_t torn_reads(bool byte_points) {
+  uint64_t torn = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    SchedOptions o = opts(seed);
+    o.byte_points = byte_points;
+    Scheduler s(o);
+    alignas(64) uint8_t buf[256] = {};
+    bool seen = false;
+    s.launch("copy", {2, 1, 1}, [&](SimCtx& ctx) {
+      if (ctx.cta() == 0) {
+        uint8_t ones[256];
+        std::memset(ones, 1, sizeof ones);
+        ctx.write_bytes(buf, ones, sizeof ones);
+        return;
+      }
+      for (int i = 0; i < 8; ++i) {
+        uint8_t first = 0, last = 0;
+        ctx.read_bytes(&first, buf, 1);
+        ctx.read_bytes(&last, buf + 255, 1);
+        seen |= first == 1 && last == 0;
+        (void)ctx.load(gpu_scope, relaxed, reinterpret_cast<const uint64_t*>(buf));  // a scheduling point
+      }
+    });
+    (void)s.run();
+    torn += seen;
+  }
+  return torn;
+}
+TEST(Scheduler, ExploreInterleavesInsideAByteRange) {
+  EXPECT_GT(torn_reads(true), 0u);
+  EXPECT_EQ(torn_reads(false), 0u);
+}
+
 TEST(Scheduler, ScriptedPolicyFollowsItsScript) {
   auto run = [](std::vector<uint8_t> script) {
     SchedOptions o = opts(1, Policy::kScripted);
