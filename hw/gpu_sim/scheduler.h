@@ -51,9 +51,10 @@ struct SchedOptions {
   // says so in RunResult::races. It costs every access its bookkeeping (fast mode's plain
   // path is off).
   bool races = false;
-  // Random, PCT, scripted and preempt schedules: a byte range longer than a 64-byte line
-  // (read_bytes / write_bytes: WQE segments, FIFO slots, NVLS slices) is a scheduling point at
-  // every line after its first, so explore interleaves inside a copy.
+  // Random, PCT, scripted and preempt schedules: a byte range longer than 64 bytes
+  // (read_bytes / write_bytes: WQE segments, FIFO slots, NVLS slices) is a scheduling point
+  // every 64 bytes after its first (offsets, not address lines: replays must not depend on
+  // where a buffer was allocated), so explore interleaves inside a copy.
   bool byte_points = true;
   // Called after every `observe_every`-th agent step with the step count and the stepped
   // agent's clock; it draws nothing from the schedule, so observing never changes a run.

@@ -184,8 +184,9 @@ class SimCtx {
     return old;
   }
 
-  // A byte range one line (of the destination for writes, the source for reads: the side
-  // shared memory is on) at a time, with a scheduling point before every line after the first.
+  // A byte range 64 bytes at a time, with a scheduling point before every piece after the
+  // first. The pieces are cut at offsets from the range's start, not at the address's lines:
+  // where the allocator put a buffer must not change the schedule (a replay would differ).
   static constexpr size_t kLine = 64;
   template <class Part>
   [[gnu::noinline]] void by_lines(void* dst, const void* src, size_t n, Part part) {

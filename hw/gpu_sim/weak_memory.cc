@@ -76,17 +76,18 @@ uint32_t WeakMemory::relation(uint32_t t, uint32_t writer) const {
 void WeakMemory::took(uint32_t t, const Rel& r) {
   Thread& th = threads_[t];
   const uint32_t j = relation(t, r.thread);
-  const uint64_t view = r.v[j];
-  if (view == 0) return;
-  for (uint32_t a = j; a < 3; ++a) th.last[a] = std::max(th.last[a], view), th.pend[a] = std::max(th.pend[a], view);
+  for (uint32_t a = 0; a < 3; ++a) {
+    const uint64_t view = std::max(a >= j ? r.v[j] : 0, r.inherited);
+    th.last[a] = std::max(th.last[a], view), th.pend[a] = std::max(th.pend[a], view);
+  }
 }
 
 WeakMemory::Rel WeakMemory::own_rel(uint32_t t) const {
   const Thread& th = threads_[t];
-  return Rel{{th.fv[0], th.fv[1], th.fv[2]}, t};
+  return Rel{{th.fv[0], th.fv[1], th.fv[2]}, t, 0};
 }
 
-WeakMemory::Rel WeakMemory::device_rel() const { return Rel{{clock_, clock_, clock_}, kNoThread}; }
+WeakMemory::Rel WeakMemory::device_rel() const { return Rel{{clock_, clock_, clock_}, kNoThread, 0}; }
 
 
 bool WeakMemory::line_busy(uintptr_t addr, size_t len) const {
@@ -412,9 +413,12 @@ void WeakMemory::rmw(uint32_t t, void* addr, size_t len, bool writes) {
     auto h = hist_.find(w);
     if (h != hist_.end()) took(t, h->second.rel);  // it read the newest value: a fence after it acquires
     if (writes) {
+      // A release sequence goes on through the atomic. The replaced value's views are by reach
+      // from its writer, not from t: its widest one (v[0], its writer's last fence of any
+      // scope) is handed on to every acquire of any scope, which over-synchronises (a
+      // too-narrow release passed on by another's atomic is not found) but never loses it.
       Rel r = own_rel(t);
-      if (h != hist_.end())  // a release sequence goes on through the atomic
-        for (uint32_t j = 0; j < 3; ++j) r.v[j] = std::max(r.v[j], h->second.rel.v[j]);
+      if (h != hist_.end()) r.inherited = std::max(h->second.rel.inherited, h->second.rel.v[0]);
       record(w, 0, r);
       h = hist_.find(w);
     }
@@ -502,6 +506,9 @@ uint64_t WeakMemory::view_word(uint32_t t, uintptr_t word, uintptr_t lo, uintptr
     if (thread_notes_.size() == kNotes) thread_notes_.erase(thread_notes_.begin());
     thread_notes_.push_back({t, word, c[pick].value, c[n - 1].value, nullptr, 0});
   }
+  // A landing a load has seen is in the GPU's L2: visible from then on, to every thread
+  // (else a later load could be hidden back to the older value).
+  if (pick == mem && h != hist_.end() && h->second.landed != nullptr) h->second.landed = nullptr;
   raise_floor(th, word, c[pick].start);
   took(t, c[pick].rel);
   return c[pick].value;
@@ -576,8 +583,8 @@ std::string WeakMemory::report() const {
     const Thread& r = threads_[n.thread];
     const Thread& w = threads_[n.writer];
     os << "  missed store: " << r.name << " (GPU " << r.gpu << ") read " << name_of(reinterpret_cast<const void*>(n.word)) << " while "
-       << w.name << "'s store to it, fenced at .gpu on GPU " << w.gpu
-       << ", was visible to that GPU only: a .gpu fence orders stores only for its own GPU's threads\n";
+       << w.name << "'s store to it was visible on GPU " << w.gpu
+       << " only (fenced at .gpu, which reaches that GPU's threads, not another's)\n";
   }
   for (const StaleLoad& s : landed_notes_)
     os << "  stale load: " << threads_[s.thread].name << " read " << name_of(reinterpret_cast<const void*>(s.word)) << " = " << hex(s.got)

@@ -18,8 +18,8 @@
 // load, or a fence after relaxed loads) moves the reader's view up to what the values it read
 // released to it, only where the acquire's scope includes the writer (.cta: its CTA; .gpu:
 // its GPU, and devices; .sys: all). A barrier synchronises with everything (CTA members).
-// A read-modify-write's value carries the larger of its writer's and the value it replaced
-// (release sequences, approximately).
+// A read-modify-write's value carries its writer's release, and hands on the widest view of
+// the value it replaced to acquires of every scope (release sequences, over-synchronised).
 //
 // GPUDirect writes unordered (set_unordered_landings; GPUs without PCIe write ordering, which
 // need CSTs): data a NIC response lands in memory (landing(): Observer::device_landing) may stay invisible to GPU
@@ -119,6 +119,7 @@ class WeakMemory final : public mem::Observer {
   struct Rel {
     uint64_t v[3] = {0, 0, 0};
     uint32_t thread = kNoThread;
+    uint64_t inherited = 0;  // a release sequence through atomics: taken by any acquire
   };
   struct Entry {
     bool live = false;

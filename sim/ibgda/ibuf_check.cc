@@ -47,7 +47,7 @@ std::string ModelWorld::ibuf_freed_early(uint32_t p, const DevQp& q, uint64_t fr
     std::memcpy(w, nq.sq + off, std::min(len, ring - off));
     if (off + len > ring) std::memcpy(w + (ring - off), nq.sq, len - (ring - off));
     mock_nic::WqeView v;
-    if (!mock_nic::check_wqe(w, q.qpn, uint16_t(i), false, nq.attr.max_ds, &v).failed() &&
+    if (!mock_nic::check_wqe(w, q.qpn, uint16_t(i), false, nq.attr.max_ds, &v, q.dci).failed() &&
         (v.op == mlx5::WqeOpcode::kRdmaRead || v.atomic_size != 0))
       for (uint32_t k = 0; k < v.npieces; ++k)
         if (v.pieces[k].inline_data == nullptr && freed(v.pieces[k].addr, &slot)) return report(slot, i, "not yet fetched by the NIC");

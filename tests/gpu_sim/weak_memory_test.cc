@@ -352,9 +352,60 @@ TEST(WeakMemory, UnorderedLandingsStayUnseenUntilTheNicsCstRead) {
     m.flush_landings(3);
     m.load(t, &data, &got, 8);
     EXPECT_EQ(got, 5u) << "seed " << seed << ": after the CST the landing is seen";
-    if (missed) EXPECT_NE(m.report().find("no CST flushed them"), std::string::npos) << m.report();
+    if (missed) {
+      EXPECT_NE(m.report().find("no CST flushed them"), std::string::npos) << m.report();
+    }
   }
   EXPECT_GT(hidden, 0u);
+}
+
+// A landing a thread has seen stays seen (coherence), through any later synchronisation.
+TEST(WeakMemory, ASeenLandingIsNeverHiddenAgain) {
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    WeakMemory m(seed);
+    m.set_unordered_landings(true);
+    const uint32_t t = m.add_thread(0, 0, "t");
+    alignas(64) uint64_t data = 0;
+    m.landing(&data, 8, "READ response", 1, 0);
+    data = 7;
+    uint64_t got = 0;
+    bool seen = false;
+    for (int i = 0; i < 20; ++i) {
+      m.load(t, &data, &got, 8);
+      if (seen) {
+        ASSERT_EQ(got, 7u) << "seed " << seed << ": the landed value went back after load " << i;
+      }
+      seen |= got == 7;
+      if (i % 3 == 0) m.synced(t);
+    }
+  }
+}
+
+// A release sequence through another GPU's atomic: W releases at .gpu and adds to a counter, X
+// on another GPU adds after it, R on W's GPU acquires X's value at .gpu. PTX's release sequence
+// makes R synchronise with W: R never reads W's data stale.
+TEST(WeakMemory, AReleaseSequenceThroughAnotherGpusAtomicCarries) {
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    WeakMemory m(seed);
+    const uint32_t w = m.add_thread(0, 0, "w"), x = m.add_thread(1, 1, "x"), r = m.add_thread(2, 0, "r");
+    alignas(64) uint64_t data = 0, counter[8] = {};
+    const uint64_t one = 1;
+    m.store(w, &data, &one, 8);
+    m.fence(w, exec::Scope::kGpu);
+    m.fence(w, exec::Scope::kSystem);  // data in memory: only the views decide what r reads
+    m.rmw_begin(w, counter, 8);
+    m.rmw(w, counter, 8, true);
+    counter[0] = 1;
+    m.rmw_begin(x, counter, 8);
+    m.rmw(x, counter, 8, true);
+    counter[0] = 2;
+    uint64_t c = 0, d = 0;
+    m.load(r, counter, &c, 8);
+    if (c != 2) continue;
+    m.acquired(r, exec::Scope::kGpu);
+    m.load(r, &data, &d, 8);
+    EXPECT_EQ(d, 1u) << "seed " << seed;
+  }
 }
 
 }  // namespace
