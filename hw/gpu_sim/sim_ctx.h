@@ -86,16 +86,16 @@ class SimCtx {
   // they are buffered and read like any other store and load. The race detector checks them
   // (the caller's file:line names the access).
   void write_bytes(void* dst, const void* src, size_t n, const char* file = __builtin_FILE(), uint32_t line = __builtin_LINE()) {
-    if (!s_->plain() && n > kLine && s_->byte_points()) [[unlikely]]
-      return by_lines(dst, src, n, [&](void* d, const void* sr, size_t k) { write_bytes(d, sr, k, file, line); });
+    if (!s_->plain() && n > kPiece && s_->byte_points()) [[unlikely]]
+      return by_pieces(dst, src, n, [&](void* d, const void* sr, size_t k) { write_bytes(d, sr, k, file, line); });
     if (RaceDetector* r = s_->race()) [[unlikely]] r->write(s_->race_thread(), dst, n, r->site(file, line));
     if (WeakMemory* w = s_->weak()) w->store(s_->mem_thread(), dst, src, n);
     else if (n % 8 == 0) copy_words(dst, src, n);
     else std::memcpy(dst, src, n);
   }
   void read_bytes(void* dst, const void* src, size_t n, const char* file = __builtin_FILE(), uint32_t line = __builtin_LINE()) {
-    if (!s_->plain() && n > kLine && s_->byte_points()) [[unlikely]]
-      return by_lines(dst, src, n, [&](void* d, const void* sr, size_t k) { read_bytes(d, sr, k, file, line); });
+    if (!s_->plain() && n > kPiece && s_->byte_points()) [[unlikely]]
+      return by_pieces(dst, src, n, [&](void* d, const void* sr, size_t k) { read_bytes(d, sr, k, file, line); });
     if (RaceDetector* r = s_->race()) [[unlikely]] r->read(s_->race_thread(), src, n, r->site(file, line));
     if (WeakMemory* w = s_->weak()) w->load(s_->mem_thread(), src, dst, n);
     else std::memcpy(dst, src, n);
@@ -187,14 +187,14 @@ class SimCtx {
   // A byte range 64 bytes at a time, with a scheduling point before every piece after the
   // first. The pieces are cut at offsets from the range's start, not at the address's lines:
   // where the allocator put a buffer must not change the schedule (a replay would differ).
-  static constexpr size_t kLine = 64;
+  static constexpr size_t kPiece = 64;
   template <class Part>
-  [[gnu::noinline]] void by_lines(void* dst, const void* src, size_t n, Part part) {
+  [[gnu::noinline]] void by_pieces(void* dst, const void* src, size_t n, Part part) {
     auto* d = static_cast<std::byte*>(dst);
     const auto* sr = static_cast<const std::byte*>(src);
     for (size_t off = 0; off < n;) {
       if (off != 0) s_->point();
-      const size_t k = std::min(n - off, kLine);
+      const size_t k = std::min(n - off, kPiece);
       part(d + off, sr + off, k);
       off += k;
     }
