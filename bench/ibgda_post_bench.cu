@@ -65,7 +65,7 @@ __global__ void doorbell_phase_kernel(uint32_t iters, unsigned long long* out, u
     long long t0 = clock64();
     // As post_rma: the first piece (QP, keys, addresses) looked up once, before the
     // reservation, and the WQE written from it.
-    const ibgda::DevQp& qp = ibgda::select_qp(ctx, st, 1, ibgda::QpSelector{ibgda::QpSelector::kByCta, 0});
+    const ibgda::DevQp qp = ibgda::select_qp(ctx, st, 1, ibgda::QpSelector{ibgda::QpSelector::kByCta, 0});  // a copy, as put_nbi takes it
     const heap::Piece head = ibgda::qp_piece(st, qp, 0, 0, kPutBytes, 1);
     const uint32_t n = 1;
     long long t1 = clock64();
@@ -108,11 +108,21 @@ __global__ void primitive_kernel(uint64_t* word, unsigned long long* out) {
   time(7, [&](int i) { ctx.store(exec::gpu_scope, exec::release, word + 16, uint64_t(i)); });
   time(8, [&](int i) { ctx.store(exec::system_scope, exec::relaxed, word + 16, uint64_t(i)); });
   time(9, [&](int i) { ctx.mmio_store64(word + 24, uint64_t(i)); });
-  out[10] = sink;
+  // A load after a fence (which empties the SM's L1), plain or through the read-only path,
+  // and one that hits L1; an atomic beside a load or another atomic (do they overlap?). The
+  // index `sink >> 63` (0) makes each load wait for the one before.
+  time(10, [&](int) { ctx.fence(exec::gpu_scope); sink += word[32 + (sink >> 63)]; });
+  time(11, [&](int) { ctx.fence(exec::gpu_scope); sink += __ldg(reinterpret_cast<const unsigned long long*>(word) + 40 + (sink >> 63)); });
+  time(12, [&](int) { sink += word[48 + (sink >> 63)]; });
+  time(13, [&](int i) { sink += ctx.load(exec::gpu_scope, exec::acquire, word + 56) + ctx.atomic_add(exec::gpu_scope, word + 64, 1) + i; });
+  time(14, [&](int i) { sink += ctx.load(exec::gpu_scope, exec::relaxed, word + 56) + ctx.atomic_add(exec::gpu_scope, word + 64, 1) + i; });
+  time(15, [&](int i) { sink += ctx.atomic_cas(exec::gpu_scope, word + 72, 0, 0) + ctx.atomic_cas(exec::gpu_scope, word + 80, 1, 1) + i; });
+  out[16] = sink;
 }
 inline constexpr const char* kPrimitives[] = {"fence.acq_rel.gpu", "__threadfence", "fence.acq_rel.sys", "fence.acq_rel.cta",
                                               "atom.add.gpu", "ld.acquire.gpu", "ld.volatile", "st.release.gpu",
-                                              "st.relaxed.sys", "st.mmio"};
+                                              "st.relaxed.sys", "st.mmio", "fence+ld.global", "fence+ld.global.nc", "ld.global (L1)",
+                                              "ld.acquire+atom.add", "ld.relaxed+atom.add", "2 atom.cas"};
 
 // doorbell's device state over the rings (post_rig), into c_state.
 std::vector<void*> doorbell_state(const Rings& r, uint32_t nqps) {
@@ -236,13 +246,13 @@ int main(int argc, char** argv) {
   }
   b.phases(4096);
   {
-    uint64_t* word = dalloc<uint64_t>(32);
-    unsigned long long* out = dalloc<unsigned long long>(11);
+    uint64_t* word = dalloc<uint64_t>(96);
+    unsigned long long* out = dalloc<unsigned long long>(17);
     primitive_kernel<<<1, 1>>>(word, out);
-    unsigned long long h[11];
+    unsigned long long h[17];
     CHECK(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost));
     std::printf("primitives, one thread, cycles each:");
-    for (int k = 0; k < 10; ++k) std::printf(" %s %llu%s", kPrimitives[k], h[k], k < 9 ? "," : "\n");
+    for (int k = 0; k < 16; ++k) std::printf(" %s %llu%s", kPrimitives[k], h[k], k < 15 ? "," : "\n");
   }
   unsigned long long fails = 0;
   CHECK(cudaMemcpy(&fails, b.fails, 8, cudaMemcpyDeviceToHost));

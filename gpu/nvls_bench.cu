@@ -1,8 +1,9 @@
-// GPU benchmark of core/nvls's AllReduce over emulated multicast (run through the device tool,
-// never in CI; multicast objects are never created: gpu/nvls_emu.cuh reaches every member
-// through peer access). Two GPUs of one host, one process: first every (type, op) multimem has,
-// checked against a host reference on an odd count; then f32 sum busbw beside NCCL's allreduce
-// (built with -DDOORBELL_WITH_NCCL; NVLS off) in the same run, as nccl-tests rows.
+// GPU benchmark of core/nvls's AllReduce and ReduceScatter over emulated multicast (run through
+// the device tool, never in CI; multicast objects are never created: gpu/nvls_emu.cuh reaches
+// every member through peer access). Two GPUs of one host, one process: first every (type, op)
+// multimem has, both collectives checked against a host reference on an odd count; then f32 sum
+// busbw beside NCCL's allreduce and reduce_scatter (built with -DDOORBELL_WITH_NCCL; NVLS off)
+// in the same run, as nccl-tests rows.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -89,13 +90,16 @@ uint64_t step_for(uint64_t bytes) {
   return bytes >= (1ull << 30) ? g_slot : bytes >= (256ull << 20) ? g_slot / 2 : g_slot / 4;
 }
 
-void allreduce(std::vector<Rank>& rk, nvls::DType t, nvls::RedOp op, uint64_t count, bool profiled = false) {
+// AllReduce: `count` elements in and out per rank. ReduceScatter: `count` out per rank, nranks
+// times as many in (block h of the input is head h's).
+void collective(std::vector<Rank>& rk, bool allreduce, nvls::DType t, nvls::RedOp op, uint64_t count, bool profiled = false) {
   for (int r = 0; r < kRanks; ++r) {
     nvls::Args a;
     a.nranks = kRanks, a.rank = r, a.channels = g_channels, a.reducers = g_reducers;
-    a.dtype = t, a.op = op, a.allreduce = true, a.count = count;
+    a.dtype = t, a.op = op, a.allreduce = allreduce, a.count = count;
     a.region.slot_bytes = g_slot;
-    a.step_bytes = std::min(g_slot, step_for(count * nvls::dtype_bytes(t)) / 16 * 16);
+    const uint64_t in_bytes = count * nvls::dtype_bytes(t) * (allreduce ? 1 : kRanks);
+    a.step_bytes = std::min(g_slot, step_for(in_bytes) / 16 * 16);
     a.input = rk[r].in, a.output = rk[r].out;
     CHECK(cudaSetDevice(g_dev[r]));
     nvls_kernel<<<nvls::ctas_per_rank(a), g_threads, 0, rk[r].stream>>>(EmuMcs{rk[r].views, g_channels}, a, rk[r].bad, profiled ? rk[r].prof : nullptr);
@@ -200,56 +204,58 @@ int main(int argc, char** argv) {
   {
     nvls::Args shape;
     shape.nranks = kRanks, shape.channels = g_channels, shape.reducers = g_reducers;
-    std::printf("nvls_bench: %d x %s, core/nvls AllReduce over emulated multicast (peer access; %s), %u channels x %u CTAs per "
+    std::printf("nvls_bench: %d x %s, core/nvls AllReduce / ReduceScatter over emulated multicast (peer access; %s), %u channels x %u CTAs per "
                 "rank (%u reducers each), %u threads, %llu KiB slots (a step: a quarter of one below 256 MiB, half below 1 GiB)\n", kRanks, prop.name,
                 push ? "the head's reads placed in its GPU" : "every copy in its member's GPU", g_channels,
                 nvls::ctas_per_channel(shape), g_reducers, g_threads, (unsigned long long)(g_slot >> 10));
   }
 
-  // Every (type, op) multimem has, on an odd count: equal to the host reference.
+  // Every (type, op) multimem has, on an odd count, both collectives: equal to the host reference.
   int status = 0;
   const uint64_t count = (1 << 20) + 13;
-  for (int ti = 0; ti < 8; ++ti)
-    for (int oi = 0; oi < 3; ++oi) {
-      const auto t = nvls::DType(ti);
-      const auto op = nvls::RedOp(oi);
-      if (nvls::multimem_pack_bytes(t, op) == 0) continue;
-      const uint32_t es = nvls::dtype_bytes(t);
-      std::vector<std::vector<uint8_t>> host(kRanks, std::vector<uint8_t>(count * es));
-      uint64_t x = 88172645463325252ull + uint64_t(ti * 3 + oi);
-      for (int r = 0; r < kRanks; ++r) {
-        for (uint64_t e = 0; e < count; ++e) {
-          x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-          nvls::put_small(t, host[r].data() + e * es, int(x % 17) - 8);
+  for (const bool ar : {true, false})
+    for (int ti = 0; ti < 8; ++ti)
+      for (int oi = 0; oi < 3; ++oi) {
+        const auto t = nvls::DType(ti);
+        const auto op = nvls::RedOp(oi);
+        if (nvls::multimem_pack_bytes(t, op) == 0) continue;
+        const uint32_t es = nvls::dtype_bytes(t);
+        const uint64_t in_count = ar ? count : count * kRanks;
+        std::vector<std::vector<uint8_t>> host(kRanks, std::vector<uint8_t>(in_count * es));
+        uint64_t x = 88172645463325252ull + uint64_t(ti * 3 + oi);
+        for (int r = 0; r < kRanks; ++r) {
+          for (uint64_t e = 0; e < in_count; ++e) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            nvls::put_small(t, host[r].data() + e * es, int(x % 17) - 8);
+          }
+          CHECK(cudaSetDevice(g_dev[r]));
+          CHECK(cudaMemcpy(rk[r].in, host[r].data(), in_count * es, cudaMemcpyHostToDevice));
+          CHECK(cudaMemset(rk[r].out, 0, count * es));
+          CHECK(cudaDeviceSynchronize());  // the kernels run on non-blocking streams
         }
-        CHECK(cudaSetDevice(g_dev[r]));
-        CHECK(cudaMemcpy(rk[r].in, host[r].data(), count * es, cudaMemcpyHostToDevice));
-        CHECK(cudaMemset(rk[r].out, 0, count * es));
-        CHECK(cudaDeviceSynchronize());  // the kernels run on non-blocking streams
+        std::vector<uint8_t> ref = host[0];
+        for (int r = 1; r < kRanks; ++r) nvls::reduce_into(t, op, ref.data(), host[r].data(), uint32_t(ref.size()));
+        collective(rk, ar, t, op, count);
+        sync_all(rk);
+        bool same = true;
+        for (int r = 0; r < kRanks && same; ++r) {
+          std::vector<uint8_t> got(count * es);
+          CHECK(cudaSetDevice(g_dev[r]));
+          CHECK(cudaMemcpy(got.data(), rk[r].out, count * es, cudaMemcpyDeviceToHost));
+          same = std::equal(got.begin(), got.end(), ref.begin() + (ar ? 0 : r * count * es));  // ReduceScatter: block r
+        }
+        unsigned bad = 0;
+        for (int r = 0; r < kRanks; ++r) {
+          unsigned b = 0;
+          CHECK(cudaSetDevice(g_dev[r]));
+          CHECK(cudaMemcpy(&b, rk[r].bad, sizeof b, cudaMemcpyDeviceToHost));
+          bad += b;
+          cuda_exec::report_timeouts();
+        }
+        std::printf("  %s %-4s %-3s, %llu elements out: %s%s\n", ar ? "allreduce    " : "reducescatter", nvls::dtype_name(t), nvls::redop_name(op),
+                    (unsigned long long)count, same ? "equal to the reference" : "WRONG", bad != 0 ? " (CTAs timed out)" : "");
+        if (!same || bad != 0) status = 1;
       }
-      std::vector<uint8_t> ref = host[0];
-      for (int r = 1; r < kRanks; ++r) nvls::reduce_into(t, op, ref.data(), host[r].data(), uint32_t(ref.size()));
-      allreduce(rk, t, op, count);
-      sync_all(rk);
-      bool same = true;
-      for (int r = 0; r < kRanks && same; ++r) {
-        std::vector<uint8_t> got(count * es);
-        CHECK(cudaSetDevice(g_dev[r]));
-        CHECK(cudaMemcpy(got.data(), rk[r].out, count * es, cudaMemcpyDeviceToHost));
-        same = got == ref;
-      }
-      unsigned bad = 0;
-      for (int r = 0; r < kRanks; ++r) {
-        unsigned b = 0;
-        CHECK(cudaSetDevice(g_dev[r]));
-        CHECK(cudaMemcpy(&b, rk[r].bad, sizeof b, cudaMemcpyDeviceToHost));
-        bad += b;
-        cuda_exec::report_timeouts();
-      }
-      std::printf("  allreduce %-4s %-3s, %llu elements: %s%s\n", nvls::dtype_name(t), nvls::redop_name(op), (unsigned long long)count,
-                  same ? "equal to the reference" : "WRONG", bad != 0 ? " (CTAs timed out)" : "");
-      if (!same || bad != 0) status = 1;
-    }
 
   if (one_gpu) {
     std::printf("nvls_bench: %s\n", status == 0 ? "OK" : "FAILED");
@@ -263,49 +269,57 @@ int main(int argc, char** argv) {
   NCCLCHECK(ncclGetVersion(&nccl_version));
   std::printf("NCCL %d (headers %d), NCCL_NVLS_ENABLE=%s\n", nccl_version, NCCL_VERSION_CODE, std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "(unset)");
 #endif
-  std::printf("\n%-28s %12s %12s %10s %8s %8s\n", "allreduce f32 sum", "size(B)", "count", "time(us)", "algbw", "busbw");
-  for (uint64_t bytes = 4ull << 20; bytes <= max_bytes; bytes *= 4) {
-    const uint64_t n = bytes / 4;
-    auto rounds = [&](auto op) {
-      for (int i = 0; i < 3; ++i) op();
-      sync_all(rk);
-      std::vector<double> t;
-      for (int round = 0; round < 5; ++round) {
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < 20; ++i) op();
+  // nccl-tests' rows: size is the bytes each rank puts in (AllReduce: in = out; ReduceScatter:
+  // in = nranks x out); busbw = algbw x 2(n-1)/n for AllReduce, (n-1)/n for ReduceScatter.
+  for (const bool ar : {true, false}) {
+    std::printf("\n%-28s %12s %12s %10s %8s %8s\n", ar ? "allreduce f32 sum" : "reducescatter f32 sum", "size(B)", "count", "time(us)", "algbw",
+                "busbw");
+    for (uint64_t bytes = 4ull << 20; bytes <= max_bytes; bytes *= 4) {
+      const uint64_t n = ar ? bytes / 4 : bytes / 4 / kRanks;  // elements out per rank
+      auto rounds = [&](auto op) {
+        for (int i = 0; i < 3; ++i) op();
         sync_all(rk);
-        t.push_back(seconds_since(t0) / 20);
+        std::vector<double> t;
+        for (int round = 0; round < 5; ++round) {
+          const auto t0 = std::chrono::steady_clock::now();
+          for (int i = 0; i < 20; ++i) op();
+          sync_all(rk);
+          t.push_back(seconds_since(t0) / 20);
+        }
+        return median(t);
+      };
+      auto row = [&](const char* who, double s) {
+        const double algbw = double(bytes) / s / 1e9;
+        std::printf("%-28s %12llu %12llu %10.1f %8.2f %8.2f\n", who, (unsigned long long)bytes, (unsigned long long)n, s * 1e6, algbw,
+                    algbw * (ar ? 2 : 1) * (kRanks - 1) / kRanks);
+      };
+      row("doorbell NVLS (emulated)", rounds([&] { collective(rk, ar, nvls::DType::kF32, nvls::RedOp::kSum, n); }));
+      if (profile) {  // one more call, counted: the share of each role's cycles spent waiting, rank 0
+        for (int r = 0; r < kRanks; ++r) {
+          CHECK(cudaSetDevice(g_dev[r]));
+          CHECK(cudaMemset(rk[r].prof, 0, 6 * sizeof(unsigned long long)));
+          CHECK(cudaDeviceSynchronize());
+        }
+        collective(rk, ar, nvls::DType::kF32, nvls::RedOp::kSum, n, true);
+        sync_all(rk);
+        unsigned long long p[6];
+        CHECK(cudaSetDevice(g_dev[0]));
+        CHECK(cudaMemcpy(p, rk[0].prof, sizeof p, cudaMemcpyDeviceToHost));
+        std::printf("  rank 0 waits: scatter %.0f %%, reduce %.0f %%, gather %.0f %% of their cycles\n", 100.0 * p[0] / p[3],
+                    100.0 * p[1] / p[4], ar ? 100.0 * p[2] / p[5] : 0.0);
       }
-      return median(t);
-    };
-    auto row = [&](const char* who, double s) {
-      const double algbw = double(bytes) / s / 1e9;
-      std::printf("%-28s %12llu %12llu %10.1f %8.2f %8.2f\n", who, (unsigned long long)bytes, (unsigned long long)n, s * 1e6, algbw,
-                  algbw * 2 * (kRanks - 1) / kRanks);
-    };
-    row("doorbell NVLS (emulated)", rounds([&] { allreduce(rk, nvls::DType::kF32, nvls::RedOp::kSum, n); }));
-    if (profile) {  // one more call, counted: the share of each role's cycles spent waiting, rank 0
-      for (int r = 0; r < kRanks; ++r) {
-        CHECK(cudaSetDevice(g_dev[r]));
-        CHECK(cudaMemset(rk[r].prof, 0, 6 * sizeof(unsigned long long)));
-        CHECK(cudaDeviceSynchronize());
-      }
-      allreduce(rk, nvls::DType::kF32, nvls::RedOp::kSum, n, true);
-      sync_all(rk);
-      unsigned long long p[6];
-      CHECK(cudaSetDevice(g_dev[0]));
-      CHECK(cudaMemcpy(p, rk[0].prof, sizeof p, cudaMemcpyDeviceToHost));
-      std::printf("  rank 0 waits: scatter %.0f %%, reduce %.0f %%, gather %.0f %% of their cycles\n", 100.0 * p[0] / p[3],
-                  100.0 * p[1] / p[4], 100.0 * p[2] / p[5]);
-    }
 #ifdef DOORBELL_WITH_NCCL
-    row("NCCL", rounds([&] {
-      NCCLCHECK(ncclGroupStart());
-      for (int r = 0; r < kRanks; ++r) NCCLCHECK(ncclAllReduce(rk[r].in, rk[r].out, n, ncclFloat, ncclSum, comms[r], rk[r].stream));
-      NCCLCHECK(ncclGroupEnd());
-    }));
+      row("NCCL", rounds([&] {
+        NCCLCHECK(ncclGroupStart());
+        for (int r = 0; r < kRanks; ++r) {
+          if (ar) NCCLCHECK(ncclAllReduce(rk[r].in, rk[r].out, n, ncclFloat, ncclSum, comms[r], rk[r].stream));
+          else NCCLCHECK(ncclReduceScatter(rk[r].in, rk[r].out, n, ncclFloat, ncclSum, comms[r], rk[r].stream));
+        }
+        NCCLCHECK(ncclGroupEnd());
+      }));
 #endif
-    std::fflush(stdout);
+      std::fflush(stdout);
+    }
   }
   for (int r = 0; r < kRanks; ++r) {
     unsigned bad = 0;

@@ -100,12 +100,8 @@ DOORBELL_HD OpResult rma_nbi_warp(C& ctx, const DevState& st, mlx5::WqeOpcode op
     const heap::Piece p = heap::first_piece(st.keys, heap_base(st, st.my_pe), heap_base(st, pe), loff, roff, left, pe, key_dev(st, qp));
     left -= p.bytes;
     if (i % ctx.warp_size() == ctx.lane()) {
-      WqeStage s;
-      const uint32_t a = stage_av(st, qp, pe, s);
-      mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16 + 16 * a), p.raddr, p.rkey);
       const bool shifted = op == mlx5::WqeOpcode::kRdmaRead && planted(st.opt.plant.warp_get_shifted);
-      mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32 + 16 * a), uint32_t(p.bytes), p.lkey, p.laddr + (shifted ? 8 : 0));
-      publish_wqe(ctx, st.opt, wqe_at(qp, base + i), s, base + i, op, 0, qp.qpn, left == 0 ? mlx5::kCtrlCqUpdate : 0, uint8_t(3 + a));
+      write_rma_wqe(ctx, st, qp, op, base + i, p, pe, left == 0 ? mlx5::kCtrlCqUpdate : 0, shifted ? 8 : 0);
     }
     loff += p.bytes, roff += p.bytes;
   }

@@ -39,11 +39,30 @@ DOORBELL_HD_HOT heap::Piece qp_piece(const DevState& st, const DevQp& qp, uint64
 // A DCI's WQE to `pe` carries that PE's DCT as a half address vector right after the control
 // segment (docs/nvshmem-device-ops.md 7); an RC WQE none. Returns the DS it took: every
 // segment after it moves by as many octowords.
+DOORBELL_HD const DcTarget& dc_target(const DevState& st, const DevQp& qp, uint32_t pe) { return st.dcts[pe * st.num_devices + qp.dev]; }
 DOORBELL_HD_HOT uint32_t stage_av(const DevState& st, const DevQp& qp, uint32_t pe, WqeStage& s) {
   if (!qp.dci) return 0;
-  const DcTarget& t = st.dcts[pe * st.num_devices + qp.dev];
+  const DcTarget& t = dc_target(st, qp, pe);
   mlx5::set_half_av_seg(s.at<mlx5::WqeAvSeg>(16), t.key, t.dctn, t.lid);
   return 1;
+}
+
+// One RDMA WRITE / READ WQE for piece `p` at `idx`, its segments built in registers: an RC
+// WQE has the remote address and data segments, a DCI's the PE's half address vector first.
+// (`laddr_shift`: a planted misplacement, 0 otherwise.) Aligned, so that CudaCtx's copy
+// folds its alignment test and the words stay in registers.
+template <class C>
+DOORBELL_HD_HOT void write_rma_wqe(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t idx, const heap::Piece& p,
+                                   uint32_t pe, uint8_t fm_ce_se, uint64_t laddr_shift = 0) {
+  const mlx5::SegWords raddr = mlx5::raddr_words(p.raddr, p.rkey), data = mlx5::data_words(uint32_t(p.bytes), p.lkey, p.laddr + laddr_shift);
+  if (qp.dci) {
+    const DcTarget& t = dc_target(st, qp, pe);
+    alignas(16) const mlx5::SegWords segs[3] = {mlx5::half_av_words(t.key, t.dctn, t.lid), raddr, data};
+    publish_wqe(ctx, st.opt, wqe_at(qp, idx), segs, idx, op, 0, qp.qpn, fm_ce_se);
+  } else {
+    alignas(16) const mlx5::SegWords segs[2] = {raddr, data};
+    publish_wqe(ctx, st.opt, wqe_at(qp, idx), segs, idx, op, 0, qp.qpn, fm_ce_se);
+  }
 }
 
 // Write the RDMA WRITE / READ WQEs for a transfer at [base, base + pieces), signalling the
@@ -55,12 +74,8 @@ DOORBELL_HD_HOT void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp,
                                 const heap::Piece* first = nullptr) {
   for (uint64_t idx = base; bytes != 0; ++idx) {
     const heap::Piece p = idx == base && first != nullptr ? *first : qp_piece(st, qp, loff, roff, bytes, pe);
-    WqeStage s;
-    const uint32_t a = stage_av(st, qp, pe, s);
-    mlx5::set_raddr_seg(s.at<mlx5::WqeRaddrSeg>(16 + 16 * a), p.raddr, p.rkey);
-    mlx5::set_data_seg(s.at<mlx5::WqeDataSeg>(32 + 16 * a), uint32_t(p.bytes), p.lkey, p.laddr);
     loff += p.bytes, roff += p.bytes, bytes -= p.bytes;
-    publish_wqe(ctx, st.opt, wqe_at(qp, idx), s, idx, op, 0, qp.qpn, bytes == 0 && signal_last ? mlx5::kCtrlCqUpdate : 0, uint8_t(3 + a));
+    write_rma_wqe(ctx, st, qp, op, idx, p, pe, bytes == 0 && signal_last ? mlx5::kCtrlCqUpdate : 0);
   }
 }
 

@@ -38,20 +38,36 @@ struct WqeStage {
   }
 };
 
-// Write a staged WQE of `ds` octowords at `w`: segments first, then the control segment's
-// first 8 bytes (opcode, index, QPN, DS) as one store, so a reader that sees them sees it whole.
-// A WQE of two WQEBBs has its second written first, through its own slot (publish_wqe2).
+// Write a WQE at `w`: its segments after the control segment (`seg_bytes` of `segs`) first,
+// then the control segment's second word, then its first 8 bytes (opcode, index, QPN, DS) as
+// one store, so a reader that sees them sees it whole.
 template <class C>
-DOORBELL_HD_HOT void publish_wqe(C& ctx, const Options& o, uint8_t* w, WqeStage& s, uint64_t idx, mlx5::WqeOpcode op,
-                             uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se, uint8_t ds) {
+DOORBELL_HD_HOT void publish_wqe_segs(C& ctx, const Options& o, uint8_t* w, const void* segs, uint32_t seg_bytes, uint64_t idx,
+                                      mlx5::WqeOpcode op, uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se, uint8_t ds) {
   const mlx5::SegWords c = mlx5::ctrl_words(uint16_t(idx), op, opmod, qpn, fm_ce_se, ds);
   auto* ctrl = reinterpret_cast<uint64_t*>(w);
   if (dropped(o, kOrderCtrlLast)) ctx.store(exec::gpu_scope, exec::relaxed, ctrl, c.w0);
-  // Segments in 16-byte stores (a ring slot is 64-byte aligned), then the control segment's
-  // second word, then its first.
-  ctx.write_bytes(w + 16, s.b + 16, uint32_t(ds > 4 ? 3 : ds - 1) * mlx5::kDsBytes);
+  // Segments in 16-byte stores (a ring slot is 64-byte aligned: said, so that a copy has no
+  // unaligned path).
+  ctx.write_bytes(__builtin_assume_aligned(w + 16, 16), segs, seg_bytes);
   ctx.store(exec::gpu_scope, exec::relaxed, ctrl + 1, c.w1);
   if (!dropped(o, kOrderCtrlLast)) ctx.store(exec::gpu_scope, exec::relaxed, ctrl, c.w0);
+}
+
+// A staged WQE of `ds` octowords (its first WQEBB when `ds` > 4).
+template <class C>
+DOORBELL_HD_HOT void publish_wqe(C& ctx, const Options& o, uint8_t* w, WqeStage& s, uint64_t idx, mlx5::WqeOpcode op,
+                             uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se, uint8_t ds) {
+  publish_wqe_segs(ctx, o, w, s.b + 16, uint32_t(ds > 4 ? 3 : ds - 1) * mlx5::kDsBytes, idx, op, opmod, qpn, fm_ce_se, ds);
+}
+
+// A WQE of one WQEBB whose segments were built in registers (mlx5's *_words): no staging
+// copy through thread-local memory on the GPU (gpu/run-post-bench's write phase).
+template <class C, uint32_t N>
+DOORBELL_HD_HOT void publish_wqe(C& ctx, const Options& o, uint8_t* w, const mlx5::SegWords (&segs)[N], uint64_t idx,
+                                 mlx5::WqeOpcode op, uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se) {
+  static_assert(N >= 1 && N <= 3, "one WQEBB: the control segment and up to three more");
+  publish_wqe_segs(ctx, o, w, segs, N * mlx5::kDsBytes, idx, op, opmod, qpn, fm_ce_se, uint8_t(N + 1));
 }
 
 // A WQE of two WQEBBs (`ds` > 4): the second (`s1`'s first `ds` - 4 octowords) at its own slot

@@ -74,6 +74,7 @@ static_assert(sizeof(Be32) == 4 && alignof(Be32) == 1);
 static_assert(sizeof(Be64) == 8 && alignof(Be64) == 1);
 
 // Byte swaps for values that travel as raw words (doorbells, CQE words read as integers).
+DOORBELL_HD constexpr uint16_t bswap16(uint16_t v) { return uint16_t((v >> 8) | (v << 8)); }
 DOORBELL_HD constexpr uint32_t bswap32(uint32_t v) {
   return (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
 }

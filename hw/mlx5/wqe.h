@@ -154,12 +154,12 @@ DOORBELL_HD void set_atomic_seg(WqeAtomicSeg* s, uint64_t swap_add, uint64_t com
 
 // A half address vector (IB, LID-routed): what NVSHMEM copies into each DCI WQE when every
 // port has a LID and the HCA reports compact_address_vector.
+// Its 16 bytes: dc_key, dqp_dct, stat_rate_sl, fl_mlid (0), rlid.
+DOORBELL_HD constexpr SegWords half_av_words(uint64_t dc_key, uint32_t dctn, uint16_t rlid, uint8_t sl = 0) {
+  return {bswap64(dc_key), uint64_t(bswap32(dctn & 0xffffff)) | uint64_t(sl & 0xf) << 32 | uint64_t(bswap16(rlid)) << 48};
+}
 DOORBELL_HD void set_half_av_seg(WqeAvSeg* s, uint64_t dc_key, uint32_t dctn, uint16_t rlid, uint8_t sl = 0) {
-  s->dc_key.set(dc_key);
-  s->dqp_dct.set(dctn & 0xffffff);
-  s->stat_rate_sl = uint8_t(sl & 0xf);
-  s->fl_mlid = 0;
-  s->rlid.set(rlid);
+  set_seg(s, half_av_words(dc_key, dctn, rlid, sl));
 }
 
 // Inline header; returns the DS the inline part occupies (header + data, 16-byte padded).
