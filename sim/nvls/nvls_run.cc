@@ -1,5 +1,6 @@
 #include "sim/nvls/nvls_run.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -12,14 +13,16 @@ namespace doorbell::nvls {
 
 namespace {
 
+struct Positions;
+
 // One (head, channel) region of the rank's multicast object, as core/nvls sees a multicast view.
 struct McRegion {
   gpu_sim::McView* v;
   uint64_t base;
+  Positions* pos = nullptr;  // the run's position checks (sequentially consistent runs)
+  uint64_t index = 0;        // head * channels + channel
   uint8_t* uc(uint64_t off) const { return v->uc(base + off); }
-  void ld_reduce(gpu_sim::SimCtx& ctx, uint64_t off, DType t, RedOp op, uint32_t pack, uint8_t* out) {
-    v->ld_reduce(ctx, base + off, t, op, pack, out);
-  }
+  void ld_reduce(gpu_sim::SimCtx& ctx, uint64_t off, DType t, RedOp op, uint32_t pack, uint8_t* out);
   void st(gpu_sim::SimCtx& ctx, uint64_t off, const uint8_t* src, uint32_t bytes) { v->st(ctx, base + off, src, bytes); }
   uint64_t ld_min(gpu_sim::SimCtx& ctx, uint64_t off) { return v->ld_min(ctx, base + off); }
   void st_flag(gpu_sim::SimCtx& ctx, uint64_t off, uint64_t x) { v->st_flag(ctx, base + off, x); }
@@ -58,6 +61,84 @@ struct RankMcs {
   uint32_t channels;
   McRegion& at(uint32_t h, uint32_t c) { return v[h * channels + c]; }
 };
+
+// The protocol's positions, named when broken (read from every member's copy of a region's
+// flags, outside the model). Flags only grow; a reducer's flags reach the members' copies one
+// by one, so each member is held to its own copy where it acted on it:
+//   - a reducer frees only steps every member staged: each copy's red_head <= every red_tail
+//     (the min-poll sees every member);
+//   - a member stages into a slot only after every reducer freed it: red_tail <= the least
+//     red_head of its own copy + NCCL_STEPS;
+//   - AllReduce: a member frees a broadcast slot only after it landed (bc_head <= the least
+//     bc_tail of its copy), a reducer broadcasts only into slots every member freed (each
+//     copy's bc_tail <= every bc_head + NCCL_STEPS);
+//   - a reduce reads a slot only while every member's copy holds a step it staged and no
+//     reducer has freed (its producer's flag passed the step).
+struct Positions {
+  Region region;
+  uint32_t n, channels, reducers;
+  bool allreduce;
+  std::vector<RankMcs>* mcs;
+  std::string broken;  // the first read that broke a rule (stores: the scheduler's violation)
+
+  uint64_t flag(uint32_t copy, uint64_t i, uint32_t f) const {
+    return *reinterpret_cast<const uint64_t*>((*mcs)[copy].v[i].uc(region.flag(f)));
+  }
+  std::string where(uint64_t i) const { return "head " + std::to_string(i / channels) + " ch" + std::to_string(i % channels); }
+  // The least over reducers of flag f in member `copy`'s copy; or of its latest value, in any copy.
+  uint64_t least(uint64_t i, Flag f, int copy) const {
+    uint64_t lo = ~0ull;
+    for (uint32_t j = 0; j < reducers; ++j) {
+      uint64_t v = 0;
+      if (copy >= 0) v = flag(uint32_t(copy), i, reducer_flag(f, j));
+      else
+        for (uint32_t m = 0; m < n; ++m) v = std::max(v, flag(m, i, reducer_flag(f, j)));
+      lo = std::min(lo, v);
+    }
+    return lo;
+  }
+  std::string band(uint64_t i) const {
+    const std::string w = where(i) + ": ";
+    for (uint32_t m = 0; m < n; ++m) {
+      const uint64_t tail = flag(m, i, kRedTail);
+      for (uint32_t c = 0; c < n; ++c)
+        for (uint32_t j = 0; j < reducers; ++j)
+          if (const uint64_t head = flag(c, i, reducer_flag(kRedHead, j)); head > tail)
+            return w + "reducer " + std::to_string(j) + " freed reduce steps up to " + std::to_string(head) + " while rank " + std::to_string(m) +
+                   " had staged " + std::to_string(tail) + " (a reducer frees only steps every member staged)";
+      if (const uint64_t freed = least(i, kRedHead, int(m)); tail > freed + kSteps)
+        return w + "rank " + std::to_string(m) + " staged reduce step " + std::to_string(tail - 1) + " while its copy showed steps freed up to " +
+               std::to_string(freed) + " (a slot is staged only after every reducer freed it)";
+      if (!allreduce) continue;
+      const uint64_t head = flag(m, i, kBcHead), landed = least(i, kBcTail, int(m));
+      if (head > landed)
+        return w + "rank " + std::to_string(m) + " freed broadcast steps up to " + std::to_string(head) + " while its copy showed " +
+               std::to_string(landed) + " landed (a broadcast slot is freed only after it landed)";
+      for (uint32_t c = 0; c < n; ++c)
+        for (uint32_t j = 0; j < reducers; ++j)
+          if (const uint64_t tail2 = flag(c, i, reducer_flag(kBcTail, j)); tail2 > head + kSteps)
+            return w + "reducer " + std::to_string(j) + " broadcast step " + std::to_string(tail2 - 1) + " while rank " + std::to_string(m) +
+                   " had freed up to " + std::to_string(head) + " (a reducer broadcasts only into slots every member freed)";
+    }
+    return "";
+  }
+  // A multimem.ld_reduce at `off` of region i: its slot must hold, in every member's copy, a
+  // step that member staged and the reducers have not freed.
+  void reduce_read(uint64_t i, uint64_t off) {
+    if (!broken.empty() || off < Region::kFlagBytes || off >= region.bc(0)) return;
+    const uint64_t slot = (off - Region::kFlagBytes) / region.slot_bytes, freed = least(i, kRedHead, -1);
+    const uint64_t ahead = (slot + kSteps - freed % kSteps) % kSteps;  // the slot's step, past the least freed
+    for (uint32_t m = 0; m < n; ++m)
+      if (const uint64_t tail = flag(m, i, kRedTail); tail < freed + ahead + 1)
+        broken = where(i) + ": a reduce read slot " + std::to_string(slot) + " (step " + std::to_string(freed + ahead) + ") while rank " +
+                 std::to_string(m) + " had staged " + std::to_string(tail) + " steps (a consumer reads a step only after its producer's flag passed it)";
+  }
+};
+
+void McRegion::ld_reduce(gpu_sim::SimCtx& ctx, uint64_t off, DType t, RedOp op, uint32_t pack, uint8_t* out) {
+  if (pos != nullptr) pos->reduce_read(index, off);
+  v->ld_reduce(ctx, base + off, t, op, pack, out);
+}
 
 }  // namespace
 
@@ -110,9 +191,25 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     for (uint32_t g = 0; g < n; ++g) mc.add_device(obj, g);
     for (uint32_t g = 0; g < n; ++g) mc.bind(obj, g, phys[g].data());
     for (uint32_t g = 0; g < n; ++g)
-      for (uint64_t i = 0; i < regions; ++i) mcs[g].v.push_back({&mc.map(obj, g), i * stride});
+      for (uint64_t i = 0; i < regions; ++i) mcs[g].v.push_back({&mc.map(obj, g), i * stride, nullptr, i});
   } catch (const std::invalid_argument& e) {
     return refused(e.what());
+  }
+  // Positions, in sequentially consistent runs (in the weak mode a flag's memory may run
+  // ahead of what a member's loads return).
+  Positions pos{region, n, c.channels, c.reducers, c.allreduce, &mcs, {}};
+  if (!c.ring && so.memory == gpu_sim::MemoryModel::kSc) {
+    for (uint32_t g = 0; g < n; ++g)
+      for (uint64_t i = 0; i < regions; ++i) {
+        mcs[g].v[i].pos = &pos;
+        auto check = [&pos, i](const void*) { return pos.band(i); };
+        s.check_stores(mcs[g].v[i].uc(region.flag(kRedTail)), 8, check);
+        if (c.allreduce) s.check_stores(mcs[g].v[i].uc(region.flag(kBcHead)), 8, check);
+        for (uint32_t j = 0; j < c.reducers; ++j) {
+          s.check_stores(mcs[g].v[i].uc(region.flag(reducer_flag(kRedHead, j))), 8, check);
+          if (c.allreduce) s.check_stores(mcs[g].v[i].uc(region.flag(reducer_flag(kBcTail, j))), 8, check);
+        }
+      }
   }
   r.outputs.assign(n, std::vector<uint8_t>(c.phantom ? 0 : c.count * es, 0));
   std::vector<Args> args(n);
@@ -185,6 +282,9 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     r.failure = mc.error(), found = sim::RunKind::kError;
   } else if (r.run.outcome != gpu_sim::Outcome::kCompleted) {
     r.failure = std::string(gpu_sim::outcome_name(r.run.outcome)) + ":\n" + r.run.report;
+    if (const std::string& b = pos.broken.empty() ? s.violation() : pos.broken; !b.empty()) r.failure += "\n(first broken rule: " + b + ")";
+  } else if (!pos.broken.empty() || !s.violation().empty()) {
+    r.failure = "invariant: " + (pos.broken.empty() ? s.violation() : pos.broken);
   } else if (!c.phantom) {
     for (uint32_t g = 0; g < n && r.failure.empty(); ++g) {
       const uint8_t* want = c.allreduce ? ref.data() : ref.data() + uint64_t(g) * c.count * es;

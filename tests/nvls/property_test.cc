@@ -60,10 +60,12 @@ rc::Gen<Case> gen_case() {
   });
 }
 
-std::string run_case(const Case& k, const Plants& pl = {}) {
+std::string run_case(const Case& k, const Plants& pl = {}, bool races = true) {
   NvlsRunConfig c = k.c;
   c.plants = pl;
-  return run_nvls(c, opts(c.seed, k.pct ? Policy::kPct : Policy::kRandom, k.weak ? MemoryModel::kWeak : MemoryModel::kSc)).failure;
+  gpu_sim::SchedOptions o = opts(c.seed, k.pct ? Policy::kPct : Policy::kRandom, k.weak ? MemoryModel::kWeak : MemoryModel::kSc);
+  o.races = races;
+  return run_nvls(c, o).failure;
 }
 
 RC_GTEST_PROP(NvlsProperty, AllReduceAndReduceScatterEqualTheReference, ()) {
@@ -88,6 +90,29 @@ TEST(NvlsProperty, FindsPlantedBugs) {
       RC_ASSERT(run_case(k, pl).empty());
     });
     EXPECT_FALSE(held) << name << " was not found";
+  }
+}
+
+// Protocol positions (sim/nvls/nvls_run.cc, sequentially consistent runs) name the rule each
+// flow-control plant breaks, by themselves (the race detector off): where the properties saw a
+// wrong element or a data race, the report says which step was read or staged against which
+// flag.
+TEST(NvlsProperty, PositionRulesNameWhatBrokeThem) {
+  const std::tuple<const char*, bool Plants::*, const char*> plants[] = {
+      {"sender ignores head + NCCL_STEPS", &Plants::sender_ignores_head, "(a slot is staged only after every reducer freed it)"},
+      {"head polls its own flag, not the min", &Plants::own_flag_not_min, "(a consumer reads a step only after its producer's flag passed it)"},
+      {"consumers wait for the first reducer only", &Plants::first_reducer_only, "only after every reducer freed it"},
+  };
+  for (const auto& [name, plant, rule] : plants) {
+    Plants pl;
+    pl.*plant = true;
+    const std::string seen = testing::first_failure(name, [&pl] {
+      Case k = *gen_case();
+      k.weak = false;
+      return run_case(k, pl, false);
+    });
+    std::printf("[doorbell] %s: %s\n", name, seen.substr(0, seen.find('\n')).c_str());
+    EXPECT_NE(seen.find(rule), std::string::npos) << name << ": " << seen;
   }
 }
 
