@@ -68,6 +68,15 @@ __global__ void nvls_kernel(EmuMcs mcs, nvls::Args a, unsigned* bad, unsigned lo
   if (prof != nullptr && threadIdx.x == 0) atomicAdd(prof + 3 + role, (unsigned long long)(clock64() - t0));
 }
 
+// One CTA moving `bytes` from src to dst in slot-sized pieces with core/nvls's copy loop
+// (move_slot): what a single scatter or gather CTA can move, the per-CTA limit the timed
+// model charges (docs/nvls.md).
+__global__ void cta_copy_kernel(uint8_t* dst, const uint8_t* src, uint64_t bytes, uint64_t piece) {
+  CudaCtx ctx;
+  for (uint64_t off = 0; off < bytes; off += piece)
+    nvls::move_slot(ctx, dst + off, src + off, piece < bytes - off ? piece : bytes - off, threadIdx.x, blockDim.x);
+}
+
 struct Rank {
   std::vector<uint8_t*> regions;  // by head * channels + channel, on this GPU
   std::vector<uint8_t*> at_head;  // the same, in the head's GPU (EmuMc::at_head; NVLS_EMU=pull: none)
@@ -257,6 +266,20 @@ int main(int argc, char** argv) {
         if (!same || bad != 0) status = 1;
       }
 
+  {  // one CTA's copy rate, local to local and across to the other GPU (on one GPU: local twice)
+    const uint64_t bytes = 256ull << 20;
+    auto rate = [&](uint8_t* dst, const uint8_t* src) {
+      CHECK(cudaSetDevice(g_dev[0]));
+      cta_copy_kernel<<<1, g_threads, 0, rk[0].stream>>>(dst, src, bytes, g_slot);  // warm-up
+      CHECK(cudaStreamSynchronize(rk[0].stream));
+      const auto t0 = std::chrono::steady_clock::now();
+      cta_copy_kernel<<<1, g_threads, 0, rk[0].stream>>>(dst, src, bytes, g_slot);
+      CHECK(cudaStreamSynchronize(rk[0].stream));
+      return double(bytes) / seconds_since(t0) / 1e9;
+    };
+    std::printf("one CTA of %u threads (move_slot, %llu KiB pieces): local to local %.1f GB/s, to the other GPU %.1f GB/s, from it %.1f GB/s\n",
+                g_threads, (unsigned long long)(g_slot >> 10), rate(rk[0].out, rk[0].in), rate(rk[1].out, rk[0].in), rate(rk[0].out, rk[1].in));
+  }
   if (one_gpu) {
     std::printf("nvls_bench: %s\n", status == 0 ? "OK" : "FAILED");
     return status;

@@ -465,6 +465,10 @@ void Scheduler::on_store(const void* addr) {
   if (const Waker* w = range_at(wakers_, a)) wake(w->id);
 }
 
+void Scheduler::check_bytes(const void* addr) {
+  if (const Checked* c = range_at(checked_, reinterpret_cast<uintptr_t>(addr)); c != nullptr && violation_.empty()) violation_ = c->check(addr);
+}
+
 // ---- inside fibers ----
 
 void Scheduler::yield() { Fiber::switch_to(cur_lane_->fiber, main_); }

@@ -152,7 +152,8 @@ class Scheduler {
       }
     return false;
   }
-  // After every access that changes a word in [base, base + bytes), check(addr) says what
+  // After every access that changes a word in [base, base + bytes), and every plain byte
+  // range written from inside it (SimCtx::write_bytes, per piece), check(addr) says what
   // broke ("" if nothing): invariants checked at each step that could break them, at the cost
   // of one range lookup per change. The first thing broken is kept (violation()).
   void check_stores(const void* base, size_t bytes, std::function<std::string(const void* addr)> check);
@@ -189,6 +190,11 @@ class Scheduler {
       if (store_hooks_) on_store(addr);  // one test here: record() is every access's path
     }
     hash_step(kind, value);
+  }
+  // A plain byte range was written at `addr` (each piece of one): check_stores' check of the
+  // range it starts in, without waking pollers (a byte range is not a polled word).
+  void bytes_stored(const void* addr) {
+    if (store_hooks_) check_bytes(addr);
   }
   // record() where plain(): nothing but the counts and the hash.
   void record_plain(Access kind, uint64_t value, bool changed) {
@@ -239,6 +245,7 @@ class Scheduler {
   static constexpr uint64_t kMix = 0x9e3779b97f4a7c15ull;
   void record_timed(Access kind, bool changed, const void* addr);
   void on_store(const void* addr);  // check_stores' checks, then wake_on_store's wakes
+  void check_bytes(const void* addr);
   struct LaneVars;
   struct Lane;
   struct Agent;

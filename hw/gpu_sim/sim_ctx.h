@@ -92,6 +92,7 @@ class SimCtx {
     if (WeakMemory* w = s_->weak()) w->store(s_->mem_thread(), dst, src, n);
     else if (n % 8 == 0) copy_words(dst, src, n);
     else std::memcpy(dst, src, n);
+    s_->bytes_stored(dst);
   }
   void read_bytes(void* dst, const void* src, size_t n, const char* file = __builtin_FILE(), uint32_t line = __builtin_LINE()) {
     if (!s_->plain() && n > kPiece && s_->byte_points()) [[unlikely]]

@@ -68,7 +68,8 @@ struct RankMcs {
 //   - a reducer frees only steps every member staged: each copy's red_head <= every red_tail
 //     (the min-poll sees every member);
 //   - a member stages into a slot only after every reducer freed it: red_tail <= the least
-//     red_head of its own copy + NCCL_STEPS;
+//     red_head of its own copy + NCCL_STEPS, and each write into the FIFO is into the slot of
+//     the step it stages next, one the reducers freed;
 //   - AllReduce: a member frees a broadcast slot only after it landed (bc_head <= the least
 //     bc_tail of its copy), a reducer broadcasts only into slots every member freed (each
 //     copy's bc_tail <= every bc_head + NCCL_STEPS);
@@ -121,6 +122,14 @@ struct Positions {
                    " had freed up to " + std::to_string(head) + " (a reducer broadcasts only into slots every member freed)";
     }
     return "";
+  }
+  // A write into member g's copy of region i's reduce FIFO at `off` (its scatter staging the
+  // step it will post next): the step's own slot, and one every reducer freed.
+  std::string staged(uint32_t g, uint64_t i, uint64_t off) const {
+    const uint64_t slot = (off - Region::kFlagBytes) / region.slot_bytes, step = flag(g, i, kRedTail), freed = least(i, kRedHead, int(g));
+    if (slot == step % kSteps && step < freed + kSteps) return "";
+    return where(i) + ": rank " + std::to_string(g) + " wrote reduce slot " + std::to_string(slot) + " staging step " + std::to_string(step) +
+           " while its copy showed steps freed up to " + std::to_string(freed) + " (a slot is staged only after every reducer freed it)";
   }
   // A multimem.ld_reduce at `off` of region i: its slot must hold, in every member's copy, a
   // step that member staged and the reducers have not freed.
@@ -203,6 +212,12 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
       for (uint64_t i = 0; i < regions; ++i) {
         mcs[g].v[i].pos = &pos;
         auto check = [&pos, i](const void*) { return pos.band(i); };
+        if (!c.phantom) {  // (a sizes-only region has no FIFO)
+          uint8_t* fifo = mcs[g].v[i].uc(region.red(0));
+          s.check_stores(fifo, kSteps * region.slot_bytes, [&pos, g, i, fifo](const void* at) {
+            return pos.staged(g, i, Region::kFlagBytes + uint64_t(static_cast<const uint8_t*>(at) - fifo));
+          });
+        }
         s.check_stores(mcs[g].v[i].uc(region.flag(kRedTail)), 8, check);
         if (c.allreduce) s.check_stores(mcs[g].v[i].uc(region.flag(kBcHead)), 8, check);
         for (uint32_t j = 0; j < c.reducers; ++j) {
