@@ -43,6 +43,12 @@ struct CostModel {
   // A GPU copying within its own memory (NVLS scatter / gather of a slot): H100 SXM HBM3 is
   // 3.35 TB/s, and a copy reads and writes each byte.
   double hbm_bytes_per_ns = 3350;
+  // What one CTA moves, however wide the links: core/nvls's copy loop (move_slot) in one CTA
+  // of 512 threads, 1 MiB pieces, measured by gpu/nvls_bench (2026-11-27): 44.2 GB/s on an
+  // H100 within its memory; on an H200 43.4 within, 41.5 to a peer. Charged to each NVLS step
+  // a CTA moves (scatter, gather, and its share of a reduce: a multimem.ld_reduce and st per
+  // 16 bytes, assumed no faster than a copy's load and store; there is no multicast to measure).
+  double cta_copy_bytes_per_ns = 44;
 };
 
 }  // namespace doorbell::models

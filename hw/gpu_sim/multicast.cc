@@ -55,16 +55,19 @@ void McView::st_flag(SimCtx& ctx, uint64_t off, uint64_t v) {
   for (uint32_t m : draw_order()) ctx.store(exec::system_scope, exec::relaxed, reinterpret_cast<uint64_t*>(members_[m] + off), v);
 }
 
+// A step's bytes through the links, and through the one CTA that moves them (cta_copy_bytes_per_ns):
+// whichever ends later.
 void McView::charge_reduce(SimCtx& ctx, uint64_t bytes, bool bcast) {
   const double now = ctx.now();
   const std::vector<uint32_t> mine{gpus_[me_]};
-  double end = switch_->reserve(now, gpus_, mine, bytes);
+  double end = std::max(switch_->reserve(now, gpus_, mine, bytes), now + double(bytes) / switch_->costs().cta_copy_bytes_per_ns);
   if (bcast) end = std::max(end, switch_->reserve(now, mine, gpus_, bytes));
   ctx.wait_until_ns(end);
 }
 
 void McView::charge_local(SimCtx& ctx, uint64_t bytes) {
-  ctx.wait_until_ns(ctx.now() + 2.0 * double(bytes) / switch_->costs().hbm_bytes_per_ns);
+  const models::CostModel& c = switch_->costs();
+  ctx.wait_until_ns(ctx.now() + std::max(2.0 * double(bytes) / c.hbm_bytes_per_ns, double(bytes) / c.cta_copy_bytes_per_ns));
 }
 
 double Multicast::reserve(double now, const std::vector<uint32_t>& up, const std::vector<uint32_t>& down, uint64_t bytes, bool nvls) {

@@ -30,11 +30,15 @@ struct McRegion {
   void charge_local(gpu_sim::SimCtx& ctx, uint64_t bytes) { v->charge_local(ctx, bytes); }
 };
 
-// A ring send's time: my link up to the switch and the next rank's link down.
+// A ring send's time: my link up to the switch and the next rank's link down, and no less than
+// the sending CTA takes to move the bytes (cta_copy_bytes_per_ns, as an NVLS step's).
 struct RingLink {
   gpu_sim::Multicast* sw;
   uint32_t me, next;
-  void send_time(gpu_sim::SimCtx& ctx, uint64_t bytes) { ctx.wait_until_ns(sw->reserve(ctx.now(), {me}, {next}, bytes, false)); }
+  void send_time(gpu_sim::SimCtx& ctx, uint64_t bytes) {
+    const double now = ctx.now();
+    ctx.wait_until_ns(std::max(sw->reserve(now, {me}, {next}, bytes, false), now + double(bytes) / sw->costs().cta_copy_bytes_per_ns));
+  }
 };
 
 // The ring's memory: per rank and channel a receive FIFO, two flag words on their own lines and

@@ -234,11 +234,11 @@ namespace {
 
 // 8 ranks, f32 sum of `bytes` per rank, sizes only, 2 channels of 1 MiB slots, one thread per
 // CTA (all a sizes-only step needs).
-NvlsRunConfig eight_h100(uint64_t bytes, bool ring) {
+NvlsRunConfig eight_h100(uint64_t bytes, bool ring, uint32_t channels = 16) {
   NvlsRunConfig c;
   c.ring = ring;
   c.ranks = 8;
-  c.channels = 2;
+  c.channels = channels;
   c.count = bytes / 4;
   c.slot_bytes = 1 << 20;
   c.warps_per_cta = 1;
@@ -257,7 +257,7 @@ gpu_sim::SchedOptions timed_opts() {
 // sizes only, as nccl-tests rows. Simulated time is a function of the protocol and the costs,
 // so the figure is checked: within 10 % of NCCL's published ~480 GB/s busbw at 256 MiB.
 TEST(NvlsTimed, EightH100AllReduceSweep) {
-  std::printf("[doorbell] NVLS allreduce, 8 ranks, timed model, 2 channels, 1 MiB slots\n");
+  std::printf("[doorbell] NVLS allreduce, 8 ranks, timed model, 16 channels, 1 MiB slots\n");
   std::printf("%14s %12s %10s %8s %8s\n", "size(B)", "count", "time(us)", "algbw", "busbw");
   double busbw = 0;
   for (uint64_t bytes = 1ull << 20; bytes <= (256ull << 20); bytes *= 4) {
