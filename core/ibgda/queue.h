@@ -4,6 +4,7 @@
 // wqe_counter, quiet. Functions taking `C& ctx` run in one thread unless named _warp.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 #include "core/exec/context.h"
@@ -62,7 +63,9 @@ DOORBELL_HD_HOT void publish_wqe(C& ctx, const Options& o, uint8_t* w, WqeStage&
 }
 
 // A WQE of one WQEBB whose segments were built in registers (mlx5's *_words): no staging
-// copy through thread-local memory on the GPU (gpu/run-post-bench's write phase).
+// copy through thread-local memory on the GPU (gpu/run-post-bench's write phase). The words
+// are stored as they are in memory, as set_seg would: little-endian.
+static_assert(std::endian::native == std::endian::little, "SegWords are stored as little-endian words");
 template <class C, uint32_t N>
 DOORBELL_HD_HOT void publish_wqe(C& ctx, const Options& o, uint8_t* w, const mlx5::SegWords (&segs)[N], uint64_t idx,
                                  mlx5::WqeOpcode op, uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se) {

@@ -84,7 +84,7 @@ struct Positions {
   uint32_t n, channels, reducers;
   bool allreduce;
   std::vector<RankMcs>* mcs;
-  std::string broken;  // the first read that broke a rule (stores: the scheduler's violation)
+  std::string broken;  // the first rule broken, by a flag store, a FIFO write or a read
 
   uint64_t flag(uint32_t copy, uint64_t i, uint32_t f) const {
     return *reinterpret_cast<const uint64_t*>((*mcs)[copy].v[i].uc(region.flag(f)));
@@ -141,10 +141,17 @@ struct Positions {
     if (!broken.empty() || off < Region::kFlagBytes || off >= region.bc(0)) return;
     const uint64_t slot = (off - Region::kFlagBytes) / region.slot_bytes, freed = least(i, kRedHead, -1);
     const uint64_t ahead = (slot + kSteps - freed % kSteps) % kSteps;  // the slot's step, past the least freed
+    // (A slot read after its own step was freed looks, by the flags, like one read 7 steps early.)
     for (uint32_t m = 0; m < n; ++m)
       if (const uint64_t tail = flag(m, i, kRedTail); tail < freed + ahead + 1)
-        broken = where(i) + ": a reduce read slot " + std::to_string(slot) + " (step " + std::to_string(freed + ahead) + ") while rank " +
-                 std::to_string(m) + " had staged " + std::to_string(tail) + " steps (a consumer reads a step only after its producer's flag passed it)";
+        note(where(i) + ": a reduce read slot " + std::to_string(slot) + " while rank " + std::to_string(m) + "'s copy held no step it had staged (" +
+             std::to_string(tail) + ") and the reducers had not freed (" + std::to_string(freed) +
+             ") (a consumer reads a step only after its producer's flag passed it, and before it is freed)");
+  }
+  // The first rule broken, by a store (check_stores) or a read.
+  std::string note(const std::string& why) {
+    if (broken.empty()) broken = why;
+    return why;
   }
 };
 
@@ -211,15 +218,15 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
   // Positions, in sequentially consistent runs (in the weak mode a flag's memory may run
   // ahead of what a member's loads return).
   Positions pos{region, n, c.channels, c.reducers, c.allreduce, &mcs, {}};
-  if (!c.ring && so.memory == gpu_sim::MemoryModel::kSc) {
+  if (!c.ring && c.positions && so.memory == gpu_sim::MemoryModel::kSc) {
     for (uint32_t g = 0; g < n; ++g)
       for (uint64_t i = 0; i < regions; ++i) {
         mcs[g].v[i].pos = &pos;
-        auto check = [&pos, i](const void*) { return pos.band(i); };
+        auto check = [&pos, i](const void*) { return pos.note(pos.band(i)); };
         if (!c.phantom) {  // (a sizes-only region has no FIFO)
           uint8_t* fifo = mcs[g].v[i].uc(region.red(0));
           s.check_stores(fifo, kSteps * region.slot_bytes, [&pos, g, i, fifo](const void* at) {
-            return pos.staged(g, i, Region::kFlagBytes + uint64_t(static_cast<const uint8_t*>(at) - fifo));
+            return pos.note(pos.staged(g, i, Region::kFlagBytes + uint64_t(static_cast<const uint8_t*>(at) - fifo)));
           });
         }
         s.check_stores(mcs[g].v[i].uc(region.flag(kRedTail)), 8, check);
@@ -301,9 +308,9 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     r.failure = mc.error(), found = sim::RunKind::kError;
   } else if (r.run.outcome != gpu_sim::Outcome::kCompleted) {
     r.failure = std::string(gpu_sim::outcome_name(r.run.outcome)) + ":\n" + r.run.report;
-    if (const std::string& b = pos.broken.empty() ? s.violation() : pos.broken; !b.empty()) r.failure += "\n(first broken rule: " + b + ")";
-  } else if (!pos.broken.empty() || !s.violation().empty()) {
-    r.failure = "invariant: " + (pos.broken.empty() ? s.violation() : pos.broken);
+    if (!pos.broken.empty()) r.failure += "\n(first broken rule: " + pos.broken + ")";
+  } else if (!pos.broken.empty()) {
+    r.failure = "invariant: " + pos.broken;
   } else if (!c.phantom) {
     for (uint32_t g = 0; g < n && r.failure.empty(); ++g) {
       const uint8_t* want = c.allreduce ? ref.data() : ref.data() + uint64_t(g) * c.count * es;

@@ -34,6 +34,7 @@ struct NvlsRunConfig {
   bool phantom = false;  // sizes only: no data, no reference (large timed runs)
   bool ring = false;     // NCCL's ring AllReduce over the same switch instead (the comparison)
   uint32_t calls = 1;    // back-to-back calls on the same memory (each rank's next waits for its last)
+  bool positions = true;  // check the protocol's positions (sequentially consistent runs; nvls_run.cc)
 };
 
 struct NvlsRunResult {
