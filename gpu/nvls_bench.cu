@@ -1,9 +1,11 @@
 // GPU benchmark of core/nvls's AllReduce and ReduceScatter over emulated multicast (run through
 // the device tool, never in CI; multicast objects are never created: gpu/nvls_emu.cuh reaches
 // every member through peer access). Two GPUs of one host, one process: first every (type, op)
-// multimem has, both collectives checked against a host reference on an odd count; then f32 sum
-// busbw beside NCCL's allreduce and reduce_scatter (built with -DDOORBELL_WITH_NCCL; NVLS off)
-// in the same run, as nccl-tests rows.
+// multimem has, both collectives in both modes (through the FIFOs; registered buffers, where
+// the reduce reads every input and writes every output itself) checked against a host
+// reference on an odd count; then f32 sum busbw beside NCCL's allreduce and reduce_scatter
+// (built with -DDOORBELL_WITH_NCCL; NVLS off), with and without ncclCommRegister'd buffers, in
+// the same run, as nccl-tests rows.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -81,9 +83,11 @@ struct Rank {
   std::vector<uint8_t*> regions;  // by head * channels + channel, on this GPU
   std::vector<uint8_t*> at_head;  // the same, in the head's GPU (EmuMc::at_head; NVLS_EMU=pull: none)
   EmuMc* views = nullptr;         // device array, same order
+  EmuMc* io = nullptr;            // device array: every member's input, every member's output (registered buffers)
   uint8_t *in = nullptr, *out = nullptr;
   unsigned* bad = nullptr;
   unsigned long long* prof = nullptr;  // NVLS_PROFILE=1: see nvls_kernel
+  void *nccl_in = nullptr, *nccl_out = nullptr;  // ncclMemAlloc'd and registered with NCCL
   cudaStream_t stream;
 };
 
@@ -101,7 +105,8 @@ uint64_t step_for(uint64_t bytes) {
 
 // AllReduce: `count` elements in and out per rank. ReduceScatter: `count` out per rank, nranks
 // times as many in (block h of the input is head h's).
-void collective(std::vector<Rank>& rk, bool allreduce, nvls::DType t, nvls::RedOp op, uint64_t count, bool profiled = false) {
+void collective(std::vector<Rank>& rk, bool allreduce, nvls::DType t, nvls::RedOp op, uint64_t count, nvls::Registered registered,
+                bool profiled = false) {
   for (int r = 0; r < kRanks; ++r) {
     nvls::Args a;
     a.nranks = kRanks, a.rank = r, a.channels = g_channels, a.reducers = g_reducers;
@@ -109,9 +114,10 @@ void collective(std::vector<Rank>& rk, bool allreduce, nvls::DType t, nvls::RedO
     a.region.slot_bytes = g_slot;
     const uint64_t in_bytes = count * nvls::dtype_bytes(t) * (allreduce ? 1 : kRanks);
     a.step_bytes = std::min(g_slot, step_for(in_bytes) / 16 * 16);
-    a.input = rk[r].in, a.output = rk[r].out;
+    a.input = rk[r].in, a.output = rk[r].out, a.registered = registered;
     CHECK(cudaSetDevice(g_dev[r]));
-    nvls_kernel<<<nvls::ctas_per_rank(a), g_threads, 0, rk[r].stream>>>(EmuMcs{rk[r].views, g_channels}, a, rk[r].bad, profiled ? rk[r].prof : nullptr);
+    nvls_kernel<<<nvls::ctas_per_rank(a), g_threads, 0, rk[r].stream>>>(EmuMcs{rk[r].views, g_channels, rk[r].io}, a, rk[r].bad,
+                                                                        profiled ? rk[r].prof : nullptr);
     CHECK(cudaGetLastError());
   }
 }
@@ -192,6 +198,13 @@ int main(int argc, char** argv) {
     CHECK(cudaSetDevice(g_dev[r]));
     CHECK(cudaMalloc(&rk[r].views, v.size() * sizeof(EmuMc)));
     CHECK(cudaMemcpy(rk[r].views, v.data(), v.size() * sizeof(EmuMc), cudaMemcpyHostToDevice));
+    EmuMc io[2] = {};
+    for (int k = 0; k < 2; ++k) {
+      io[k].n = kRanks, io[k].me = r;
+      for (int m = 0; m < kRanks; ++m) io[k].members[m] = k == 0 ? rk[m].in : rk[m].out;
+    }
+    CHECK(cudaMalloc(&rk[r].io, sizeof io));
+    CHECK(cudaMemcpy(rk[r].io, io, sizeof io, cudaMemcpyHostToDevice));
   }
   CHECK(cudaDeviceSynchronize());
   cudaDeviceProp prop;
@@ -222,6 +235,7 @@ int main(int argc, char** argv) {
   // Every (type, op) multimem has, on an odd count, both collectives: equal to the host reference.
   int status = 0;
   const uint64_t count = (1 << 20) + 13;
+  for (const auto reg : {nvls::Registered::kNone, nvls::Registered::kOutput, nvls::Registered::kBoth})
   for (const bool ar : {true, false})
     for (int ti = 0; ti < 8; ++ti)
       for (int oi = 0; oi < 3; ++oi) {
@@ -244,7 +258,7 @@ int main(int argc, char** argv) {
         }
         std::vector<uint8_t> ref = host[0];
         for (int r = 1; r < kRanks; ++r) nvls::reduce_into(t, op, ref.data(), host[r].data(), uint32_t(ref.size()));
-        collective(rk, ar, t, op, count);
+        collective(rk, ar, t, op, count, reg);
         sync_all(rk);
         bool same = true;
         for (int r = 0; r < kRanks && same; ++r) {
@@ -261,8 +275,9 @@ int main(int argc, char** argv) {
           bad += b;
           cuda_exec::report_timeouts();
         }
-        std::printf("  %s %-4s %-3s, %llu elements out: %s%s\n", ar ? "allreduce    " : "reducescatter", nvls::dtype_name(t), nvls::redop_name(op),
-                    (unsigned long long)count, same ? "equal to the reference" : "WRONG", bad != 0 ? " (CTAs timed out)" : "");
+        std::printf("  %s%s %-4s %-3s, %llu elements out: %s%s\n", ar ? "allreduce    " : "reducescatter",
+                    reg == nvls::Registered::kBoth ? " registered in + out" : reg == nvls::Registered::kOutput ? " registered out" : "", nvls::dtype_name(t),
+                    nvls::redop_name(op), (unsigned long long)count, same ? "equal to the reference" : "WRONG", bad != 0 ? " (CTAs timed out)" : "");
         if (!same || bad != 0) status = 1;
       }
 
@@ -291,6 +306,17 @@ int main(int argc, char** argv) {
   int nccl_version = 0;
   NCCLCHECK(ncclGetVersion(&nccl_version));
   std::printf("NCCL %d (headers %d), NCCL_NVLS_ENABLE=%s\n", nccl_version, NCCL_VERSION_CODE, std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "(unset)");
+  // NCCL's own registered buffers (ncclCommRegister; it wants ncclMemAlloc's), the peer of
+  // doorbell's registered mode.
+  bool nccl_registered = true;
+  for (int r = 0; r < kRanks && nccl_registered; ++r) {
+    CHECK(cudaSetDevice(g_dev[r]));
+    void* h = nullptr;
+    nccl_registered = ncclMemAlloc(&rk[r].nccl_in, max_bytes) == ncclSuccess && ncclMemAlloc(&rk[r].nccl_out, max_bytes) == ncclSuccess &&
+                      ncclCommRegister(comms[r], rk[r].nccl_in, max_bytes, &h) == ncclSuccess &&
+                      ncclCommRegister(comms[r], rk[r].nccl_out, max_bytes, &h) == ncclSuccess;
+  }
+  std::printf("NCCL registered buffers (ncclMemAlloc + ncclCommRegister): %s\n", nccl_registered ? "yes" : "not available");
 #endif
   // nccl-tests' rows: size is the bytes each rank puts in (AllReduce: in = out; ReduceScatter:
   // in = nranks x out); busbw = algbw x 2(n-1)/n for AllReduce, (n-1)/n for ReduceScatter.
@@ -316,14 +342,16 @@ int main(int argc, char** argv) {
         std::printf("%-28s %12llu %12llu %10.1f %8.2f %8.2f\n", who, (unsigned long long)bytes, (unsigned long long)n, s * 1e6, algbw,
                     algbw * (ar ? 2 : 1) * (kRanks - 1) / kRanks);
       };
-      row("doorbell NVLS (emulated)", rounds([&] { collective(rk, ar, nvls::DType::kF32, nvls::RedOp::kSum, n); }));
+      row("doorbell NVLS (emulated)", rounds([&] { collective(rk, ar, nvls::DType::kF32, nvls::RedOp::kSum, n, nvls::Registered::kNone); }));
+      if (ar) row("doorbell registered out", rounds([&] { collective(rk, ar, nvls::DType::kF32, nvls::RedOp::kSum, n, nvls::Registered::kOutput); }));
+      row("doorbell registered in+out", rounds([&] { collective(rk, ar, nvls::DType::kF32, nvls::RedOp::kSum, n, nvls::Registered::kBoth); }));
       if (profile) {  // one more call, counted: the share of each role's cycles spent waiting, rank 0
         for (int r = 0; r < kRanks; ++r) {
           CHECK(cudaSetDevice(g_dev[r]));
           CHECK(cudaMemset(rk[r].prof, 0, 6 * sizeof(unsigned long long)));
           CHECK(cudaDeviceSynchronize());
         }
-        collective(rk, ar, nvls::DType::kF32, nvls::RedOp::kSum, n, true);
+        collective(rk, ar, nvls::DType::kF32, nvls::RedOp::kSum, n, nvls::Registered::kNone, true);
         sync_all(rk);
         unsigned long long p[6];
         CHECK(cudaSetDevice(g_dev[0]));
@@ -332,14 +360,19 @@ int main(int argc, char** argv) {
                     100.0 * p[1] / p[4], ar ? 100.0 * p[2] / p[5] : 0.0);
       }
 #ifdef DOORBELL_WITH_NCCL
-      row("NCCL", rounds([&] {
-        NCCLCHECK(ncclGroupStart());
-        for (int r = 0; r < kRanks; ++r) {
-          if (ar) NCCLCHECK(ncclAllReduce(rk[r].in, rk[r].out, n, ncclFloat, ncclSum, comms[r], rk[r].stream));
-          else NCCLCHECK(ncclReduceScatter(rk[r].in, rk[r].out, n, ncclFloat, ncclSum, comms[r], rk[r].stream));
-        }
-        NCCLCHECK(ncclGroupEnd());
-      }));
+      for (const bool reg : {false, true}) {
+        if (reg && !nccl_registered) continue;
+        row(reg ? "NCCL registered" : "NCCL", rounds([&] {
+          NCCLCHECK(ncclGroupStart());
+          for (int r = 0; r < kRanks; ++r) {
+            void* in = reg ? rk[r].nccl_in : rk[r].in;
+            void* out = reg ? rk[r].nccl_out : rk[r].out;
+            if (ar) NCCLCHECK(ncclAllReduce(in, out, n, ncclFloat, ncclSum, comms[r], rk[r].stream));
+            else NCCLCHECK(ncclReduceScatter(in, out, n, ncclFloat, ncclSum, comms[r], rk[r].stream));
+          }
+          NCCLCHECK(ncclGroupEnd());
+        }));
+      }
 #endif
       std::fflush(stdout);
     }

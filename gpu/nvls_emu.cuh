@@ -122,11 +122,15 @@ struct EmuMc {
   }
 };
 
-// A rank's views by (head, channel), in device memory.
+// A rank's views by (head, channel), in device memory; with registered buffers (Args::
+// registered) also every member's input and output (io[0], io[1]: no head placement).
 struct EmuMcs {
   EmuMc* v;
   uint32_t channels;
+  EmuMc* io = nullptr;
   __device__ EmuMc& at(uint32_t h, uint32_t c) const { return v[h * channels + c]; }
+  __device__ EmuMc& input() const { return io[0]; }
+  __device__ EmuMc& output() const { return io[1]; }
 };
 
 }  // namespace doorbell::cuda_exec

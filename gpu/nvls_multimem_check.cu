@@ -16,6 +16,9 @@ struct Mcs {
   cuda_exec::MultimemMc* v;
   uint32_t channels;
   __device__ cuda_exec::MultimemMc& at(uint32_t h, uint32_t c) const { return v[h * channels + c]; }
+  // Registered buffers are not bound here (Args::registered stays false): never reached.
+  __device__ cuda_exec::MultimemMc& input() const { __trap(); return v[0]; }
+  __device__ cuda_exec::MultimemMc& output() const { __trap(); return v[0]; }
 };
 }  // namespace
 

@@ -28,6 +28,17 @@
 // members of an 8-byte flag, acquire; st_flag(ctx, off, v) — a relaxed store to every member;
 // charge_reduce / charge_local(ctx, bytes) — the simulated time a step's data takes (the
 // model's timed schedule; nothing on a GPU). Null input and output: sizes only (phantom).
+//
+// Registered buffers (Args::registered; NCCL's NVLS user-buffer registration): every rank's
+// output (kOutput), or its input and output (kBoth), bound to multicast objects of their own
+// (mcs.output(), mcs.input(); offsets in bytes). With the output registered, AllReduce's reduce
+// multimem.st's straight into every member's output and the gather only waits and posts (no
+// broadcast FIFO data, no copy). With the input too, no data goes through the reduce FIFO
+// either: a part is one step, the scatter only posts and waits, and the reduce ld_reduces every
+// member's input. A member's red_tail then says its call has started (its input is ready, its
+// output may be written); with the input registered its scatter waits, before the call ends,
+// until every reducer freed its step (no peer still reads my input); an AllReduce gather's wait
+// for bc_tail says my output is whole.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +51,8 @@ namespace doorbell::nvls {
 
 inline constexpr uint32_t kSteps = 8;  // NCCL_STEPS
 
+enum class Registered : uint8_t { kNone, kOutput, kBoth };  // which user buffers are bound to multicast
+
 // Planted bugs, for tests only.
 struct Plants {
   bool sender_ignores_head = false;  // scatter without waiting for a free reduce slot
@@ -50,6 +63,7 @@ struct Plants {
   bool reducer_frees_early = false;  // a reducer's thread 0 frees the reduce slot before the CTA barrier after the loads
   bool broadcast_posted_early = false;  // a reducer's thread 0 posts bc_tail before the CTA barrier after the broadcast stores
   bool post_fence_gpu = false;       // a staged slot is posted behind a .gpu fence: other GPUs' reducers read it
+  bool input_released_early = false;  // registered input: a call ends without waiting for the reducers to have read it
 };
 
 inline constexpr uint32_t kMaxReducers = 4;
@@ -89,6 +103,7 @@ struct Args {
   uint64_t step_bytes = 0;
   const uint8_t* input = nullptr;  // this rank's (null: phantom, sizes only)
   uint8_t* output = nullptr;
+  Registered registered = Registered::kNone;  // user buffers bound to multicast objects (mcs.input(), mcs.output())
   Plants plants;
 };
 
@@ -129,14 +144,20 @@ DOORBELL_HD void end_role(C& ctx, M& mc, const Args& a, uint32_t which, uint64_t
 DOORBELL_HD uint64_t step_of(const Args& a) {
   return a.step_bytes != 0 && a.step_bytes < a.region.slot_bytes ? a.step_bytes : a.region.slot_bytes;
 }
+// Elements a step of part p moves: the slot's (or step_bytes'), or with registered buffers
+// (no slot) the whole part.
+DOORBELL_HD uint64_t step_elems(const Args& a, const Part& p) {
+  if (a.registered == Registered::kBoth) return p.hi > p.lo ? p.hi - p.lo : 1;
+  return step_of(a) / dtype_bytes(a.dtype);
+}
 DOORBELL_HD uint64_t steps_of(const Args& a, const Part& p) {
-  const uint64_t per = step_of(a) / dtype_bytes(a.dtype);
+  const uint64_t per = step_elems(a, p);
   return (p.hi - p.lo + per - 1) / per;
 }
 
 // Step s of part p: its first element and its bytes (the last step may be short).
 DOORBELL_HD void step_span(const Args& a, const Part& p, uint64_t s, uint64_t& lo, uint64_t& bytes) {
-  const uint64_t per = step_of(a) / dtype_bytes(a.dtype);
+  const uint64_t per = step_elems(a, p);
   lo = p.lo + s * per;
   bytes = (p.hi - lo < per ? p.hi - lo : per) * dtype_bytes(a.dtype);
 }
@@ -197,18 +218,23 @@ DOORBELL_HD bool wait_flag(C& ctx, M& mc, const Args& a, Flag flag, From from, c
   }
 }
 
-// The reduce step's data: bytes [0, n) of slot `src` reduced over all members, into `dst` (this
-// rank's output, or the broadcast slot through multimem.st). Hunks of 4 packs per thread, then
-// single packs, then the unaligned tail element by element.
-template <class C, class M>
-DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t* out, bool bcast, uint64_t bc_off, uint64_t n,
+// The reduce step's data: bytes [0, n) at `src` of view `mc` reduced over all members, into
+// this rank's `out`, or (bcast) every member's copy at `bc_off` of view `to` through
+// multimem.st: the reduce slot and the broadcast slot of a region, or with registered buffers
+// the inputs and the outputs. Hunks of 4 packs per thread, then single packs, then the
+// unaligned tail element by element.
+template <class C, class M, class To>
+DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t* out, To& to, bool bcast, uint64_t bc_off, uint64_t n,
                              uint32_t tid, uint32_t nthreads) {
   constexpr uint32_t kUnroll = 4;
   const uint32_t es = dtype_bytes(a.dtype);
-  const uint32_t pack = a.plants.wrong_pack ? 16 : multimem_pack_bytes(a.dtype, a.op);
+  uint32_t pack = a.plants.wrong_pack ? 16 : multimem_pack_bytes(a.dtype, a.op);
+  // A registered ReduceScatter input's block h starts at h x count elements, not always on a
+  // pack: then element by element (multimem needs aligned packs).
+  if (pack != 0 && (src % pack != 0 || (bcast && bc_off % pack != 0))) pack = 0;
   alignas(16) uint8_t acc[kUnroll][16];
   auto put = [&](uint64_t off, uint32_t bytes, const uint8_t* v) {
-    if (bcast) mc.st(ctx, bc_off + off, v, bytes);
+    if (bcast) to.st(ctx, bc_off + off, v, bytes);
     else if (out != nullptr) ctx.write_bytes(out + off, v, bytes);
   };
   auto one = [&](uint64_t off, uint32_t bytes) {
@@ -266,9 +292,13 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       ctx.sync_cta();
       uint64_t lo, n;
       step_span(a, p, s, lo, n);
-      if (a.input != nullptr) move_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, nthreads);
-      post_own(ctx, mc, a, kRedTail, b + s + 1, n, tid);
+      const bool copy = a.registered != Registered::kBoth;
+      if (a.input != nullptr && copy) move_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, nthreads);
+      post_own(ctx, mc, a, kRedTail, b + s + 1, copy ? n : 0, tid);
     }
+    if (a.registered == Registered::kBoth && tid == 0 && ok && !a.plants.input_released_early)  // the head's reducers have read my input
+      ok = wait_flag(ctx, mc, a, kRedHead, From::kReducersMin, "nvls scatter: every reducer read my input (red_head >= the call's end)",
+                     seen_head, [t = b + steps](uint64_t head) { return head >= t; });
     end_role(ctx, mc, a, kScatterBase, b + steps, tid);
   } else if (r < a.nranks + a.reducers) {  // reducer j of my own head's part: its share of each step
     const uint32_t j = r - a.nranks;
@@ -292,8 +322,13 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       // My share: bytes [n0, n1) of the step, cut on 16-byte multiples.
       const uint64_t n0 = n * j / a.reducers / 16 * 16, n1 = j + 1 == a.reducers ? n : n * (j + 1) / a.reducers / 16 * 16;
       uint8_t* out = a.output == nullptr || a.allreduce ? nullptr : a.output + lo * es + n0;  // ReduceScatter: my block
-      if (a.input != nullptr)
-        reduce_copy(ctx, mc, a, a.region.red(b + s) + n0, out, a.allreduce, a.region.bc(bb + s) + n0, n1 - n0, tid, nthreads);
+      if (a.input != nullptr && a.registered == Registered::kBoth)
+        reduce_copy(ctx, mcs.input(), a, (input_base(a, a.rank) + lo) * es + n0, out, mcs.output(), a.allreduce, lo * es + n0, n1 - n0, tid,
+                    nthreads);
+      else if (a.input != nullptr && a.registered == Registered::kOutput)
+        reduce_copy(ctx, mc, a, a.region.red(b + s) + n0, out, mcs.output(), a.allreduce, lo * es + n0, n1 - n0, tid, nthreads);
+      else if (a.input != nullptr)
+        reduce_copy(ctx, mc, a, a.region.red(b + s) + n0, out, mc, a.allreduce, a.region.bc(bb + s) + n0, n1 - n0, tid, nthreads);
       if (tid == 0 && (a.plants.reducer_frees_early || a.plants.broadcast_posted_early)) {
         ctx.fence(system_scope);
         if (a.plants.reducer_frees_early) mc.st_flag(ctx, a.region.flag(reducer_flag(kRedHead, j)), b + s + 1);
@@ -322,8 +357,9 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       ctx.sync_cta();
       uint64_t lo, n;
       step_span(a, p, s, lo, n);
-      if (a.output != nullptr) move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, nthreads);
-      post_own(ctx, mc, a, kBcHead, b + s + 1, n, tid);
+      const bool copy = a.registered == Registered::kNone;
+      if (a.output != nullptr && copy) move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, nthreads);
+      post_own(ctx, mc, a, kBcHead, b + s + 1, copy ? n : 0, tid);
     }
     end_role(ctx, mc, a, kGatherBase, b + steps, tid);
   }

@@ -51,19 +51,26 @@ struct RingMemory {
   uint64_t* counts(uint64_t i) { return &flags[48 * i + 32]; }
 };
 
-// Launches call k of `calls` of a rank's kernel; the next starts when it finished (one stream).
-void launch_calls(gpu_sim::Scheduler& s, const std::string& name, const gpu_sim::LaunchConfig& cfg,
-                  const std::function<void(gpu_sim::SimCtx&)>& body, uint32_t k, uint32_t calls) {
-  s.launch(name + (calls > 1 ? " call " + std::to_string(k) : std::string()), cfg, body, [&s, name, cfg, body, k, calls] {
-    if (k + 1 < calls) launch_calls(s, name, cfg, body, k + 1, calls);
-  });
+// A rank's stream: each kernel starts when the one before it finished.
+struct StreamKernel {
+  std::string name;
+  gpu_sim::LaunchConfig cfg;
+  std::function<void(gpu_sim::SimCtx&)> body;
+};
+void launch_stream(gpu_sim::Scheduler& s, std::shared_ptr<const std::vector<StreamKernel>> q, size_t i = 0) {
+  if (i >= q->size()) return;
+  const StreamKernel& k = (*q)[i];
+  s.launch(k.name, k.cfg, k.body, [&s, q, i] { launch_stream(s, q, i + 1); });
 }
 
 // The views of one rank, by (head, channel).
 struct RankMcs {
   std::vector<McRegion> v;
   uint32_t channels;
+  McRegion in{}, out{};  // registered buffers: the inputs' and the outputs' multicast objects
   McRegion& at(uint32_t h, uint32_t c) { return v[h * channels + c]; }
+  McRegion& input() { return in; }
+  McRegion& output() { return out; }
 };
 
 // The protocol's positions, named when broken (read from every member's copy of a region's
@@ -180,20 +187,28 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
                    " (NCCL runs another algorithm)");
   }
   const uint64_t in_elems = c.allreduce ? c.count : c.count * n;
+  const uint32_t calls = std::max(c.calls, 1u);
   std::mt19937_64 rng(c.seed);
-  std::vector<std::vector<uint8_t>> in(n, std::vector<uint8_t>(c.phantom ? 0 : in_elems * es));
-  for (auto& v : in)  // empty when phantom
-    for (uint64_t e = 0; e < v.size() / es; ++e) {
-      if (c.random_floats && c.dtype == DType::kF32) {
-        const float f = std::uniform_real_distribution<float>(-1, 1)(rng);
-        std::memcpy(v.data() + e * es, &f, 4);
-      } else {
-        put_small(c.dtype, v.data() + e * es, int(rng() % 17) - 8);
+  // Each call's inputs ([call][rank], empty when phantom) and its reference, every rank's
+  // element combined in rank order. The input buffers hold call 0's; a kernel on the rank's
+  // stream writes each later call's before it.
+  std::vector<std::vector<std::vector<uint8_t>>> call_in(calls, std::vector<std::vector<uint8_t>>(n, std::vector<uint8_t>(c.phantom ? 0 : in_elems * es)));
+  std::vector<std::vector<uint8_t>> call_ref(calls);
+  for (uint32_t k = 0; k < calls; ++k) {
+    for (auto& v : call_in[k])
+      for (uint64_t e = 0; e < v.size() / es; ++e) {
+        if (c.random_floats && c.dtype == DType::kF32) {
+          const float f = std::uniform_real_distribution<float>(-1, 1)(rng);
+          std::memcpy(v.data() + e * es, &f, 4);
+        } else {
+          put_small(c.dtype, v.data() + e * es, int(rng() % 17) - 8);
+        }
       }
-    }
-  // The reference: every rank's element combined in rank order.
-  std::vector<uint8_t> ref(in[0]);
-  for (uint32_t g = 1; g < n && !c.phantom; ++g) reduce_into(c.dtype, c.op, ref.data(), in[g].data(), uint32_t(ref.size()));
+    call_ref[k] = call_in[k][0];
+    for (uint32_t g = 1; g < n && !c.phantom; ++g) reduce_into(c.dtype, c.op, call_ref[k].data(), call_in[k][g].data(), uint32_t(call_ref[k].size()));
+  }
+  std::vector<std::vector<uint8_t>> in = call_in[0];
+  std::vector<std::string> wrong(n);  // per rank: the first call whose output differed
 
   gpu_sim::Scheduler s(so);
   gpu_sim::Multicast mc(c.multicast_slots, so.seed, so.costs);  // reduction orders: the run's seed
@@ -205,6 +220,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
   std::vector<std::vector<uint8_t>> phys(n);
   for (auto& p : phys) p.assign(regions * stride, 0);
   std::vector<RankMcs> mcs(n, RankMcs{{}, c.channels});
+  r.outputs.assign(n, std::vector<uint8_t>(c.phantom ? 0 : c.count * es, 0));
   try {
     for (uint32_t k = 0; k < c.extra_objects; ++k) (void)mc.create(4096, n);  // slots other communicators hold
     const uint32_t obj = mc.create(regions * stride, n);
@@ -212,6 +228,12 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     for (uint32_t g = 0; g < n; ++g) mc.bind(obj, g, phys[g].data());
     for (uint32_t g = 0; g < n; ++g)
       for (uint64_t i = 0; i < regions; ++i) mcs[g].v.push_back({&mc.map(obj, g), i * stride, nullptr, i});
+    if (c.registered != Registered::kNone && !c.phantom) {  // each rank's input and output bound to an object of their own
+      const uint32_t ins = mc.create(in_elems * es, n), outs = mc.create(c.count * es, n);
+      for (uint32_t g = 0; g < n; ++g) mc.add_device(ins, g), mc.add_device(outs, g);
+      for (uint32_t g = 0; g < n; ++g) mc.bind(ins, g, in[g].data()), mc.bind(outs, g, r.outputs[g].data());
+      for (uint32_t g = 0; g < n; ++g) mcs[g].in = {&mc.map(ins, g), 0}, mcs[g].out = {&mc.map(outs, g), 0};
+    }
   } catch (const std::invalid_argument& e) {
     return refused(e.what());
   }
@@ -237,8 +259,34 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
         }
       }
   }
-  r.outputs.assign(n, std::vector<uint8_t>(c.phantom ? 0 : c.count * es, 0));
   std::vector<Args> args(n);
+  // Rank g's stream: per call, the call's input written (after the first), the collective's
+  // kernel, then its output read and compared with the call's reference — stream-ordered user
+  // work around each call, which the collective must neither read early nor write late.
+  auto run_stream = [&](uint32_t g, const std::string& name, const gpu_sim::LaunchConfig& cfg, std::function<void(gpu_sim::SimCtx&)> body) {
+    auto q = std::make_shared<std::vector<StreamKernel>>();
+    const std::string rank = "rank" + std::to_string(g);
+    for (uint32_t k = 0; k < calls; ++k) {
+      const std::string call = calls > 1 ? " call " + std::to_string(k) : "";
+      if (k > 0 && !c.phantom)
+        q->push_back({rank + " input" + call, {1, 1, 1, g}, [&in, &call_in, g, k](gpu_sim::SimCtx& ctx) {
+                        ctx.write_bytes(in[g].data(), call_in[k][g].data(), in[g].size());
+                      }});
+      q->push_back({name + call, cfg, body});
+      if (!c.phantom && !c.random_floats)
+        q->push_back({rank + " output check" + call, {1, 1, 1, g}, [&, g, k](gpu_sim::SimCtx& ctx) {
+                        std::vector<uint8_t> got(r.outputs[g].size());
+                        ctx.read_bytes(got.data(), r.outputs[g].data(), got.size());
+                        const uint8_t* want = call_ref[k].data() + (c.allreduce ? 0 : uint64_t(g) * c.count * es);
+                        for (uint64_t e = 0; e < c.count && wrong[g].empty(); ++e)
+                          if (std::memcmp(got.data() + e * es, want + e * es, es) != 0)
+                            wrong[g] = "rank " + std::to_string(g) + ": element " + std::to_string(e) + " of " + std::to_string(c.count) +
+                                       (calls > 1 ? " (call " + std::to_string(k) + ")" : "") + " differs from the reference (" +
+                                       dtype_name(c.dtype) + " " + redop_name(c.op) + ")";
+                      }});
+    }
+    launch_stream(s, q);
+  };
   for (uint32_t g = 0; g < n; ++g) {
     Args& a = args[g];
     a.nranks = n, a.rank = g, a.channels = c.channels, a.reducers = c.reducers;
@@ -248,10 +296,16 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     a.input = c.phantom ? nullptr : in[g].data();
     a.output = c.phantom ? nullptr : r.outputs[g].data();
     a.plants = c.plants;
-    if (gpu_sim::RaceDetector* rd = s.race())  // race reports name words by region, not host address
+    a.registered = c.phantom ? Registered::kNone : c.registered;
+    if (gpu_sim::RaceDetector* rd = s.race()) {  // race reports name words by region, not host address
+      if (!c.phantom) {
+        rd->name_range(in[g].data(), in[g].size(), "rank" + std::to_string(g) + ".input");
+        rd->name_range(r.outputs[g].data(), r.outputs[g].size(), "rank" + std::to_string(g) + ".output");
+      }
       for (uint64_t i = 0; i < regions; ++i)
         rd->name_range(phys[g].data() + i * stride, stride,
                        "rank" + std::to_string(g) + ".head" + std::to_string(i / c.channels) + ".ch" + std::to_string(i % c.channels) + ".region");
+    }
     if (c.ring) continue;
     const std::string flag = "rank" + std::to_string(g) + ".";
     for (uint32_t i = 0; i < n * c.channels; ++i) {
@@ -267,13 +321,11 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
         if (c.allreduce) watch("bc_tail" + by, reducer_flag(kBcTail, j));
       }
     }
-    launch_calls(s, "nvls " + std::string(c.allreduce ? "allreduce" : "reducescatter") + " rank" + std::to_string(g),
-                 {ctas_per_rank(a), c.warps_per_cta, c.lanes, g},
-                 [&a, &mcs, g, &c](gpu_sim::SimCtx& ctx) {
-                   const uint32_t tid = ctx.warp() * ctx.warp_size() + ctx.lane();
-                   (void)nvls_cta(ctx, mcs[g], a, ctx.cta(), tid, c.warps_per_cta * c.lanes);
-                 },
-                 0, c.calls);
+    run_stream(g, "nvls " + std::string(c.allreduce ? "allreduce" : "reducescatter") + " rank" + std::to_string(g),
+               {ctas_per_rank(a), c.warps_per_cta, c.lanes, g}, [&a, &mcs, g, &c](gpu_sim::SimCtx& ctx) {
+                 const uint32_t tid = ctx.warp() * ctx.warp_size() + ctx.lane();
+                 (void)nvls_cta(ctx, mcs[g], a, ctx.cta(), tid, c.warps_per_cta * c.lanes);
+               });
   }
   RingMemory ring;
   std::vector<RingLink> links;
@@ -294,13 +346,12 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
         s.watch(name + "head", ring.head(me));
       }
     for (uint32_t g = 0; g < n; ++g)
-      launch_calls(s, "ring allreduce rank" + std::to_string(g), {c.channels, c.warps_per_cta, c.lanes, g},
-                   [&args, &links, &conns, g, &c](gpu_sim::SimCtx& ctx) {
-                     const uint32_t tid = ctx.warp() * ctx.warp_size() + ctx.lane();
-                     (void)ring_allreduce_cta(ctx, links[g], args[g], conns[uint64_t(g) * c.channels + ctx.cta()], ctx.cta(), tid,
-                                              c.warps_per_cta * c.lanes);
-                   },
-                   0, c.calls);
+      run_stream(g, "ring allreduce rank" + std::to_string(g), {c.channels, c.warps_per_cta, c.lanes, g},
+                 [&args, &links, &conns, g, &c](gpu_sim::SimCtx& ctx) {
+                   const uint32_t tid = ctx.warp() * ctx.warp_size() + ctx.lane();
+                   (void)ring_allreduce_cta(ctx, links[g], args[g], conns[uint64_t(g) * c.channels + ctx.cta()], ctx.cta(), tid,
+                                            c.warps_per_cta * c.lanes);
+                 });
   }
   r.run = s.run();
   sim::RunKind found = sim::RunKind::kWrongData;
@@ -311,16 +362,8 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     if (!pos.broken.empty()) r.failure += "\n(first broken rule: " + pos.broken + ")";
   } else if (!pos.broken.empty()) {
     r.failure = "invariant: " + pos.broken;
-  } else if (!c.phantom) {
-    for (uint32_t g = 0; g < n && r.failure.empty(); ++g) {
-      const uint8_t* want = c.allreduce ? ref.data() : ref.data() + uint64_t(g) * c.count * es;
-      for (uint64_t e = 0; e < c.count; ++e)
-        if (std::memcmp(r.outputs[g].data() + e * es, want + e * es, es) != 0 && !c.random_floats) {
-          r.failure = "rank " + std::to_string(g) + ": element " + std::to_string(e) + " of " + std::to_string(c.count) +
-                      " differs from the reference (" + dtype_name(c.dtype) + " " + redop_name(c.op) + ")";
-          break;
-        }
-    }
+  } else {
+    for (uint32_t g = 0; g < n && r.failure.empty(); ++g) r.failure = wrong[g];
   }
   if (const std::string m = s.memory_report(); !r.failure.empty() && !m.empty()) r.failure += (r.failure.back() == '\n' ? "" : "\n") + m;
   r.kind = sim::finished_or(r.run.outcome, r.failure.empty() ? sim::RunKind::kCompleted : found);

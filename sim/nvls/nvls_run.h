@@ -35,6 +35,7 @@ struct NvlsRunConfig {
   bool ring = false;     // NCCL's ring AllReduce over the same switch instead (the comparison)
   uint32_t calls = 1;    // back-to-back calls on the same memory (each rank's next waits for its last)
   bool positions = true;  // check the protocol's positions (sequentially consistent runs; nvls_run.cc)
+  Registered registered = Registered::kNone;  // user buffers bound to multicast objects (Args::registered)
 };
 
 struct NvlsRunResult {

@@ -34,7 +34,8 @@ struct Case {
 void showValue(const Case& k, std::ostream& os) {
   os << (k.c.allreduce ? "allreduce" : "reducescatter") << " ranks=" << k.c.ranks << " channels=" << k.c.channels << " reducers=" << k.c.reducers
      << " dtype=" << dtype_name(k.c.dtype) << " op=" << redop_name(k.c.op) << " count=" << k.c.count << " slot=" << k.c.slot_bytes << " step=" << k.c.step_bytes
-     << " warps=" << k.c.warps_per_cta << " calls=" << k.c.calls << " seed=" << k.c.seed << " pct=" << k.pct << " weak=" << k.weak;
+     << " warps=" << k.c.warps_per_cta << " calls=" << k.c.calls << " seed=" << k.c.seed << " pct=" << k.pct << " weak=" << k.weak
+     << " registered=" << int(k.c.registered);
 }
 
 // Only (type, op) pairs multimem has: for the others NCCL picks another algorithm.
@@ -73,7 +74,11 @@ std::string run_case(const Case& k, const Plants& pl = {}, bool races = true, bo
 }
 
 RC_GTEST_PROP(NvlsProperty, AllReduceAndReduceScatterEqualTheReference, ()) {
-  const Case k = *gen_case();
+  const Case k = *rc::gen::exec([] {
+    Case k = *gen_case();
+    k.c.registered = *rc::gen::element(Registered::kNone, Registered::kOutput, Registered::kBoth);  // user buffers bound to multicast
+    return k;
+  });
   const std::string why = run_case(k);
   RC_LOG() << why;
   RC_ASSERT(why.empty());
@@ -147,6 +152,43 @@ TEST(NvlsProperty, RaceDetectorFindsASlotFreedBeforeTheBarrier) {
     EXPECT_NE(seen.find("data race"), std::string::npos) << name << ": " << seen;
     EXPECT_NE(seen.find(flag), std::string::npos) << name << ": " << seen;
   }
+}
+
+// Registered buffers: the next call's input is written on the rank's stream once its call
+// ended, so a call that ends before every reducer has read its input (the scatter's last wait
+// dropped) lets that write race a peer's multimem.ld_reduce; the detector names it.
+TEST(NvlsProperty, RegisteredInputReleasedEarlyIsARace) {
+  Plants pl;
+  pl.input_released_early = true;
+  const std::string seen = testing::first_failure("registered input released early", [&pl] {
+    const Case k = *rc::gen::map(gen_case(), [](Case k) {
+      k.c.registered = Registered::kBoth;
+      k.c.calls = std::max(k.c.calls, 2u);
+      return k;
+    });
+    return run_case(k, pl);
+  });
+  EXPECT_NE(seen.find("data race"), std::string::npos) << seen;
+  EXPECT_NE(seen.find(".input"), std::string::npos) << seen;
+  std::printf("[doorbell] registered input released early: %s\n", seen.substr(0, seen.find("replay")).c_str());
+}
+
+// A registered AllReduce output is whole once every reducer posted bc_tail: a gather waiting for
+// the first reducer only lets the rank's next stream work (the output check) read the other
+// reducers' shares before they land.
+TEST(NvlsProperty, RegisteredOutputReadBeforeEveryReducerPosted) {
+  Plants pl;
+  pl.first_reducer_only = true;
+  const std::string seen = testing::first_failure("registered output, first reducer only", [&pl] {
+    const Case k = *rc::gen::exec([] {
+      Case k = *gen_case();
+      k.c.registered = Registered::kOutput, k.c.allreduce = true;
+      k.c.reducers = *rc::gen::inRange(2u, 4u);
+      return k;
+    });
+    return run_case(k, pl, true, false);
+  });
+  EXPECT_NE(seen.find(".output"), std::string::npos) << seen;
 }
 
 // Scoped memory: a staged slot posted behind a .gpu fence (the flag itself stored at .sys) is
