@@ -42,6 +42,7 @@ class WaitClockCtx : public CudaCtx {
   __device__ explicit WaitClockCtx(unsigned long long* sum) : sum_(sum) {}
   __device__ bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
     const long long t = clock64();
+    last_spin_ns_ = doorbell::cuda_exec::global_timer_ns();
     if (what == what_ && addr == addr_ && seen == seen_) waited_ += t - last_;
     what_ = what, addr_ = addr, seen_ = seen, last_ = t;
     return CudaCtx::spin(what, addr, seen);
@@ -49,6 +50,7 @@ class WaitClockCtx : public CudaCtx {
   __device__ ~WaitClockCtx() {
     if (sum_ != nullptr && waited_ != 0) atomicAdd(sum_, (unsigned long long)waited_);
   }
+  unsigned long long last_spin_ns_ = 0;  // when this thread last polled in vain
 
  private:
   unsigned long long* sum_;
@@ -58,16 +60,29 @@ class WaitClockCtx : public CudaCtx {
   long long last_ = 0, waited_ = 0;
 };
 
-// prof (optional): cycles waited by scatter, reduce and gather CTAs, and their clocks in all.
+// prof (optional, kProfWords): cycles waited by scatter, reduce and gather CTAs [0, 3), their
+// clocks in all [3, 6); per role the global timer at the first and last CTA start [6 + 4 role],
+// first and last end, and the last failed poll [18 + role] (thread 0s).
+constexpr int kProfWords = 21;
 __global__ void nvls_kernel(EmuMcs mcs, nvls::Args a, unsigned* bad, unsigned long long* prof) {
   const uint32_t r = blockIdx.x % nvls::ctas_per_channel(a);
   const int role = r < a.nranks ? 0 : r < a.nranks + a.reducers ? 1 : 2;
   const long long t0 = clock64();
-  {
-    WaitClockCtx ctx(prof != nullptr && threadIdx.x == 0 ? prof + role : nullptr);
-    if (!nvls::nvls_cta(ctx, mcs, a, blockIdx.x, threadIdx.x, blockDim.x) && threadIdx.x == 0) atomicAdd(bad, 1u);
+  const bool traced = prof != nullptr && threadIdx.x == 0;
+  if (traced) {
+    const unsigned long long now = doorbell::cuda_exec::global_timer_ns();
+    atomicMin(prof + 6 + 4 * role, now), atomicMax(prof + 7 + 4 * role, now);
   }
-  if (prof != nullptr && threadIdx.x == 0) atomicAdd(prof + 3 + role, (unsigned long long)(clock64() - t0));
+  {
+    WaitClockCtx ctx(traced ? prof + role : nullptr);
+    if (!nvls::nvls_cta(ctx, mcs, a, blockIdx.x, threadIdx.x, blockDim.x) && threadIdx.x == 0) atomicAdd(bad, 1u);
+    if (traced) atomicMax(prof + 18 + role, ctx.last_spin_ns_);
+  }
+  if (traced) {
+    atomicAdd(prof + 3 + role, (unsigned long long)(clock64() - t0));
+    const unsigned long long now = doorbell::cuda_exec::global_timer_ns();
+    atomicMin(prof + 8 + 4 * role, now), atomicMax(prof + 9 + 4 * role, now);
+  }
 }
 
 // One CTA moving `bytes` from src to dst in slot-sized pieces with core/nvls's copy loop
@@ -97,10 +112,11 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 // Calls of any size and type follow each other on the same regions: the steps run on.
 // The step a call of `bytes` moves: NCCL-like, smaller for smaller messages (the pipeline
-// fills sooner), the whole slot from 1 GiB on (fewer flag round trips). NVLS_STEP overrides.
+// fills sooner), half the slot from 64 MiB, the whole slot from 1 GiB on (fewer flag round
+// trips). NVLS_STEP overrides.
 uint64_t step_for(uint64_t bytes) {
   if (const char* e = std::getenv("NVLS_STEP")) return std::strtoull(e, nullptr, 10);
-  return bytes >= (1ull << 30) ? g_slot : bytes >= (256ull << 20) ? g_slot / 2 : g_slot / 4;
+  return bytes >= (1ull << 30) ? g_slot : bytes >= (64ull << 20) ? g_slot / 2 : g_slot / 4;
 }
 
 // AllReduce: `count` elements in and out per rank. ReduceScatter: `count` out per rank, nranks
@@ -183,7 +199,7 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&rk[r].out, max_bytes));
     CHECK(cudaMalloc(&rk[r].bad, sizeof(unsigned)));
     CHECK(cudaMemset(rk[r].bad, 0, sizeof(unsigned)));
-    if (profile) CHECK(cudaMalloc(&rk[r].prof, 6 * sizeof(unsigned long long)));
+    if (profile) CHECK(cudaMalloc(&rk[r].prof, kProfWords * sizeof(unsigned long long)));
     CHECK(cudaStreamCreateWithFlags(&rk[r].stream, cudaStreamNonBlocking));
   }
   for (int r = 0; r < kRanks; ++r) {
@@ -227,7 +243,7 @@ int main(int argc, char** argv) {
     nvls::Args shape;
     shape.nranks = kRanks, shape.channels = g_channels, shape.reducers = g_reducers;
     std::printf("nvls_bench: %d x %s, core/nvls AllReduce / ReduceScatter over emulated multicast (peer access; %s), %u channels x %u CTAs per "
-                "rank (%u reducers each), %u threads, %llu KiB slots (a step: a quarter of one below 256 MiB, half below 1 GiB)\n", kRanks, prop.name,
+                "rank (%u reducers each), %u threads, %llu KiB slots (a step: a quarter of one below 64 MiB, half below 1 GiB)\n", kRanks, prop.name,
                 push ? "the head's reads placed in its GPU" : "every copy in its member's GPU", g_channels,
                 nvls::ctas_per_channel(shape), g_reducers, g_threads, (unsigned long long)(g_slot >> 10));
   }
@@ -323,18 +339,21 @@ int main(int argc, char** argv) {
   for (const bool ar : {true, false}) {
     std::printf("\n%-28s %12s %12s %10s %8s %8s\n", ar ? "allreduce f32 sum" : "reducescatter f32 sum", "size(B)", "count", "time(us)", "algbw",
                 "busbw");
-    for (uint64_t bytes = 4ull << 20; bytes <= max_bytes; bytes *= 4) {
+    const uint64_t min_bytes = std::getenv("NVLS_MIN") != nullptr ? std::strtoull(std::getenv("NVLS_MIN"), nullptr, 10) : 4ull << 20;
+    for (uint64_t bytes = std::max<uint64_t>(min_bytes, 64); bytes <= max_bytes; bytes *= 4) {
       const uint64_t n = ar ? bytes / 4 : bytes / 4 / kRanks;  // elements out per rank
       auto rounds = [&](auto op) {
         for (int i = 0; i < 3; ++i) op();
         sync_all(rk);
-        std::vector<double> t;
+        std::vector<double> t, host;
         for (int round = 0; round < 5; ++round) {
           const auto t0 = std::chrono::steady_clock::now();
           for (int i = 0; i < 20; ++i) op();
+          host.push_back(seconds_since(t0) / 20);  // the launches alone: the host's share
           sync_all(rk);
           t.push_back(seconds_since(t0) / 20);
         }
+        if (profile) std::printf("  (host: %.1f us per call to launch)\n", median(host) * 1e6);
         return median(t);
       };
       auto row = [&](const char* who, double s) {
@@ -348,16 +367,27 @@ int main(int argc, char** argv) {
       if (profile) {  // one more call, counted: the share of each role's cycles spent waiting, rank 0
         for (int r = 0; r < kRanks; ++r) {
           CHECK(cudaSetDevice(g_dev[r]));
-          CHECK(cudaMemset(rk[r].prof, 0, 6 * sizeof(unsigned long long)));
+          unsigned long long init[kProfWords] = {};
+          for (int role = 0; role < 3; ++role) init[6 + 4 * role] = init[8 + 4 * role] = ~0ull;
+          CHECK(cudaMemcpy(rk[r].prof, init, sizeof init, cudaMemcpyHostToDevice));
           CHECK(cudaDeviceSynchronize());
         }
-        collective(rk, ar, nvls::DType::kF32, nvls::RedOp::kSum, n, nvls::Registered::kNone, true);
+        const char* pm = std::getenv("NVLS_PROFILE_MODE");  // 0 FIFOs, 1 output registered, 2 input + output
+        const auto mode = nvls::Registered(pm != nullptr ? std::min(std::atoi(pm), ar ? 2 : 2) : 0);
+        collective(rk, ar, nvls::DType::kF32, nvls::RedOp::kSum, n, mode, true);
         sync_all(rk);
-        unsigned long long p[6];
+        unsigned long long p[kProfWords];
         CHECK(cudaSetDevice(g_dev[0]));
         CHECK(cudaMemcpy(p, rk[0].prof, sizeof p, cudaMemcpyDeviceToHost));
         std::printf("  rank 0 waits: scatter %.0f %%, reduce %.0f %%, gather %.0f %% of their cycles\n", 100.0 * p[0] / p[3],
                     100.0 * p[1] / p[4], ar ? 100.0 * p[2] / p[5] : 0.0);
+        // us after the first CTA started: first / last start, last failed poll, first / last end
+        const unsigned long long z = std::min({p[6], p[10], p[14]});
+        auto us = [z](unsigned long long t) { return t == ~0ull || t == 0 ? -1.0 : double(t - z) / 1e3; };
+        const char* names[] = {"scatter", "reduce", "gather"};
+        for (int role = 0; role < (ar ? 3 : 2); ++role)
+          std::printf("  rank 0 %-7s us: start %.1f-%.1f, last wait %.1f, end %.1f-%.1f\n", names[role], us(p[6 + 4 * role]), us(p[7 + 4 * role]),
+                      us(p[18 + role]), us(p[8 + 4 * role]), us(p[9 + 4 * role]));
       }
 #ifdef DOORBELL_WITH_NCCL
       for (const bool reg : {false, true}) {

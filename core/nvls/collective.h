@@ -32,8 +32,8 @@
 // Registered buffers (Args::registered; NCCL's NVLS user-buffer registration): every rank's
 // output (kOutput), or its input and output (kBoth), bound to multicast objects of their own
 // (mcs.output(), mcs.input(); offsets in bytes). With the output registered, AllReduce's reduce
-// multimem.st's straight into every member's output and the gather only waits and posts (no
-// broadcast FIFO data, no copy). With the input too, no data goes through the reduce FIFO
+// multimem.st's straight into every member's output without waiting for bc_head, and the
+// gather only waits and posts, unfenced (no broadcast FIFO data, no copy). With the input too, no data goes through the reduce FIFO
 // either: a part is one step, the scatter only posts and waits, and the reduce ld_reduces every
 // member's input. A member's red_tail then says its call has started (its input is ready, its
 // output may be written); with the input registered its scatter waits, before the call ends,
@@ -164,11 +164,11 @@ DOORBELL_HD void step_span(const Args& a, const Part& p, uint64_t s, uint64_t& l
 
 // A slot's bytes between private and shared memory across the CTA's threads, 16 at a time:
 // each thread first reads kUnroll pieces, then writes them, so that many loads are in flight
-// (one at a time, a GPU copy runs at load latency). Plain accesses through the context: the
-// weak model sees them.
+// (one at a time, a GPU copy runs at load latency; 8 in flight moved more than 4 under load,
+// gpu/run-nvls-bench). Plain accesses through the context: the weak model sees them.
 template <class C>
 DOORBELL_HD void move_slot(C& ctx, uint8_t* dst, const uint8_t* src, uint64_t n, uint32_t tid, uint32_t nthreads) {
-  constexpr uint32_t kUnroll = 4;
+  constexpr uint32_t kUnroll = 8;
   const uint64_t stride = uint64_t(nthreads) * 16, hunk = kUnroll * stride;
   uint64_t base = 0;
   for (; base + hunk <= n; base += hunk) {
@@ -260,14 +260,20 @@ DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t
 }
 
 // After a local slot copy of n bytes: thread 0 posts step v in this member's copy of `flag`,
-// fenced first so the slot's bytes are visible before the step.
+// fenced first so the slot's bytes are visible before the step. Unfenced (`publishes` false)
+// where the post hands nothing over: a registered output's gather has read no slot, and a
+// system-scope fence costs microseconds on the critical path of every call.
 template <class C, class M>
-DOORBELL_HD void post_own(C& ctx, M& mc, const Args& a, Flag flag, uint64_t v, uint64_t n, uint32_t tid) {
+DOORBELL_HD void post_own(C& ctx, M& mc, const Args& a, Flag flag, uint64_t v, uint64_t n, uint32_t tid, bool publishes = true) {
   ctx.sync_cta();
   if (tid != 0) return;
   mc.charge_local(ctx, n);
-  if (a.plants.post_fence_gpu) ctx.fence(exec::gpu_scope);
-  else ctx.fence(exec::system_scope);
+  if (!publishes) {
+  } else if (a.plants.post_fence_gpu) {
+    ctx.fence(exec::gpu_scope);
+  } else {
+    ctx.fence(exec::system_scope);
+  }
   ctx.store(exec::system_scope, exec::relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(flag))), v);
 }
 
@@ -286,7 +292,9 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
     const uint64_t steps = steps_of(a, p), b = role_base(ctx, mc, a, kScatterBase);
     uint64_t seen_head = 0;  // flags start at 0 and only grow
     for (uint64_t s = 0; s < steps; ++s) {
-      if (tid == 0 && ok && !a.plants.sender_ignores_head)
+      // Registered input: no slot to wait for (and the call before ended once every reducer
+      // had freed all of its steps).
+      if (tid == 0 && ok && !a.plants.sender_ignores_head && a.registered != Registered::kBoth)
         ok = wait_flag(ctx, mc, a, kRedHead, From::kReducersMin, "nvls scatter: reduce slot free (step < red_head + NCCL_STEPS)", seen_head,
                        [t = b + s](uint64_t head) { return t + 1 <= head + kSteps; });
       ctx.sync_cta();
@@ -312,7 +320,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       if (tid == 0 && ok) {
         ok = wait_flag(ctx, mc, a, kRedTail, min, "nvls reduce: every member staged (min red_tail > step)", seen_tail,
                        [t = b + s](uint64_t tail) { return tail >= t + 1; });
-        if (ok && a.allreduce)
+        if (ok && a.allreduce && a.registered == Registered::kNone)  // (a registered output has no slots)
           ok = wait_flag(ctx, mc, a, kBcHead, min, "nvls reduce: broadcast slot free (step < min bc_head + NCCL_STEPS)", seen_head,
                          [t = bb + s](uint64_t head) { return t + 1 <= head + kSteps; });
       }
@@ -359,7 +367,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       step_span(a, p, s, lo, n);
       const bool copy = a.registered == Registered::kNone;
       if (a.output != nullptr && copy) move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, nthreads);
-      post_own(ctx, mc, a, kBcHead, b + s + 1, copy ? n : 0, tid);
+      post_own(ctx, mc, a, kBcHead, b + s + 1, copy ? n : 0, tid, copy);
     }
     end_role(ctx, mc, a, kGatherBase, b + steps, tid);
   }

@@ -83,13 +83,14 @@ struct RankMcs {
 //     the step it stages next, one the reducers freed;
 //   - AllReduce: a member frees a broadcast slot only after it landed (bc_head <= the least
 //     bc_tail of its copy), a reducer broadcasts only into slots every member freed (each
-//     copy's bc_tail <= every bc_head + NCCL_STEPS);
+//     copy's bc_tail <= every bc_head + NCCL_STEPS; not with registered outputs: no slots);
 //   - a reduce reads a slot only while every member's copy holds a step it staged and no
 //     reducer has freed (its producer's flag passed the step).
 struct Positions {
   Region region;
   uint32_t n, channels, reducers;
   bool allreduce;
+  bool bc_slots;  // AllReduce's broadcast goes through its FIFO (not into registered outputs)
   std::vector<RankMcs>* mcs;
   std::string broken;  // the first rule broken, by a flag store, a FIFO write or a read
 
@@ -126,7 +127,7 @@ struct Positions {
       if (head > landed)
         return w + "rank " + std::to_string(m) + " freed broadcast steps up to " + std::to_string(head) + " while its copy showed " +
                std::to_string(landed) + " landed (a broadcast slot is freed only after it landed)";
-      for (uint32_t c = 0; c < n; ++c)
+      for (uint32_t c = 0; c < n && bc_slots; ++c)
         for (uint32_t j = 0; j < reducers; ++j)
           if (const uint64_t tail2 = flag(c, i, reducer_flag(kBcTail, j)); tail2 > head + kSteps)
             return w + "reducer " + std::to_string(j) + " broadcast step " + std::to_string(tail2 - 1) + " while rank " + std::to_string(m) +
@@ -239,7 +240,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
   }
   // Positions, in sequentially consistent runs (in the weak mode a flag's memory may run
   // ahead of what a member's loads return).
-  Positions pos{region, n, c.channels, c.reducers, c.allreduce, &mcs, {}};
+  Positions pos{region, n, c.channels, c.reducers, c.allreduce, c.phantom || c.registered == Registered::kNone, &mcs, {}};
   if (!c.ring && c.positions && so.memory == gpu_sim::MemoryModel::kSc) {
     for (uint32_t g = 0; g < n; ++g)
       for (uint64_t i = 0; i < regions; ++i) {
