@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
 
   // Every (type, op) multimem has, on an odd count, both collectives: equal to the host reference.
   int status = 0;
-  const uint64_t count = (1 << 20) + 13;
+  const uint64_t odd_count = (1 << 20) + 13;
   for (const auto reg : {nvls::Registered::kNone, nvls::Registered::kOutput, nvls::Registered::kBoth})
   for (const bool ar : {true, false})
     for (int ti = 0; ti < 8; ++ti)
@@ -259,6 +259,9 @@ int main(int argc, char** argv) {
         const auto op = nvls::RedOp(oi);
         if (nvls::multimem_pack_bytes(t, op) == 0) continue;
         const uint32_t es = nvls::dtype_bytes(t);
+        // An odd count, except for a ReduceScatter with its input registered: its blocks must
+        // start on 16 bytes to be read through multimem (else it runs the FIFO path).
+        const uint64_t count = !ar && reg == nvls::Registered::kBoth ? odd_count - odd_count % 16 : odd_count;
         const uint64_t in_count = ar ? count : count * kRanks;
         std::vector<std::vector<uint8_t>> host(kRanks, std::vector<uint8_t>(in_count * es));
         uint64_t x = 88172645463325252ull + uint64_t(ti * 3 + oi);
@@ -373,7 +376,7 @@ int main(int argc, char** argv) {
           CHECK(cudaDeviceSynchronize());
         }
         const char* pm = std::getenv("NVLS_PROFILE_MODE");  // 0 FIFOs, 1 output registered, 2 input + output
-        const auto mode = nvls::Registered(pm != nullptr ? std::min(std::atoi(pm), ar ? 2 : 2) : 0);
+        const auto mode = nvls::Registered(pm != nullptr ? std::clamp(std::atoi(pm), 0, 2) : 0);
         collective(rk, ar, nvls::DType::kF32, nvls::RedOp::kSum, n, mode, true);
         sync_all(rk);
         unsigned long long p[kProfWords];

@@ -144,10 +144,18 @@ DOORBELL_HD void end_role(C& ctx, M& mc, const Args& a, uint32_t which, uint64_t
 DOORBELL_HD uint64_t step_of(const Args& a) {
   return a.step_bytes != 0 && a.step_bytes < a.region.slot_bytes ? a.step_bytes : a.region.slot_bytes;
 }
+// The registration a call runs with. A ReduceScatter writes only its own output, so a
+// registered output alone changes nothing; and an input whose blocks (count elements each) do
+// not start on 16 bytes goes through the FIFOs (multimem packs must be aligned).
+DOORBELL_HD Registered registered_mode(const Args& a) {
+  if (a.allreduce || a.registered != Registered::kBoth) return a.allreduce ? a.registered : Registered::kNone;
+  return a.count * dtype_bytes(a.dtype) % 16 == 0 ? Registered::kBoth : Registered::kNone;
+}
+
 // Elements a step of part p moves: the slot's (or step_bytes'), or with registered buffers
 // (no slot) the whole part.
 DOORBELL_HD uint64_t step_elems(const Args& a, const Part& p) {
-  if (a.registered == Registered::kBoth) return p.hi > p.lo ? p.hi - p.lo : 1;
+  if (registered_mode(a) == Registered::kBoth) return p.hi > p.lo ? p.hi - p.lo : 1;
   return step_of(a) / dtype_bytes(a.dtype);
 }
 DOORBELL_HD uint64_t steps_of(const Args& a, const Part& p) {
@@ -228,10 +236,7 @@ DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t
                              uint32_t tid, uint32_t nthreads) {
   constexpr uint32_t kUnroll = 4;
   const uint32_t es = dtype_bytes(a.dtype);
-  uint32_t pack = a.plants.wrong_pack ? 16 : multimem_pack_bytes(a.dtype, a.op);
-  // A registered ReduceScatter input's block h starts at h x count elements, not always on a
-  // pack: then element by element (multimem needs aligned packs).
-  if (pack != 0 && (src % pack != 0 || (bcast && bc_off % pack != 0))) pack = 0;
+  const uint32_t pack = a.plants.wrong_pack ? 16 : multimem_pack_bytes(a.dtype, a.op);
   alignas(16) uint8_t acc[kUnroll][16];
   auto put = [&](uint64_t off, uint32_t bytes, const uint8_t* v) {
     if (bcast) to.st(ctx, bc_off + off, v, bytes);
@@ -284,6 +289,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
   const uint32_t per_channel = ctas_per_channel(a);
   const uint32_t c = cta / per_channel, r = cta % per_channel;
   const uint32_t es = dtype_bytes(a.dtype);
+  const Registered reg = registered_mode(a);
   bool ok = true;
   if (r < a.nranks) {  // scatter my part for head h
     const uint32_t h = r;
@@ -292,19 +298,18 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
     const uint64_t steps = steps_of(a, p), b = role_base(ctx, mc, a, kScatterBase);
     uint64_t seen_head = 0;  // flags start at 0 and only grow
     for (uint64_t s = 0; s < steps; ++s) {
-      // Registered input: no slot to wait for (and the call before ended once every reducer
-      // had freed all of its steps).
-      if (tid == 0 && ok && !a.plants.sender_ignores_head && a.registered != Registered::kBoth)
+      // Registered input: no slot is written, so none to wait for.
+      if (tid == 0 && ok && !a.plants.sender_ignores_head && reg != Registered::kBoth)
         ok = wait_flag(ctx, mc, a, kRedHead, From::kReducersMin, "nvls scatter: reduce slot free (step < red_head + NCCL_STEPS)", seen_head,
                        [t = b + s](uint64_t head) { return t + 1 <= head + kSteps; });
       ctx.sync_cta();
       uint64_t lo, n;
       step_span(a, p, s, lo, n);
-      const bool copy = a.registered != Registered::kBoth;
+      const bool copy = reg != Registered::kBoth;
       if (a.input != nullptr && copy) move_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, nthreads);
       post_own(ctx, mc, a, kRedTail, b + s + 1, copy ? n : 0, tid);
     }
-    if (a.registered == Registered::kBoth && tid == 0 && ok && !a.plants.input_released_early)  // the head's reducers have read my input
+    if (reg == Registered::kBoth && tid == 0 && ok && !a.plants.input_released_early)  // the head's reducers have read my input
       ok = wait_flag(ctx, mc, a, kRedHead, From::kReducersMin, "nvls scatter: every reducer read my input (red_head >= the call's end)",
                      seen_head, [t = b + steps](uint64_t head) { return head >= t; });
     end_role(ctx, mc, a, kScatterBase, b + steps, tid);
@@ -320,7 +325,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       if (tid == 0 && ok) {
         ok = wait_flag(ctx, mc, a, kRedTail, min, "nvls reduce: every member staged (min red_tail > step)", seen_tail,
                        [t = b + s](uint64_t tail) { return tail >= t + 1; });
-        if (ok && a.allreduce && a.registered == Registered::kNone)  // (a registered output has no slots)
+        if (ok && a.allreduce && reg == Registered::kNone)  // (a registered output has no slots)
           ok = wait_flag(ctx, mc, a, kBcHead, min, "nvls reduce: broadcast slot free (step < min bc_head + NCCL_STEPS)", seen_head,
                          [t = bb + s](uint64_t head) { return t + 1 <= head + kSteps; });
       }
@@ -330,10 +335,10 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       // My share: bytes [n0, n1) of the step, cut on 16-byte multiples.
       const uint64_t n0 = n * j / a.reducers / 16 * 16, n1 = j + 1 == a.reducers ? n : n * (j + 1) / a.reducers / 16 * 16;
       uint8_t* out = a.output == nullptr || a.allreduce ? nullptr : a.output + lo * es + n0;  // ReduceScatter: my block
-      if (a.input != nullptr && a.registered == Registered::kBoth)
+      if (a.input != nullptr && reg == Registered::kBoth)
         reduce_copy(ctx, mcs.input(), a, (input_base(a, a.rank) + lo) * es + n0, out, mcs.output(), a.allreduce, lo * es + n0, n1 - n0, tid,
                     nthreads);
-      else if (a.input != nullptr && a.registered == Registered::kOutput)
+      else if (a.input != nullptr && reg == Registered::kOutput)
         reduce_copy(ctx, mc, a, a.region.red(b + s) + n0, out, mcs.output(), a.allreduce, lo * es + n0, n1 - n0, tid, nthreads);
       else if (a.input != nullptr)
         reduce_copy(ctx, mc, a, a.region.red(b + s) + n0, out, mc, a.allreduce, a.region.bc(bb + s) + n0, n1 - n0, tid, nthreads);
@@ -365,7 +370,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       ctx.sync_cta();
       uint64_t lo, n;
       step_span(a, p, s, lo, n);
-      const bool copy = a.registered == Registered::kNone;
+      const bool copy = reg == Registered::kNone;
       if (a.output != nullptr && copy) move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, nthreads);
       post_own(ctx, mc, a, kBcHead, b + s + 1, copy ? n : 0, tid, copy);
     }
