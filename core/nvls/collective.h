@@ -33,8 +33,8 @@
 // output (kOutput), or its input and output (kBoth), bound to multicast objects of their own
 // (mcs.output(), mcs.input(); offsets in bytes). With the output registered, AllReduce's reduce
 // multimem.st's straight into every member's output without waiting for bc_head, and the
-// gather only waits and posts, unfenced (no broadcast FIFO data, no copy). With the input too, no data goes through the reduce FIFO
-// either: a part is one step, the scatter only posts and waits, and the reduce ld_reduces every
+// gather only waits and posts, unfenced (no broadcast FIFO data, no copy). With the input too,
+// no data goes through the reduce FIFO either: a part is one step, the scatter only posts and waits, and the reduce ld_reduces every
 // member's input. A member's red_tail then says its call has started (its input is ready, its
 // output may be written); with the input registered its scatter waits, before the call ends,
 // until every reducer freed its step (no peer still reads my input); an AllReduce gather's wait
@@ -273,12 +273,8 @@ DOORBELL_HD void post_own(C& ctx, M& mc, const Args& a, Flag flag, uint64_t v, u
   ctx.sync_cta();
   if (tid != 0) return;
   mc.charge_local(ctx, n);
-  if (!publishes) {
-  } else if (a.plants.post_fence_gpu) {
-    ctx.fence(exec::gpu_scope);
-  } else {
-    ctx.fence(exec::system_scope);
-  }
+  if (publishes && a.plants.post_fence_gpu) ctx.fence(exec::gpu_scope);
+  else if (publishes) ctx.fence(exec::system_scope);
   ctx.store(exec::system_scope, exec::relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(flag))), v);
 }
 
