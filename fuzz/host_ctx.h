@@ -25,6 +25,7 @@ class HostCtx {
   bool any(bool b) { return b; }
   void syncwarp() {}
   void sync_cta() {}
+  void sync_threads(uint32_t, uint32_t) {}
 
   template <exec::Scope S>
   uint64_t atomic_add(exec::ScopeTag<S>, uint64_t* p, uint64_t v) { const uint64_t o = *p; *p = o + v; return o; }

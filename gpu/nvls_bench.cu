@@ -62,7 +62,8 @@ class WaitClockCtx : public CudaCtx {
 
 // prof (optional, kProfWords): cycles waited by scatter, reduce and gather CTAs [0, 3), their
 // clocks in all [3, 6); per role the global timer at the first and last CTA start [6 + 4 role],
-// first and last end, and the last failed poll [18 + role] (thread 0s).
+// first and last end (thread 0s), and the last failed poll [18 + role] (the waiters: WaitRecv,
+// thread 0, and WaitSend, thread 8; nvls::Threads).
 constexpr int kProfWords = 21;
 __global__ void nvls_kernel(EmuMcs mcs, nvls::Args a, unsigned* bad, unsigned long long* prof) {
   const uint32_t r = blockIdx.x % nvls::ctas_per_channel(a);
@@ -74,9 +75,10 @@ __global__ void nvls_kernel(EmuMcs mcs, nvls::Args a, unsigned* bad, unsigned lo
     atomicMin(prof + 6 + 4 * role, now), atomicMax(prof + 7 + 4 * role, now);
   }
   {
-    WaitClockCtx ctx(traced ? prof + role : nullptr);
-    if (!nvls::nvls_cta(ctx, mcs, a, blockIdx.x, threadIdx.x, blockDim.x) && threadIdx.x == 0) atomicAdd(bad, 1u);
-    if (traced) atomicMax(prof + 18 + role, ctx.last_spin_ns_);
+    const bool waiter = prof != nullptr && (threadIdx.x == 0 || threadIdx.x == 8);
+    WaitClockCtx ctx(waiter ? prof + role : nullptr);
+    if (!nvls::nvls_cta(ctx, mcs, a, blockIdx.x, threadIdx.x, blockDim.x)) atomicAdd(bad, 1u);  // (a waiter's wait gave up)
+    if (waiter) atomicMax(prof + 18 + role, ctx.last_spin_ns_);
   }
   if (traced) {
     atomicAdd(prof + 3 + role, (unsigned long long)(clock64() - t0));

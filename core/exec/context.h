@@ -31,6 +31,7 @@ concept ExecContext = requires(C& c, const C& cc, uint64_t* p, const uint64_t* c
   { c.any(b) } -> std::same_as<bool>;
   c.syncwarp();
   c.sync_cta();  // barrier over every thread of the CTA (that has not exited)
+  c.sync_threads(u, u);  // named barrier `id` (1 to 15) of `count` of the CTA's threads (bar.sync id, count)
   // 64-bit atomics, each with a scope.
   { c.atomic_add(gpu_scope, p, v) } -> std::same_as<uint64_t>;
   { c.atomic_cas(gpu_scope, p, v, v) } -> std::same_as<uint64_t>;

@@ -14,8 +14,8 @@
 // receiver while tail < step + 1. A producer fences (acq_rel, system) and then stores its step
 // relaxed; consumers poll with acquire. Steps run on from call to call — each role keeps where
 // its next call starts in its own region copy — so calls of any size and kind follow each other
-// without clearing anything. A CTA takes one (role, head, channel); its thread 0
-// waits and posts, all its threads move data between CTA barriers. The reduce may be shared
+// without clearing anything. A CTA takes one (role, head, channel), its threads split as
+// NCCL's primitives split them (Threads): workers wait and move data, a sync warp posts. The reduce may be shared
 // by `reducers` CTAs, each taking its own share of every step with its own red_head / bc_tail
 // (consumers wait for the least of them): on a GPU without a switch the reduce moves the
 // remote bytes, and one CTA per channel cannot keep the links busy. A wait that gives up (a GPU
@@ -64,6 +64,8 @@ struct Plants {
   bool broadcast_posted_early = false;  // a reducer's thread 0 posts bc_tail before the CTA barrier after the broadcast stores
   bool post_fence_gpu = false;       // a staged slot is posted behind a .gpu fence: other GPUs' reducers read it
   bool input_released_early = false;  // registered input: a call ends without waiting for the reducers to have read it
+  bool gather_frees_late = false;     // a gather frees the step it read (bc_head = step), one behind the step past it
+  bool post_send_fences_own_stores = false;  // PostSend fences only when it stored step data itself (the sync warp stores none)
 };
 
 inline constexpr uint32_t kMaxReducers = 4;
@@ -184,13 +186,14 @@ DOORBELL_HD void move_slot(C& ctx, uint8_t* dst, const uint8_t* src, uint64_t n,
     for (uint32_t u = 0; u < kUnroll; ++u) ctx.read_bytes(v[u], src + base + u * stride + tid * 16, 16);
     for (uint32_t u = 0; u < kUnroll; ++u) ctx.write_bytes(dst + base + u * stride + tid * 16, v[u], 16);
   }
-  // The tail too is read through the context (it read src straight from memory once, which
-  // neither the weak model nor the race detector saw).
-  for (uint64_t off = base + uint64_t(tid) * 16; off < n; off += stride) {
-    alignas(16) uint8_t v[16];
-    const uint64_t k = n - off < 16 ? n - off : 16;
-    ctx.read_bytes(v, src + off, k);
-    ctx.write_bytes(dst + off, v, k);
+  // The rest (less than a hunk): still up to kUnroll loads in flight per thread, the last piece
+  // possibly short. Read through the context like the rest (the weak model and the detector see it).
+  if (base < n) {
+    alignas(16) uint8_t v[kUnroll][16];
+    for (uint32_t u = 0; u < kUnroll; ++u)
+      if (const uint64_t off = base + u * stride + tid * 16; off < n) ctx.read_bytes(v[u], src + off, n - off < 16 ? n - off : 16);
+    for (uint32_t u = 0; u < kUnroll; ++u)
+      if (const uint64_t off = base + u * stride + tid * 16; off < n) ctx.write_bytes(dst + off, v[u], n - off < 16 ? n - off : 16);
   }
 }
 
@@ -264,21 +267,48 @@ DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t
   for (uint64_t off = packs_end + uint64_t(tid) * es; off < n; off += uint64_t(nthreads) * es) one(off, es);
 }
 
-// After a local slot copy of n bytes: thread 0 posts step v in this member's copy of `flag`,
-// fenced first so the slot's bytes are visible before the step. Unfenced (`publishes` false)
-// where the post hands nothing over: a registered output's gather has read no slot, and a
-// system-scope fence costs microseconds on the critical path of every call.
+// A role CTA's threads, as NCCL's primitives split them (seed 003). With two or more warps the
+// last is a sync warp: it only posts, so a post's system-scope fence (microseconds) overlaps
+// the next step's wait and copy. The other warps are workers: WaitRecv (thread 0) polls what
+// the role consumes, WaitSend (thread 8) the free slots it produces into, both at once; every
+// worker moves data, and they meet at a barrier of their own (1) before each step's data.
+// PostRecv (frees what was consumed) and PostSend (publishes what was produced) are the sync
+// warp's first and last threads. With one warp, its threads do everything.
+struct Threads {
+  uint32_t n, workers, wait_recv, wait_send, post_recv, post_send;
+};
+template <class C>
+DOORBELL_HD Threads threads_of(const C& ctx, uint32_t nthreads) {
+  const uint32_t w = ctx.warp_size(), workers = nthreads >= 2 * w ? nthreads - w : nthreads;
+  return {nthreads, workers, 0, workers > 8 ? 8 : workers - 1, workers == nthreads ? 0 : workers, nthreads - 1};
+}
+// The workers' barrier: every step's wait is over (bar.sync 1, or the CTA's without a sync warp).
+template <class C>
+DOORBELL_HD void workers_sync(C& ctx, const Threads& t) {
+  if (t.workers == t.n) ctx.sync_cta();
+  else ctx.sync_threads(1, t.workers);
+}
+
+// After the step's CTA barrier, the poster stores step v in this member's copy of `flag`, with
+// a system-scope fence first where the post hands data on (the workers' stores before the
+// barrier go out with it). Unfenced where it hands nothing over: a registered output's gather
+// has read no slot, and the fence costs microseconds of the poster's time each step.
 template <class C, class M>
-DOORBELL_HD void post_own(C& ctx, M& mc, const Args& a, Flag flag, uint64_t v, uint64_t n, uint32_t tid, bool publishes = true) {
-  ctx.sync_cta();
-  if (tid != 0) return;
-  mc.charge_local(ctx, n);
+DOORBELL_HD void post_own(C& ctx, M& mc, const Args& a, Flag flag, uint64_t v, bool publishes) {
   if (publishes && a.plants.post_fence_gpu) ctx.fence(exec::gpu_scope);
   else if (publishes) ctx.fence(exec::system_scope);
   ctx.store(exec::system_scope, exec::relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(flag))), v);
 }
+// Whether PostSend fences: always where it publishes data (the plant: only if it stored some of
+// the step's n bytes itself, 16 per worker thread — which a sync warp never does).
+DOORBELL_HD bool send_fences(const Args& a, const Threads& t, uint32_t tid, uint64_t n) {
+  return !a.plants.post_send_fences_own_stores || (tid < t.workers && uint64_t(tid) * 16 < n);
+}
 
-// One CTA of rank a.rank. `mcs.at(h, c)` is the multicast view of (head h, channel c).
+// One CTA of rank a.rank. `mcs.at(h, c)` is the multicast view of (head h, channel c). Each
+// step: the waiters poll, the workers meet (workers_sync) and move the step's data, the whole
+// CTA meets (sync_cta), the posters post — while the workers go on to the next step's wait.
+// Returns false where one of this thread's waits gave up.
 template <class C, class Mcs>
 DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_t tid, uint32_t nthreads) {
   using namespace exec;
@@ -286,26 +316,31 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
   const uint32_t c = cta / per_channel, r = cta % per_channel;
   const uint32_t es = dtype_bytes(a.dtype);
   const Registered reg = registered_mode(a);
+  const Threads t = threads_of(ctx, nthreads);
+  const bool worker = tid < t.workers;
   bool ok = true;
   if (r < a.nranks) {  // scatter my part for head h
     const uint32_t h = r;
     auto& mc = mcs.at(h, c);
     const Part p = part_of(a, h, c);
     const uint64_t steps = steps_of(a, p), b = role_base(ctx, mc, a, kScatterBase);
+    const bool copy = reg != Registered::kBoth;  // (a registered input: no slot is written, none to wait for)
     uint64_t seen_head = 0;  // flags start at 0 and only grow
     for (uint64_t s = 0; s < steps; ++s) {
-      // Registered input: no slot is written, so none to wait for.
-      if (tid == 0 && ok && !a.plants.sender_ignores_head && reg != Registered::kBoth)
-        ok = wait_flag(ctx, mc, a, kRedHead, From::kReducersMin, "nvls scatter: reduce slot free (step < red_head + NCCL_STEPS)", seen_head,
-                       [t = b + s](uint64_t head) { return t + 1 <= head + kSteps; });
-      ctx.sync_cta();
       uint64_t lo, n;
       step_span(a, p, s, lo, n);
-      const bool copy = reg != Registered::kBoth;
-      if (a.input != nullptr && copy) move_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, nthreads);
-      post_own(ctx, mc, a, kRedTail, b + s + 1, copy ? n : 0, tid);
+      if (worker) {
+        if (tid == t.wait_send && ok && !a.plants.sender_ignores_head && copy)
+          ok = wait_flag(ctx, mc, a, kRedHead, From::kReducersMin, "nvls scatter: reduce slot free (step < red_head + NCCL_STEPS)", seen_head,
+                         [t = b + s](uint64_t head) { return t + 1 <= head + kSteps; });
+        workers_sync(ctx, t);
+        if (a.input != nullptr && copy) move_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, t.workers);
+        if (tid == 0) mc.charge_local(ctx, copy ? n : 0);
+      }
+      ctx.sync_cta();
+      if (tid == t.post_send) post_own(ctx, mc, a, kRedTail, b + s + 1, send_fences(a, t, tid, copy ? n : 0));
     }
-    if (reg == Registered::kBoth && tid == 0 && ok && !a.plants.input_released_early)  // the head's reducers have read my input
+    if (reg == Registered::kBoth && tid == t.wait_send && ok && !a.plants.input_released_early)  // the head's reducers have read my input
       ok = wait_flag(ctx, mc, a, kRedHead, From::kReducersMin, "nvls scatter: every reducer read my input (red_head >= the call's end)",
                      seen_head, [t = b + steps](uint64_t head) { return head >= t; });
     end_role(ctx, mc, a, kScatterBase, b + steps, tid);
@@ -318,37 +353,43 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
     const From min = a.plants.own_flag_not_min ? From::kOwn : From::kMembersMin;
     uint64_t seen_tail = 0, seen_head = 0;
     for (uint64_t s = 0; s < steps; ++s) {
-      if (tid == 0 && ok) {
-        ok = wait_flag(ctx, mc, a, kRedTail, min, "nvls reduce: every member staged (min red_tail > step)", seen_tail,
-                       [t = b + s](uint64_t tail) { return tail >= t + 1; });
-        if (ok && a.allreduce && reg == Registered::kNone)  // (a registered output has no slots)
-          ok = wait_flag(ctx, mc, a, kBcHead, min, "nvls reduce: broadcast slot free (step < min bc_head + NCCL_STEPS)", seen_head,
-                         [t = bb + s](uint64_t head) { return t + 1 <= head + kSteps; });
-      }
-      ctx.sync_cta();
       uint64_t lo, n;
       step_span(a, p, s, lo, n);
       // My share: bytes [n0, n1) of the step, cut on 16-byte multiples.
       const uint64_t n0 = n * j / a.reducers / 16 * 16, n1 = j + 1 == a.reducers ? n : n * (j + 1) / a.reducers / 16 * 16;
-      uint8_t* out = a.output == nullptr || a.allreduce ? nullptr : a.output + lo * es + n0;  // ReduceScatter: my block
-      if (a.input != nullptr && reg == Registered::kBoth)
-        reduce_copy(ctx, mcs.input(), a, (input_base(a, a.rank) + lo) * es + n0, out, mcs.output(), a.allreduce, lo * es + n0, n1 - n0, tid,
-                    nthreads);
-      else if (a.input != nullptr && reg == Registered::kOutput)
-        reduce_copy(ctx, mc, a, a.region.red(b + s) + n0, out, mcs.output(), a.allreduce, lo * es + n0, n1 - n0, tid, nthreads);
-      else if (a.input != nullptr)
-        reduce_copy(ctx, mc, a, a.region.red(b + s) + n0, out, mc, a.allreduce, a.region.bc(bb + s) + n0, n1 - n0, tid, nthreads);
-      if (tid == 0 && (a.plants.reducer_frees_early || a.plants.broadcast_posted_early)) {
-        ctx.fence(system_scope);
-        if (a.plants.reducer_frees_early) mc.st_flag(ctx, a.region.flag(reducer_flag(kRedHead, j)), b + s + 1);
-        if (a.plants.broadcast_posted_early && a.allreduce) mc.st_flag(ctx, a.region.flag(reducer_flag(kBcTail, j)), bb + s + 1);
+      if (worker) {
+        if (tid == t.wait_recv && ok)
+          ok = wait_flag(ctx, mc, a, kRedTail, min, "nvls reduce: every member staged (min red_tail > step)", seen_tail,
+                         [t = b + s](uint64_t tail) { return tail >= t + 1; });
+        if (tid == t.wait_send && ok && a.allreduce && reg == Registered::kNone)  // (a registered output has no slots)
+          ok = wait_flag(ctx, mc, a, kBcHead, min, "nvls reduce: broadcast slot free (step < min bc_head + NCCL_STEPS)", seen_head,
+                         [t = bb + s](uint64_t head) { return t + 1 <= head + kSteps; });
+        workers_sync(ctx, t);
+        uint8_t* out = a.output == nullptr || a.allreduce ? nullptr : a.output + lo * es + n0;  // ReduceScatter: my block
+        if (a.input != nullptr && reg == Registered::kBoth)
+          reduce_copy(ctx, mcs.input(), a, (input_base(a, a.rank) + lo) * es + n0, out, mcs.output(), a.allreduce, lo * es + n0, n1 - n0, tid,
+                      t.workers);
+        else if (a.input != nullptr && reg == Registered::kOutput)
+          reduce_copy(ctx, mc, a, a.region.red(b + s) + n0, out, mcs.output(), a.allreduce, lo * es + n0, n1 - n0, tid, t.workers);
+        else if (a.input != nullptr)
+          reduce_copy(ctx, mc, a, a.region.red(b + s) + n0, out, mc, a.allreduce, a.region.bc(bb + s) + n0, n1 - n0, tid, t.workers);
+        if (tid == 0 && (a.plants.reducer_frees_early || a.plants.broadcast_posted_early)) {
+          ctx.fence(system_scope);
+          if (a.plants.reducer_frees_early) mc.st_flag(ctx, a.region.flag(reducer_flag(kRedHead, j)), b + s + 1);
+          if (a.plants.broadcast_posted_early && a.allreduce) mc.st_flag(ctx, a.region.flag(reducer_flag(kBcTail, j)), bb + s + 1);
+        }
+        if (tid == 0) mc.charge_reduce(ctx, n1 - n0, a.allreduce);
       }
       ctx.sync_cta();
-      if (tid == 0) {
-        mc.charge_reduce(ctx, n1 - n0, a.allreduce);
+      // PostRecv frees the slot every member staged; PostSend publishes the broadcast. Both
+      // fence: the frees order the reads before them for the race detector too.
+      if (tid == t.post_recv && !a.plants.reducer_frees_early) {
         ctx.fence(system_scope);
-        if (!a.plants.reducer_frees_early) mc.st_flag(ctx, a.region.flag(reducer_flag(kRedHead, j)), b + s + 1);
-        if (a.allreduce && !a.plants.broadcast_posted_early) mc.st_flag(ctx, a.region.flag(reducer_flag(kBcTail, j)), bb + s + 1);
+        mc.st_flag(ctx, a.region.flag(reducer_flag(kRedHead, j)), b + s + 1);
+      }
+      if (tid == t.post_send && a.allreduce && !a.plants.broadcast_posted_early) {
+        if (send_fences(a, t, tid, n1 - n0)) ctx.fence(system_scope);
+        mc.st_flag(ctx, a.region.flag(reducer_flag(kBcTail, j)), bb + s + 1);
       }
     }
     end_role(ctx, mc, a, reducer_flag(kReduceBase, j), b + steps, tid);
@@ -358,17 +399,21 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
     auto& mc = mcs.at(h, c);
     const Part p = part_of(a, h, c);
     const uint64_t steps = steps_of(a, p), b = role_base(ctx, mc, a, kGatherBase);
+    const bool copy = reg == Registered::kNone;
     uint64_t seen_tail = 0;
     for (uint64_t s = 0; s < steps; ++s) {
-      if (tid == 0 && ok)
-        ok = wait_flag(ctx, mc, a, kBcTail, From::kReducersMin, "nvls gather: broadcast landed (bc_tail > step)", seen_tail,
-                       [t = b + s](uint64_t tail) { return tail >= t + 1; });
-      ctx.sync_cta();
       uint64_t lo, n;
       step_span(a, p, s, lo, n);
-      const bool copy = reg == Registered::kNone;
-      if (a.output != nullptr && copy) move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, nthreads);
-      post_own(ctx, mc, a, kBcHead, b + s + 1, copy ? n : 0, tid, copy);
+      if (worker) {
+        if (tid == t.wait_recv && ok)
+          ok = wait_flag(ctx, mc, a, kBcTail, From::kReducersMin, "nvls gather: broadcast landed (bc_tail > step)", seen_tail,
+                         [t = b + s](uint64_t tail) { return tail >= t + 1; });
+        workers_sync(ctx, t);
+        if (a.output != nullptr && copy) move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, t.workers);
+        if (tid == 0) mc.charge_local(ctx, copy ? n : 0);
+      }
+      ctx.sync_cta();
+      if (tid == t.post_recv) post_own(ctx, mc, a, kBcHead, b + s + (a.plants.gather_frees_late ? 0 : 1), copy);
     }
     end_role(ctx, mc, a, kGatherBase, b + steps, tid);
   }

@@ -80,6 +80,8 @@ class BasicCudaCtx {
   __device__ bool any(bool b) { return __any_sync(0xffffffffu, b) != 0; }
   __device__ void syncwarp() { __syncwarp(); }
   __device__ void sync_cta() { __syncthreads(); }
+  // (count: a multiple of the warp size; id 0 is __syncthreads')
+  __device__ void sync_threads(uint32_t id, uint32_t count) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory"); }
 
   template <exec::Scope S>
   __device__ uint64_t atomic_add(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {

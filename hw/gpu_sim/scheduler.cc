@@ -1,6 +1,7 @@
 #include "hw/gpu_sim/scheduler.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <sstream>
 #include <unordered_map>
@@ -204,6 +205,12 @@ struct Scheduler::CtaBarrier {
     waiting.clear();
     arrived = 0;
   }
+  // bar.sync id, count (id 1 to 15): released by its count-th arrival, exited threads or not.
+  struct Named {
+    uint32_t arrived = 0;
+    std::vector<Scheduler::Lane*> waiting;
+  };
+  std::array<Named, 16> named;
 };
 
 struct Scheduler::Agent {
@@ -598,6 +605,38 @@ void Scheduler::sync_cta() {
   }
   set_state(*cur_lane_, LaneState::kBarrier);
   b->waiting.push_back(cur_lane_);
+  yield();
+  if (aborted_) throw KernelAborted{};
+  if (weak_) weak_->synced(cur_lane_->mem_thread);
+}
+
+void Scheduler::sync_threads(uint32_t id, uint32_t count) {
+  if (aborted_) throw KernelAborted{};
+  CtaBarrier* cb = cur_agent_->barrier;
+  if (cb == nullptr) return;
+  if (id == 0 || id >= cb->named.size() || count == 0) {
+    report_ = "sync_threads(" + std::to_string(id) + ", " + std::to_string(count) + ") in " + agent_name(*cur_agent_) +
+              ": a named barrier is 1 to 15, of 1 or more threads\n";
+    hang_ = true;
+    yield();
+    throw KernelAborted{};
+  }
+  CtaBarrier::Named& b = cb->named[id];
+  if (weak_) weak_->fence(cur_lane_->mem_thread, exec::Scope::kCta);  // as sync_cta: a CTA fence on each side
+  if (++b.arrived == count) {
+    if (weak_) weak_->synced(cur_lane_->mem_thread);
+    if (race_) {
+      std::vector<uint32_t> ts{cur_actor_};
+      for (const Lane* l : b.waiting) ts.push_back(l->race_thread);
+      race_->barrier(ts);
+    }
+    for (Lane* l : b.waiting) set_state(*l, LaneState::kRunnable);
+    b.waiting.clear();
+    b.arrived = 0;
+    return;
+  }
+  set_state(*cur_lane_, LaneState::kBarrier);
+  b.waiting.push_back(cur_lane_);
   yield();
   if (aborted_) throw KernelAborted{};
   if (weak_) weak_->synced(cur_lane_->mem_thread);

@@ -213,6 +213,7 @@ class Scheduler {
   bool park(const char* what);
   uint64_t collective(int kind, uint64_t value, uint32_t arg);
   void sync_cta();
+  void sync_threads(uint32_t id, uint32_t count);  // a named barrier (bar.sync id, count)
   void mmio_store(uint64_t* addr, uint64_t value);
   bool stopping() const { return stopping_ || aborted_; }
   // True while the running lane's accesses need nothing but doing and recording (fast mode,

@@ -40,6 +40,7 @@ class SimCtx {
     if (w != nullptr) w->synced(s_->mem_thread());
   }
   void sync_cta() { s_->sync_cta(); }
+  void sync_threads(uint32_t id, uint32_t count) { s_->sync_threads(id, count); }
 
   // Atomics act on the newest value (after the stores they must follow have landed).
   template <exec::Scope S>

@@ -85,7 +85,11 @@ struct RankMcs {
 //     bc_tail of its copy), a reducer broadcasts only into slots every member freed (each
 //     copy's bc_tail <= every bc_head + NCCL_STEPS; not with registered outputs: no slots);
 //   - a reduce reads a slot only while every member's copy holds a step it staged and no
-//     reducer has freed (its producer's flag passed the step).
+//     reducer has freed (its producer's flag passed the step);
+//   - a role ends its call having posted every step it moved: the base it stores for its next
+//     call equals its flag. (Flags are absolute steps, so one left behind passes every later
+//     wait and the next call's first post overtakes it: no wrong byte and no hang show it; it
+//     only runs the FIFO a slot short, and a wait for the flags to settle never ends.)
 struct Positions {
   Region region;
   uint32_t n, channels, reducers;
@@ -136,9 +140,11 @@ struct Positions {
     return "";
   }
   // A write into member g's copy of region i's reduce FIFO at `off` (its scatter staging the
-  // step it will post next): the step's own slot, and one every reducer freed.
+  // step it will post next, or the one after: the workers run a step ahead of the sync warp's
+  // post): that step's own slot, and one every reducer freed.
   std::string staged(uint32_t g, uint64_t i, uint64_t off) const {
-    const uint64_t slot = (off - Region::kFlagBytes) / region.slot_bytes, step = flag(g, i, kRedTail), freed = least(i, kRedHead, int(g));
+    const uint64_t slot = (off - Region::kFlagBytes) / region.slot_bytes, tail = flag(g, i, kRedTail), freed = least(i, kRedHead, int(g));
+    const uint64_t step = slot == (tail + 1) % kSteps ? tail + 1 : tail;
     if (slot == step % kSteps && step < freed + kSteps) return "";
     return where(i) + ": rank " + std::to_string(g) + " wrote reduce slot " + std::to_string(slot) + " staging step " + std::to_string(step) +
            " while its copy showed steps freed up to " + std::to_string(freed) + " (a slot is staged only after every reducer freed it)";
@@ -155,6 +161,19 @@ struct Positions {
         note(where(i) + ": a reduce read slot " + std::to_string(slot) + " while rank " + std::to_string(m) + "'s copy held no step it had staged (" +
              std::to_string(tail) + ") and the reducers had not freed (" + std::to_string(freed) +
              ") (a consumer reads a step only after its producer's flag passed it, and before it is freed)");
+  }
+  // Member g stored `next` as base `which` of region i (its role's call ended): the flag the
+  // role posts (its own copy's; a reducer's, as it reached any copy) must equal it.
+  std::string ended(uint32_t g, uint64_t i, uint32_t which, uint64_t next) const {
+    static constexpr const char* kRole[] = {"scatter", "gather", "reducer", "reducer's broadcast"};
+    static constexpr const char* kName[] = {"red_tail", "bc_head", "red_head", "bc_tail"};
+    const uint32_t f = which - 2, role = f % 4, j = f / 4;  // the flag on the line two before its base (Flag)
+    uint64_t posted = flag(g, i, f);
+    for (uint32_t m = 0; m < n && role >= 2; ++m) posted = std::max(posted, flag(m, i, f));
+    if (posted == next) return "";
+    return where(i) + ": rank " + std::to_string(g) + "'s " + kRole[role] + (role >= 2 ? " " + std::to_string(j) : "") +
+           " ended its call at step " + std::to_string(next) + " with " + kName[role] + " at " + std::to_string(posted) +
+           " (a role ends its call having posted every step it moved)";
   }
   // The first rule broken, by a store (check_stores) or a read.
   std::string note(const std::string& why) {
@@ -253,6 +272,17 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
           });
         }
         s.check_stores(mcs[g].v[i].uc(region.flag(kRedTail)), 8, check);
+        auto base = [&](uint32_t which) {  // a role's end: the base for its next call stored
+          s.check_stores(mcs[g].v[i].uc(region.flag(which)), 8, [&pos, g, i, which](const void* at) {
+            return pos.note(pos.ended(g, i, which, *static_cast<const uint64_t*>(at)));
+          });
+        };
+        base(kScatterBase);
+        if (c.allreduce) base(kGatherBase);
+        for (uint32_t j = 0; j < c.reducers; ++j) {
+          base(reducer_flag(kReduceBase, j));
+          if (c.allreduce) base(reducer_flag(kBroadcastBase, j));
+        }
         if (c.allreduce) s.check_stores(mcs[g].v[i].uc(region.flag(kBcHead)), 8, check);
         for (uint32_t j = 0; j < c.reducers; ++j) {
           s.check_stores(mcs[g].v[i].uc(region.flag(reducer_flag(kRedHead, j))), 8, check);

@@ -105,7 +105,7 @@ TEST(NvlsProperty, FindsPlantedBugs) {
 // Protocol positions (sim/nvls/nvls_run.cc, sequentially consistent runs) name the rule each
 // flow-control plant breaks, by themselves (the race detector off): where the properties saw a
 // wrong element or a data race, the report says which step was read or staged against which
-// flag.
+// flag; and one plant nothing saw before the call's-end rule (the gather a step behind).
 TEST(NvlsProperty, PositionRulesNameWhatBrokeThem) {
   // Each plant and the rules it may break first (which one shows depends on the schedule).
   const std::tuple<const char*, bool Plants::*, std::vector<const char*>> plants[] = {
@@ -116,6 +116,9 @@ TEST(NvlsProperty, PositionRulesNameWhatBrokeThem) {
         "(a reducer frees only steps every member staged)", "(a reducer broadcasts only into slots every member freed)"}},
       // ReduceScatter: an AllReduce gather's plain reads of its broadcast slot are not checked.
       {"consumers wait for the first reducer only", &Plants::first_reducer_only, {"(a slot is staged only after every reducer freed it)"}},
+      // A gather one step behind: no wrong byte, race or hang ever (the next post overtakes
+      // the flag), only a FIFO a slot short — the call's end names it.
+      {"gather frees the step it read, one behind", &Plants::gather_frees_late, {"(a role ends its call having posted every step it moved)"}},
   };
   for (const auto& [name, plant, rules] : plants) {
     Plants pl;
@@ -124,6 +127,7 @@ TEST(NvlsProperty, PositionRulesNameWhatBrokeThem) {
       Case k = *gen_case();
       k.weak = false;
       if (plant == &Plants::first_reducer_only) k.c.allreduce = false;
+      if (plant == &Plants::gather_frees_late) k.c.allreduce = true;  // (a ReduceScatter has no gathers)
       return run_case(k, pl, false);
     });
     std::printf("[doorbell] %s: %s\n", name, seen.substr(0, seen.find('\n')).c_str());
@@ -214,6 +218,27 @@ TEST(NvlsProperty, ScopedWeakModelFindsAGpuFenceWhereTheReaderIsAnotherGpu) {
   EXPECT_FALSE(seen.empty()) << "the .gpu fence was not found";
   EXPECT_NE(seen.find("(fenced at .gpu, which reaches that GPU's threads, not another's)"), std::string::npos) << seen;
   std::printf("[doorbell] staged slot behind a .gpu fence: %s\n", seen.c_str());
+}
+
+// NCCL's thread roles (nvls::Threads): with two warps the CTA's last is a sync warp whose
+// PostSend thread posts red_tail / bc_tail after the step's barrier, having stored none of the
+// step's bytes. A PostSend that fences only where it stored data itself (NCCL's dataStored,
+// taken per thread) publishes the workers' bytes behind no fence: SC runs pass it (the race
+// detector off), the weak model finds another GPU's reducer or gather reading bytes that had
+// not arrived.
+TEST(NvlsProperty, WeakModelFindsAPostSendThatFencesOnlyItsOwnStores) {
+  Plants pl;
+  pl.post_send_fences_own_stores = true;
+  auto run = [&pl](bool weak) {
+    Case k = *gen_case();
+    k.weak = weak;
+    k.c.warps_per_cta = 2;  // a sync warp
+    return run_case(k, pl, false, false);
+  };
+  EXPECT_EQ(testing::first_failure("PostSend fences only its own stores, SC", [&] { return run(false); }), "");
+  const std::string seen = testing::first_failure("PostSend fences only its own stores, weak", [&] { return run(true); });
+  EXPECT_FALSE(seen.empty()) << "the unfenced PostSend was not found";
+  std::printf("[doorbell] PostSend fences only its own stores: %s\n", seen.substr(0, seen.find('\n')).c_str());
 }
 
 // Independent oracle: the model switch checks each multimem access against the PTX forms

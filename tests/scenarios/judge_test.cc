@@ -20,7 +20,7 @@ ReplayResult replay_text(const std::string& text) {
 }
 
 const char* const kWorkloads[] = {
-    "workload: {nvls: {count: 256, channels: 1, slot_bytes: 4096}}",
+    "workload: {nvls: {count: 16384, channels: 1, slot_bytes: 4096}}",
     "workload: {p2p: {pattern: sendrecv, bytes: 4096, step_bytes: 1024}}",
     "workload: {ops: [{op: put, pe: 0, target: 1, bytes: 64}]}",
 };
