@@ -34,6 +34,8 @@ uint32_t g_channels = 16, g_threads = 512, g_reducers = 4;
 // kernels, not a bandwidth figure).
 int g_dev[kRanks] = {0, 1};
 uint64_t g_slot = 1 << 20;
+// NVLS_SYNC_WARP=1: the last warp of each CTA only posts (nvls::Args::sync_warp, NCCL's structure).
+bool g_sync_warp = false;
 
 // CudaCtx that also adds up the cycles its thread spends in failed polls (a poll's cycles
 // count when the one before it was of the same wait): where a role waits, and for how long.
@@ -65,7 +67,7 @@ class WaitClockCtx : public CudaCtx {
 // first and last end (thread 0s), and the last failed poll [18 + role] (the waiters: WaitRecv,
 // thread 0, and WaitSend, thread 8; nvls::Threads).
 constexpr int kProfWords = 21;
-__global__ void nvls_kernel(EmuMcs mcs, nvls::Args a, unsigned* bad, unsigned long long* prof) {
+__global__ void __launch_bounds__(512, 1) nvls_kernel(EmuMcs mcs, nvls::Args a, unsigned* bad, unsigned long long* prof) {
   const uint32_t r = blockIdx.x % nvls::ctas_per_channel(a);
   const int role = r < a.nranks ? 0 : r < a.nranks + a.reducers ? 1 : 2;
   const long long t0 = clock64();
@@ -132,7 +134,7 @@ void collective(std::vector<Rank>& rk, bool allreduce, nvls::DType t, nvls::RedO
     a.region.slot_bytes = g_slot;
     const uint64_t in_bytes = count * nvls::dtype_bytes(t) * (allreduce ? 1 : kRanks);
     a.step_bytes = std::min(g_slot, step_for(in_bytes) / 16 * 16);
-    a.input = rk[r].in, a.output = rk[r].out, a.registered = registered;
+    a.input = rk[r].in, a.output = rk[r].out, a.registered = registered, a.sync_warp = g_sync_warp;
     CHECK(cudaSetDevice(g_dev[r]));
     nvls_kernel<<<nvls::ctas_per_rank(a), g_threads, 0, rk[r].stream>>>(EmuMcs{rk[r].views, g_channels, rk[r].io}, a, rk[r].bad,
                                                                         profiled ? rk[r].prof : nullptr);
@@ -174,6 +176,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const bool one_gpu = ngpu < kRanks;
+  g_sync_warp = std::getenv("NVLS_SYNC_WARP") != nullptr && std::string(std::getenv("NVLS_SYNC_WARP")) == "1";
   const bool profile = std::getenv("NVLS_PROFILE") != nullptr && std::string(std::getenv("NVLS_PROFILE")) == "1";
   const bool push = std::getenv("NVLS_EMU") == nullptr || std::string(std::getenv("NVLS_EMU")) != "pull";
   if (one_gpu) g_dev[1] = 0;
@@ -245,9 +248,10 @@ int main(int argc, char** argv) {
     nvls::Args shape;
     shape.nranks = kRanks, shape.channels = g_channels, shape.reducers = g_reducers;
     std::printf("nvls_bench: %d x %s, core/nvls AllReduce / ReduceScatter over emulated multicast (peer access; %s), %u channels x %u CTAs per "
-                "rank (%u reducers each), %u threads, %llu KiB slots (a step: a quarter of one below 64 MiB, half below 1 GiB)\n", kRanks, prop.name,
+                "rank (%u reducers each), %u threads%s, %llu KiB slots (a step: a quarter of one below 64 MiB, half below 1 GiB)\n", kRanks, prop.name,
                 push ? "the head's reads placed in its GPU" : "every copy in its member's GPU", g_channels,
-                nvls::ctas_per_channel(shape), g_reducers, g_threads, (unsigned long long)(g_slot >> 10));
+                nvls::ctas_per_channel(shape), g_reducers, g_threads, g_sync_warp ? " (the last warp a sync warp)" : "",
+                (unsigned long long)(g_slot >> 10));
   }
 
   // Every (type, op) multimem has, on an odd count, both collectives: equal to the host reference.

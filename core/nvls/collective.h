@@ -106,6 +106,9 @@ struct Args {
   const uint8_t* input = nullptr;  // this rank's (null: phantom, sizes only)
   uint8_t* output = nullptr;
   Registered registered = Registered::kNone;  // user buffers bound to multicast objects (mcs.input(), mcs.output())
+  // A sync warp that only posts (Threads). NCCL's structure; off by default on GPUs, where a
+  // CTA of 16 warps lost more copy rate to it than the overlapped fences gave back (docs/nvls.md).
+  bool sync_warp = false;
   Plants plants;
 };
 
@@ -186,14 +189,11 @@ DOORBELL_HD void move_slot(C& ctx, uint8_t* dst, const uint8_t* src, uint64_t n,
     for (uint32_t u = 0; u < kUnroll; ++u) ctx.read_bytes(v[u], src + base + u * stride + tid * 16, 16);
     for (uint32_t u = 0; u < kUnroll; ++u) ctx.write_bytes(dst + base + u * stride + tid * 16, v[u], 16);
   }
-  // The rest (less than a hunk): still up to kUnroll loads in flight per thread, the last piece
-  // possibly short. Read through the context like the rest (the weak model and the detector see it).
-  if (base < n) {
-    alignas(16) uint8_t v[kUnroll][16];
-    for (uint32_t u = 0; u < kUnroll; ++u)
-      if (const uint64_t off = base + u * stride + tid * 16; off < n) ctx.read_bytes(v[u], src + off, n - off < 16 ? n - off : 16);
-    for (uint32_t u = 0; u < kUnroll; ++u)
-      if (const uint64_t off = base + u * stride + tid * 16; off < n) ctx.write_bytes(dst + off, v[u], n - off < 16 ? n - off : 16);
+  for (uint64_t off = base + uint64_t(tid) * 16; off < n; off += stride) {
+    alignas(16) uint8_t v[16];
+    const uint64_t k = n - off < 16 ? n - off : 16;
+    ctx.read_bytes(v, src + off, k);
+    ctx.write_bytes(dst + off, v, k);
   }
 }
 
@@ -267,20 +267,24 @@ DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t
   for (uint64_t off = packs_end + uint64_t(tid) * es; off < n; off += uint64_t(nthreads) * es) one(off, es);
 }
 
-// A role CTA's threads, as NCCL's primitives split them (seed 003). With two or more warps the
-// last is a sync warp: it only posts, so a post's system-scope fence (microseconds) overlaps
-// the next step's wait and copy. The other warps are workers: WaitRecv (thread 0) polls what
-// the role consumes, WaitSend (thread 8) the free slots it produces into, both at once; every
-// worker moves data, and they meet at a barrier of their own (1) before each step's data.
-// PostRecv (frees what was consumed) and PostSend (publishes what was produced) are the sync
-// warp's first and last threads. With one warp, its threads do everything.
+// A role CTA's threads, as NCCL's primitives split them (seed 003). With Args::sync_warp and two
+// or more warps the last is a sync warp: it only posts, so a post's system-scope fence
+// (microseconds) overlaps the next step's wait and copy. The other warps are workers: WaitRecv
+// (thread 0) polls what the role consumes, WaitSend (thread 8) the free slots it produces into,
+// both at once; every worker moves data, and they meet at a barrier of their own (1) before
+// each step's data. PostRecv (frees what was consumed) and PostSend (publishes what was
+// produced) are the sync warp's first and last threads. Without a sync warp every thread is a
+// worker and thread 0 waits and posts alone (the GPU default: splitting the waits and posts
+// over threads of a 16-warp CTA measured 1-3 % slower, docs/nvls.md).
 struct Threads {
   uint32_t n, workers, wait_recv, wait_send, post_recv, post_send;
 };
 template <class C>
-DOORBELL_HD Threads threads_of(const C& ctx, uint32_t nthreads) {
-  const uint32_t w = ctx.warp_size(), workers = nthreads >= 2 * w ? nthreads - w : nthreads;
-  return {nthreads, workers, 0, workers > 8 ? 8 : workers - 1, workers == nthreads ? 0 : workers, nthreads - 1};
+DOORBELL_HD Threads threads_of(const C& ctx, const Args& a, uint32_t nthreads) {
+  const uint32_t w = ctx.warp_size();
+  if (!a.sync_warp || nthreads < 2 * w) return {nthreads, nthreads, 0, 0, 0, 0};
+  const uint32_t workers = nthreads - w;
+  return {nthreads, workers, 0, workers > 8 ? 8 : workers - 1, workers, nthreads - 1};
 }
 // The workers' barrier: every step's wait is over (bar.sync 1, or the CTA's without a sync warp).
 template <class C>
@@ -316,7 +320,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
   const uint32_t c = cta / per_channel, r = cta % per_channel;
   const uint32_t es = dtype_bytes(a.dtype);
   const Registered reg = registered_mode(a);
-  const Threads t = threads_of(ctx, nthreads);
+  const Threads t = threads_of(ctx, a, nthreads);
   const bool worker = tid < t.workers;
   bool ok = true;
   if (r < a.nranks) {  // scatter my part for head h
@@ -382,15 +386,13 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       }
       ctx.sync_cta();
       // PostRecv frees the slot every member staged; PostSend publishes the broadcast. Both
-      // fence: the frees order the reads before them for the race detector too.
-      if (tid == t.post_recv && !a.plants.reducer_frees_early) {
-        ctx.fence(system_scope);
-        mc.st_flag(ctx, a.region.flag(reducer_flag(kRedHead, j)), b + s + 1);
-      }
-      if (tid == t.post_send && a.allreduce && !a.plants.broadcast_posted_early) {
-        if (send_fences(a, t, tid, n1 - n0)) ctx.fence(system_scope);
-        mc.st_flag(ctx, a.region.flag(reducer_flag(kBcTail, j)), bb + s + 1);
-      }
+      // fence (the free orders the reads before it, for the race detector too); one thread
+      // posting both fences once (a second system fence cost AllReduce 5-8 %).
+      const bool frees = tid == t.post_recv && !a.plants.reducer_frees_early;
+      const bool sends = tid == t.post_send && a.allreduce && !a.plants.broadcast_posted_early;
+      if (frees || (sends && send_fences(a, t, tid, n1 - n0))) ctx.fence(system_scope);
+      if (frees) mc.st_flag(ctx, a.region.flag(reducer_flag(kRedHead, j)), b + s + 1);
+      if (sends) mc.st_flag(ctx, a.region.flag(reducer_flag(kBcTail, j)), bb + s + 1);
     }
     end_role(ctx, mc, a, reducer_flag(kReduceBase, j), b + steps, tid);
     if (a.allreduce) end_role(ctx, mc, a, reducer_flag(kBroadcastBase, j), bb + steps, tid);

@@ -329,6 +329,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     a.output = c.phantom ? nullptr : r.outputs[g].data();
     a.plants = c.plants;
     a.registered = c.phantom ? Registered::kNone : c.registered;
+    a.sync_warp = c.sync_warp;
     if (gpu_sim::RaceDetector* rd = s.race()) {  // race reports name words by region, not host address
       if (!c.phantom) {
         rd->name_range(in[g].data(), in[g].size(), "rank" + std::to_string(g) + ".input");

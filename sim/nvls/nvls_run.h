@@ -36,6 +36,7 @@ struct NvlsRunConfig {
   uint32_t calls = 1;    // back-to-back calls on the same memory (each rank's next waits for its last)
   bool positions = true;  // check the protocol's positions (sequentially consistent runs; nvls_run.cc)
   Registered registered = Registered::kNone;  // user buffers bound to multicast objects (Args::registered)
+  bool sync_warp = false;  // a sync warp posts (Args::sync_warp; needs warps_per_cta >= 2)
 };
 
 struct NvlsRunResult {

@@ -35,7 +35,7 @@ void showValue(const Case& k, std::ostream& os) {
   os << (k.c.allreduce ? "allreduce" : "reducescatter") << " ranks=" << k.c.ranks << " channels=" << k.c.channels << " reducers=" << k.c.reducers
      << " dtype=" << dtype_name(k.c.dtype) << " op=" << redop_name(k.c.op) << " count=" << k.c.count << " slot=" << k.c.slot_bytes << " step=" << k.c.step_bytes
      << " warps=" << k.c.warps_per_cta << " calls=" << k.c.calls << " seed=" << k.c.seed << " pct=" << k.pct << " weak=" << k.weak
-     << " registered=" << int(k.c.registered);
+     << " registered=" << int(k.c.registered) << " sync_warp=" << k.c.sync_warp;
 }
 
 // Only (type, op) pairs multimem has: for the others NCCL picks another algorithm.
@@ -56,6 +56,7 @@ rc::Gen<Case> gen_case() {
     k.c.warps_per_cta = *rc::gen::inRange(1u, 3u);
     k.c.lanes = *rc::gen::element(2u, 4u);
     k.c.calls = *rc::gen::inRange(1u, 4u);  // back to back: the steps run on
+    k.c.sync_warp = *rc::gen::arbitrary<bool>();  // NCCL's thread roles with a warp that only posts
     k.c.seed = *rc::gen::arbitrary<uint64_t>();
     k.pct = *rc::gen::arbitrary<bool>();
     k.weak = *rc::gen::arbitrary<bool>();
@@ -232,7 +233,7 @@ TEST(NvlsProperty, WeakModelFindsAPostSendThatFencesOnlyItsOwnStores) {
   auto run = [&pl](bool weak) {
     Case k = *gen_case();
     k.weak = weak;
-    k.c.warps_per_cta = 2;  // a sync warp
+    k.c.warps_per_cta = 2, k.c.sync_warp = true;
     return run_case(k, pl, false, false);
   };
   EXPECT_EQ(testing::first_failure("PostSend fences only its own stores, SC", [&] { return run(false); }), "");
