@@ -65,7 +65,8 @@ class WaitClockCtx : public CudaCtx {
 // prof (optional, kProfWords): cycles waited by scatter, reduce and gather CTAs [0, 3), their
 // clocks in all [3, 6); per role the global timer at the first and last CTA start [6 + 4 role],
 // first and last end (thread 0s), and the last failed poll [18 + role] (the waiters: WaitRecv,
-// thread 0, and WaitSend, thread 8; nvls::Threads).
+// thread 0, and WaitSend, thread 8; nvls::Threads). With a sync warp a reducer's two waiters
+// poll at once, so its cycles waited add up both.
 constexpr int kProfWords = 21;
 __global__ void __launch_bounds__(512, 1) nvls_kernel(EmuMcs mcs, nvls::Args a, unsigned* bad, unsigned long long* prof) {
   const uint32_t r = blockIdx.x % nvls::ctas_per_channel(a);
@@ -79,7 +80,8 @@ __global__ void __launch_bounds__(512, 1) nvls_kernel(EmuMcs mcs, nvls::Args a, 
   {
     const bool waiter = prof != nullptr && (threadIdx.x == 0 || threadIdx.x == 8);
     WaitClockCtx ctx(waiter ? prof + role : nullptr);
-    if (!nvls::nvls_cta(ctx, mcs, a, blockIdx.x, threadIdx.x, blockDim.x)) atomicAdd(bad, 1u);  // (a waiter's wait gave up)
+    // A CTA counts once where any of its waiters gave up.
+    if (__syncthreads_or(!nvls::nvls_cta(ctx, mcs, a, blockIdx.x, threadIdx.x, blockDim.x)) && threadIdx.x == 0) atomicAdd(bad, 1u);
     if (waiter) atomicMax(prof + 18 + role, ctx.last_spin_ns_);
   }
   if (traced) {

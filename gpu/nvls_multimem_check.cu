@@ -24,7 +24,7 @@ struct Mcs {
 
 __global__ void nvls_multimem_kernel(Mcs m, nvls::Args a, unsigned* bad) {
   cuda_exec::CudaCtx ctx;
-  if (!nvls::nvls_cta(ctx, m, a, blockIdx.x, threadIdx.x, blockDim.x)) atomicAdd(bad, 1u);
+  if (__syncthreads_or(!nvls::nvls_cta(ctx, m, a, blockIdx.x, threadIdx.x, blockDim.x)) && threadIdx.x == 0) atomicAdd(bad, 1u);
 }
 
 int main() {

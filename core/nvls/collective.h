@@ -281,8 +281,8 @@ struct Threads {
 };
 template <class C>
 DOORBELL_HD Threads threads_of(const C& ctx, const Args& a, uint32_t nthreads) {
-  const uint32_t w = ctx.warp_size();
-  if (!a.sync_warp || nthreads < 2 * w) return {nthreads, nthreads, 0, 0, 0, 0};
+  const uint32_t w = ctx.warp_size();  // (whole warps only: bar.sync counts them)
+  if (!a.sync_warp || nthreads < 2 * w || nthreads % w != 0) return {nthreads, nthreads, 0, 0, 0, 0};
   const uint32_t workers = nthreads - w;
   return {nthreads, workers, 0, workers > 8 ? 8 : workers - 1, workers, nthreads - 1};
 }
@@ -339,10 +339,12 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
                          [t = b + s](uint64_t head) { return t + 1 <= head + kSteps; });
         workers_sync(ctx, t);
         if (a.input != nullptr && copy) move_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, t.workers);
-        if (tid == 0) mc.charge_local(ctx, copy ? n : 0);
       }
       ctx.sync_cta();
-      if (tid == t.post_send) post_own(ctx, mc, a, kRedTail, b + s + 1, send_fences(a, t, tid, copy ? n : 0));
+      if (tid == t.post_send) {
+        mc.charge_local(ctx, copy ? n : 0);  // (the timed model: the step's time, on the thread whose post hands it on)
+        post_own(ctx, mc, a, kRedTail, b + s + 1, send_fences(a, t, tid, copy ? n : 0));
+      }
     }
     if (reg == Registered::kBoth && tid == t.wait_send && ok && !a.plants.input_released_early)  // the head's reducers have read my input
       ok = wait_flag(ctx, mc, a, kRedHead, From::kReducersMin, "nvls scatter: every reducer read my input (red_head >= the call's end)",
@@ -382,7 +384,6 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
           if (a.plants.reducer_frees_early) mc.st_flag(ctx, a.region.flag(reducer_flag(kRedHead, j)), b + s + 1);
           if (a.plants.broadcast_posted_early && a.allreduce) mc.st_flag(ctx, a.region.flag(reducer_flag(kBcTail, j)), bb + s + 1);
         }
-        if (tid == 0) mc.charge_reduce(ctx, n1 - n0, a.allreduce);
       }
       ctx.sync_cta();
       // PostRecv frees the slot every member staged; PostSend publishes the broadcast. Both
@@ -390,6 +391,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       // posting both fences once (a second system fence cost AllReduce 5-8 %).
       const bool frees = tid == t.post_recv && !a.plants.reducer_frees_early;
       const bool sends = tid == t.post_send && a.allreduce && !a.plants.broadcast_posted_early;
+      if (tid == t.post_recv) mc.charge_reduce(ctx, n1 - n0, a.allreduce);
       if (frees || (sends && send_fences(a, t, tid, n1 - n0))) ctx.fence(system_scope);
       if (frees) mc.st_flag(ctx, a.region.flag(reducer_flag(kRedHead, j)), b + s + 1);
       if (sends) mc.st_flag(ctx, a.region.flag(reducer_flag(kBcTail, j)), bb + s + 1);
@@ -412,10 +414,12 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
                          [t = b + s](uint64_t tail) { return tail >= t + 1; });
         workers_sync(ctx, t);
         if (a.output != nullptr && copy) move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, t.workers);
-        if (tid == 0) mc.charge_local(ctx, copy ? n : 0);
       }
       ctx.sync_cta();
-      if (tid == t.post_recv) post_own(ctx, mc, a, kBcHead, b + s + (a.plants.gather_frees_late ? 0 : 1), copy);
+      if (tid == t.post_recv) {
+        mc.charge_local(ctx, copy ? n : 0);
+        post_own(ctx, mc, a, kBcHead, b + s + (a.plants.gather_frees_late ? 0 : 1), copy);
+      }
     }
     end_role(ctx, mc, a, kGatherBase, b + steps, tid);
   }

@@ -167,7 +167,8 @@ struct Positions {
   std::string ended(uint32_t g, uint64_t i, uint32_t which, uint64_t next) const {
     static constexpr const char* kRole[] = {"scatter", "gather", "reducer", "reducer's broadcast"};
     static constexpr const char* kName[] = {"red_tail", "bc_head", "red_head", "bc_tail"};
-    const uint32_t f = which - 2, role = f % 4, j = f / 4;  // the flag on the line two before its base (Flag)
+    const uint32_t f = which - 2;  // the flag on the line two before its base (Flag)
+    const uint32_t role = f < 4 ? f : 2 + (f - 4) % 4, j = f < 4 ? 0 : (f - 4) / 4;
     uint64_t posted = flag(g, i, f);
     for (uint32_t m = 0; m < n && role >= 2; ++m) posted = std::max(posted, flag(m, i, f));
     if (posted == next) return "";
@@ -202,6 +203,9 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
                    " reducers, a slot of a multiple of 16 bytes and steps of a multiple of 16 up to the slot");
   }
   if (c.ring && !c.allreduce) return refused("nvls: the ring comparison is an AllReduce");
+  // (The timed model charges a reducer's step to its PostRecv thread: with a sync warp its
+  // PostSend's bc_tail would be stamped before the step's time.)
+  if (c.sync_warp && so.policy == gpu_sim::Policy::kTimed) return refused("nvls: the timed model runs without a sync warp");
   if (!c.ring && multimem_pack_bytes(c.dtype, c.op) == 0) {
     return refused(std::string("nvls: multimem.ld_reduce has no such form: ") + redop_name(c.op) + " of " + dtype_name(c.dtype) +
                    " (NCCL runs another algorithm)");
