@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -201,6 +202,19 @@ TEST(NvlsProperty, RegisteredOutputReadBeforeEveryReducerPosted) {
   EXPECT_TRUE(race_on_output || seen.find("differs from the reference") != std::string::npos) << seen;
 }
 
+// A plant only a weak memory finds: SC cases (shaped by `shape`) pass it, and the first weak
+// case that fails is returned. `checks`: the race detector and the position checks on.
+std::string found_only_weak(const std::string& name, const Plants& pl, const std::function<void(Case&)>& shape, bool checks) {
+  auto run = [&](bool weak) {
+    Case k = *gen_case();
+    k.weak = weak;
+    shape(k);
+    return run_case(k, pl, checks, checks);
+  };
+  EXPECT_EQ(testing::first_failure(name + ", SC", [&] { return run(false); }), "");
+  return testing::first_failure(name + ", weak", [&] { return run(true); });
+}
+
 // Scoped memory: a staged slot posted behind a .gpu fence (the flag itself stored at .sys) is
 // not made visible to the other GPUs' reducers, which read it through multimem. SC runs (and
 // the race detector, which does not know scopes) pass it; the weak model, where .gpu reaches
@@ -209,13 +223,7 @@ TEST(NvlsProperty, RegisteredOutputReadBeforeEveryReducerPosted) {
 TEST(NvlsProperty, ScopedWeakModelFindsAGpuFenceWhereTheReaderIsAnotherGpu) {
   Plants pl;
   pl.post_fence_gpu = true;
-  auto run = [&pl](bool weak) {
-    Case k = *gen_case();
-    k.weak = weak;
-    return run_case(k, pl);
-  };
-  EXPECT_EQ(testing::first_failure("staged slot behind a .gpu fence, SC", [&] { return run(false); }), "");
-  const std::string seen = testing::first_failure("staged slot behind a .gpu fence, weak", [&] { return run(true); });
+  const std::string seen = found_only_weak("staged slot behind a .gpu fence", pl, [](Case&) {}, true);
   EXPECT_FALSE(seen.empty()) << "the .gpu fence was not found";
   EXPECT_NE(seen.find("(fenced at .gpu, which reaches that GPU's threads, not another's)"), std::string::npos) << seen;
   std::printf("[doorbell] staged slot behind a .gpu fence: %s\n", seen.c_str());
@@ -230,14 +238,7 @@ TEST(NvlsProperty, ScopedWeakModelFindsAGpuFenceWhereTheReaderIsAnotherGpu) {
 TEST(NvlsProperty, WeakModelFindsAPostSendThatFencesOnlyItsOwnStores) {
   Plants pl;
   pl.post_send_fences_own_stores = true;
-  auto run = [&pl](bool weak) {
-    Case k = *gen_case();
-    k.weak = weak;
-    k.c.warps_per_cta = 2, k.c.sync_warp = true;
-    return run_case(k, pl, false, false);
-  };
-  EXPECT_EQ(testing::first_failure("PostSend fences only its own stores, SC", [&] { return run(false); }), "");
-  const std::string seen = testing::first_failure("PostSend fences only its own stores, weak", [&] { return run(true); });
+  const std::string seen = found_only_weak("PostSend fences only its own stores", pl, [](Case& k) { k.c.warps_per_cta = 2, k.c.sync_warp = true; }, false);
   EXPECT_FALSE(seen.empty()) << "the unfenced PostSend was not found";
   std::printf("[doorbell] PostSend fences only its own stores: %s\n", seen.substr(0, seen.find('\n')).c_str());
 }
