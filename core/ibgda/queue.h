@@ -186,11 +186,14 @@ template <class C>
 DOORBELL_HD_HOT OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, uint32_t n, uint64_t* base) {
   using namespace exec;
   *base = ctx.atomic_add(gpu_scope, &qp.mv->resv_head, n);
+  // The first look at the room, read beside the atomic (a value older than the reservation
+  // only understates the room).
+  const uint64_t* cons = &qp.mv->cons_idx;
+  const uint64_t first = ctx.load(gpu_scope, acquire, cons);
   if (*base + n <= qp.nwqes) return OpResult::kOk;
   const uint64_t need = *base + n - qp.nwqes;
   for (uint64_t polls = 0;; ++polls) {
-    const uint64_t* cons = &qp.mv->cons_idx;
-    if ((polls == 0 ? ctx.load(gpu_scope, acquire, cons) : ctx.load(gpu_scope, relaxed, cons)) >= need) {
+    if ((polls == 0 ? first : ctx.load(gpu_scope, relaxed, cons)) >= need) {
       poll_acquired(ctx, gpu_scope, polls);
       return OpResult::kOk;
     }
@@ -211,10 +214,14 @@ DOORBELL_HD_HOT OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, ui
 // wrote). The one ringer: post_send on the GPU, and the host agents (the CPU proxy, the
 // recovery watchdog) through a context of the host's stores.
 template <class C>
-DOORBELL_HD void ring_qp(C& ctx, const Options& o, const DevQp& qp, uint64_t to, bool others) {
-  wqes_before_dbr(ctx, o, others);
+DOORBELL_HD void ring_fenced(C& ctx, const Options& o, const DevQp& qp, uint64_t to) {
   ctx.store(exec::system_scope, exec::relaxed, qp.dbr, mlx5::dbr_word(to));
   ring_nic_doorbell(ctx, o, qp.bf, mlx5::doorbell_value(to, qp.qpn));
+}
+template <class C>
+DOORBELL_HD void ring_qp(C& ctx, const Options& o, const DevQp& qp, uint64_t to, bool others) {
+  wqes_before_dbr(ctx, o, others);
+  ring_fenced(ctx, o, qp, to);
 }
 
 // Make WQEs [.., upto) visible to the NIC: producer index, DBR, then the BlueFlame doorbell
@@ -253,13 +260,46 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
   return OpResult::kOk;
 }
 
+// A submitter alone on its QP — nobody reserved after it (`resv` == next, read beside the
+// publish fence) and every WQE before it published — would ring by the submit rule's idle
+// clause anyway, so it takes the post lock first and then publishes and rings under it:
+// plain stores replace the publish CAS and the prod_idx atomic (no one else can move
+// ready_head from base, nor prod_idx without the lock). ready_head and prod_idx are read
+// beside the lock's CAS; the publish fence already ordered its own WQEs before both
+// ready_head and the DBR, and where the ring covers others' unposted WQEs (prod_idx below
+// base) they are fenced again. Returns false, having changed nothing, when it is not alone
+// or the lock is taken.
+template <class C>
+DOORBELL_HD_HOT bool submit_alone(C& ctx, const DevState& st, const DevQp& qp, uint64_t base, uint64_t next, uint64_t resv) {
+  using namespace exec;
+  if (resv != next) return false;
+  const uint64_t lock = ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1);
+  const uint64_t ready = ctx.load(gpu_scope, relaxed, &qp.mv->ready_head), prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
+  if (lock != 0) return false;
+  if (ready != base) {  // earlier WQEs still being written: the general path
+    ctx.store(gpu_scope, relaxed, &qp.mv->post_send_lock, 0);
+    return false;
+  }
+  wqes_before_dbr(ctx, st.opt, prod != base);
+  ctx.store(gpu_scope, relaxed, &qp.mv->ready_head, next);
+  ctx.store(gpu_scope, relaxed, &qp.mv->prod_idx, next);
+  ring_fenced(ctx, st.opt, qp, next);  // its fence orders these stores before the unlock
+  ctx.store(gpu_scope, relaxed, &qp.mv->post_send_lock, 0);
+  return true;
+}
+
 // Publish WQEs [base, base+n) in reservation order and ring by the submit rule
-// (core/sync/submit_rule.h).
+// (core/sync/submit_rule.h). Whether it may be alone (submit_alone) is read before the
+// publish fence, whose wait then covers the load.
 template <class C>
 DOORBELL_HD_HOT OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_t base, uint32_t n) {
   using namespace exec;
-  publish_wqes(ctx, st.opt);
   const uint64_t next = base + n;
+  // (The CPU proxy's publish keeps its own order; the plant rings only on batch boundaries.)
+  const bool may_be_alone = !st.opt.cpu_proxy && !st.opt.plant.no_idle_doorbell;
+  uint64_t resv = may_be_alone ? ctx.load(gpu_scope, relaxed, &qp.mv->resv_head) : 0;
+  publish_wqes(ctx, st.opt);
+  if (may_be_alone && submit_alone(ctx, st, qp, base, next, resv)) return OpResult::kOk;
   OpResult failed = OpResult::kOk;  // an earlier reservation was abandoned (ring_failed)
   switch (sync::publish_in_order(ctx, &qp.mv->ready_head, base, next, "submit: ready_head == base",
                                  [&](uint64_t polls) { return (failed = ring_failed(ctx, st, qp, polls)) != OpResult::kOk; })) {
@@ -267,7 +307,8 @@ DOORBELL_HD_HOT OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uin
     case sync::Publish::kTimeout: return OpResult::kTimeout;
     case sync::Publish::kAbandoned: return failed;
   }
-  const uint64_t resv = ctx.load(gpu_scope, relaxed, &qp.mv->resv_head), prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
+  resv = ctx.load(gpu_scope, relaxed, &qp.mv->resv_head);
+  const uint64_t prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
   if (sync::must_ring(prod, next, n, resv, st.opt.num_requests_in_batch, st.opt.plant.no_idle_doorbell))
     return post_send(ctx, st, qp, next, base);
   return OpResult::kOk;
