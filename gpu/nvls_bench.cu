@@ -30,6 +30,15 @@ namespace {
 
 constexpr int kRanks = 2;
 uint32_t g_channels = 16, g_threads = 512, g_reducers = 4;
+// ReduceScatter's channels from 64 MiB in (NVLS_RS_CHANNELS; default: as many as the GPU
+// holds, 22 on 132 SMs): it runs no gather CTAs, so its remote scatters can take the SMs the
+// AllReduce's gathers take, which pays once steps are large (2 x H100: 1 GiB 207 -> 243 GB/s)
+// and costs below (4 MiB 72 -> 52). Regions are laid out for the larger count, and a region
+// keeps its reducers from call to call (their step bases), so only channels differ.
+// g_rs_now, where set, overrides the choice (the reference checks run both counts).
+uint32_t g_rs_channels = 0, g_alloc_channels = 0, g_rs_now = 0;
+constexpr uint64_t kRsWideFrom = 64ull << 20;  // input bytes per rank
+uint32_t rs_channels(uint64_t in_bytes) { return g_rs_now != 0 ? g_rs_now : in_bytes >= kRsWideFrom ? g_rs_channels : g_channels; }
 // The GPU each rank runs on: 0 and 1, or both on GPU 0 (a one-GPU machine: a check of the
 // kernels, not a bandwidth figure).
 int g_dev[kRanks] = {0, 1};
@@ -131,14 +140,14 @@ void collective(std::vector<Rank>& rk, bool allreduce, nvls::DType t, nvls::RedO
                 bool profiled = false) {
   for (int r = 0; r < kRanks; ++r) {
     nvls::Args a;
-    a.nranks = kRanks, a.rank = r, a.channels = g_channels, a.reducers = g_reducers;
+    const uint64_t in_bytes = count * nvls::dtype_bytes(t) * (allreduce ? 1 : kRanks);
+    a.nranks = kRanks, a.rank = r, a.channels = allreduce ? g_channels : rs_channels(in_bytes), a.reducers = g_reducers;
     a.dtype = t, a.op = op, a.allreduce = allreduce, a.count = count;
     a.region.slot_bytes = g_slot;
-    const uint64_t in_bytes = count * nvls::dtype_bytes(t) * (allreduce ? 1 : kRanks);
     a.step_bytes = std::min(g_slot, step_for(in_bytes) / 16 * 16);
     a.input = rk[r].in, a.output = rk[r].out, a.registered = registered, a.sync_warp = g_sync_warp;
     CHECK(cudaSetDevice(g_dev[r]));
-    nvls_kernel<<<nvls::ctas_per_rank(a), g_threads, 0, rk[r].stream>>>(EmuMcs{rk[r].views, g_channels, rk[r].io}, a, rk[r].bad,
+    nvls_kernel<<<nvls::ctas_per_rank(a), g_threads, 0, rk[r].stream>>>(EmuMcs{rk[r].views, g_alloc_channels, rk[r].io}, a, rk[r].bad,
                                                                         profiled ? rk[r].prof : nullptr);
     CHECK(cudaGetLastError());
   }
@@ -163,6 +172,10 @@ int main(int argc, char** argv) {
   if (argc > 2) g_threads = uint32_t(std::strtoul(argv[2], nullptr, 10));
   if (argc > 3) g_slot = std::strtoull(argv[3], nullptr, 10);
   if (argc > 4) g_reducers = uint32_t(std::strtoul(argv[4], nullptr, 10));
+  if (g_channels == 0) {
+    std::printf("nvls_bench: channels must be positive\n");
+    return 1;
+  }
   if (g_reducers == 0 || g_reducers > nvls::kMaxReducers) {
     std::printf("nvls_bench: reducers is 1 to %u\n", nvls::kMaxReducers);
     return 1;
@@ -182,21 +195,36 @@ int main(int argc, char** argv) {
   const bool profile = std::getenv("NVLS_PROFILE") != nullptr && std::string(std::getenv("NVLS_PROFILE")) == "1";
   const bool push = std::getenv("NVLS_EMU") == nullptr || std::string(std::getenv("NVLS_EMU")) != "pull";
   if (one_gpu) g_dev[1] = 0;
+  {  // ReduceScatter's channel count from 64 MiB: NVLS_RS_CHANNELS, else all the GPU holds at once
+    nvls::Args rs;
+    rs.nranks = kRanks, rs.channels = 1, rs.reducers = g_reducers, rs.allreduce = false;
+    int per_sm = 0, sms = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, nvls_kernel, int(g_threads), 0));
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const uint32_t fit = uint32_t(per_sm * sms) / (nvls::ctas_per_channel(rs) * (one_gpu ? kRanks : 1));
+    const char* e = std::getenv("NVLS_RS_CHANNELS");
+    g_rs_channels = e != nullptr ? uint32_t(std::strtoul(e, nullptr, 10)) : std::max(g_channels, fit);
+    if (g_rs_channels == 0) {
+      std::printf("nvls_bench: NVLS_RS_CHANNELS must be positive\n");
+      return 1;
+    }
+    g_alloc_channels = std::max(g_channels, g_rs_channels);
+  }
   const uint64_t max_bytes = 1ull << 30;
   nvls::Region region{g_slot};
   std::vector<Rank> rk(kRanks);
   for (int r = 0; r < kRanks; ++r) {
     CHECK(cudaSetDevice(g_dev[r]));
     if (!one_gpu) CHECK(cudaDeviceEnablePeerAccess(1 - r, 0));
-    for (uint32_t i = 0; i < kRanks * g_channels; ++i) {
+    for (uint32_t i = 0; i < kRanks * g_alloc_channels; ++i) {
       uint8_t* p = nullptr;
       CHECK(cudaMalloc(&p, region.bytes()));
       CHECK(cudaMemset(p, 0, region.bytes()));
       rk[r].regions.push_back(p);
     }
-    for (uint32_t i = 0; push && i < kRanks * g_channels; ++i) {  // in head i / channels's GPU
+    for (uint32_t i = 0; push && i < kRanks * g_alloc_channels; ++i) {  // in head i / channels's GPU
       uint8_t* p = nullptr;
-      CHECK(cudaSetDevice(g_dev[i / g_channels]));
+      CHECK(cudaSetDevice(g_dev[i / g_alloc_channels]));
       CHECK(cudaMalloc(&p, region.bytes()));
       CHECK(cudaMemset(p, 0, region.bytes()));
       rk[r].at_head.push_back(p);
@@ -210,7 +238,7 @@ int main(int argc, char** argv) {
     CHECK(cudaStreamCreateWithFlags(&rk[r].stream, cudaStreamNonBlocking));
   }
   for (int r = 0; r < kRanks; ++r) {
-    std::vector<EmuMc> v(kRanks * g_channels);
+    std::vector<EmuMc> v(kRanks * g_alloc_channels);
     for (uint32_t i = 0; i < v.size(); ++i) {
       v[i].n = kRanks, v[i].me = r, v[i].region = region;
       for (int m = 0; m < kRanks; ++m) {
@@ -234,11 +262,13 @@ int main(int argc, char** argv) {
   CHECK(cudaGetDeviceProperties(&prop, 0));
   // Every CTA of both ranks spins on others: all must be resident at once.
   {
-    nvls::Args probe;
-    probe.nranks = kRanks, probe.channels = g_channels, probe.reducers = g_reducers;
+    nvls::Args ar, rs;
+    ar.nranks = rs.nranks = kRanks, ar.channels = g_channels, rs.channels = g_rs_channels, ar.reducers = rs.reducers = g_reducers;
+    ar.allreduce = true, rs.allreduce = false;
     int per_sm = 0;
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, nvls_kernel, int(g_threads), 0));
-    const uint64_t need = uint64_t(nvls::ctas_per_rank(probe)) * (one_gpu ? kRanks : 1), have = uint64_t(per_sm) * prop.multiProcessorCount;
+    const uint64_t need = uint64_t(std::max(nvls::ctas_per_rank(ar), nvls::ctas_per_rank(rs))) * (one_gpu ? kRanks : 1),
+                   have = uint64_t(per_sm) * prop.multiProcessorCount;
     if (need > have) {
       std::printf("nvls_bench: %llu CTAs of %u threads per GPU cannot all be resident (%llu fit): fewer channels or threads\n",
                   (unsigned long long)need, g_threads, (unsigned long long)have);
@@ -248,11 +278,11 @@ int main(int argc, char** argv) {
   if (one_gpu) std::printf("nvls_bench: ONE GPU: both ranks on GPU 0 (kernel check; no bandwidth comparison)\n");
   {
     nvls::Args shape;
-    shape.nranks = kRanks, shape.channels = g_channels, shape.reducers = g_reducers;
+    shape.nranks = kRanks, shape.channels = g_channels, shape.reducers = g_reducers, shape.allreduce = true;
     std::printf("nvls_bench: %d x %s, core/nvls AllReduce / ReduceScatter over emulated multicast (peer access; %s), %u channels x %u CTAs per "
-                "rank (%u reducers each), %u threads%s, %llu KiB slots (a step: a quarter of one below 64 MiB, half below 1 GiB)\n", kRanks, prop.name,
+                "rank (%u reducers each; ReduceScatter %u channels from 64 MiB), %u threads%s, %llu KiB slots (a step: a quarter of one below 64 MiB, half below 1 GiB)\n", kRanks, prop.name,
                 push ? "the head's reads placed in its GPU" : "every copy in its member's GPU", g_channels,
-                nvls::ctas_per_channel(shape), g_reducers, g_threads, g_sync_warp ? " (the last warp a sync warp)" : "",
+                nvls::ctas_per_channel(shape), g_reducers, g_rs_channels, g_threads, g_sync_warp ? " (the last warp a sync warp)" : "",
                 (unsigned long long)(g_slot >> 10));
   }
 
@@ -261,6 +291,7 @@ int main(int argc, char** argv) {
   const uint64_t odd_count = (1 << 20) + 13;
   for (const auto reg : {nvls::Registered::kNone, nvls::Registered::kOutput, nvls::Registered::kBoth})
   for (const bool ar : {true, false})
+  for (int wide = 0; wide < (ar || g_rs_channels == g_channels ? 1 : 2); ++wide)  // ReduceScatter: both channel counts
     for (int ti = 0; ti < 8; ++ti)
       for (int oi = 0; oi < 3; ++oi) {
         const auto t = nvls::DType(ti);
@@ -285,8 +316,10 @@ int main(int argc, char** argv) {
         }
         std::vector<uint8_t> ref = host[0];
         for (int r = 1; r < kRanks; ++r) nvls::reduce_into(t, op, ref.data(), host[r].data(), uint32_t(ref.size()));
+        g_rs_now = wide ? g_rs_channels : g_channels;
         collective(rk, ar, t, op, count, reg);
         sync_all(rk);
+        g_rs_now = 0;
         bool same = true;
         for (int r = 0; r < kRanks && same; ++r) {
           std::vector<uint8_t> got(count * es);
@@ -302,9 +335,10 @@ int main(int argc, char** argv) {
           bad += b;
           cuda_exec::report_timeouts();
         }
-        std::printf("  %s%s %-4s %-3s, %llu elements out: %s%s\n", ar ? "allreduce    " : "reducescatter",
+        std::printf("  %s%s %-4s %-3s, %llu elements out, %u channels: %s%s\n", ar ? "allreduce    " : "reducescatter",
                     reg == nvls::Registered::kBoth ? " registered in + out" : reg == nvls::Registered::kOutput ? " registered out" : "", nvls::dtype_name(t),
-                    nvls::redop_name(op), (unsigned long long)count, same ? "equal to the reference" : "WRONG", bad != 0 ? " (CTAs timed out)" : "");
+                    nvls::redop_name(op), (unsigned long long)count, ar || !wide ? g_channels : g_rs_channels, same ? "equal to the reference" : "WRONG",
+                    bad != 0 ? " (CTAs timed out)" : "");
         if (!same || bad != 0) status = 1;
       }
 
