@@ -32,8 +32,8 @@ constexpr int kRanks = 2;
 uint32_t g_channels = 16, g_threads = 512, g_reducers = 4;
 // ReduceScatter's channels from 64 MiB in (NVLS_RS_CHANNELS; default: as many as the GPU
 // holds, 22 on 132 SMs): it runs no gather CTAs, so its remote scatters can take the SMs the
-// AllReduce's gathers take, which pays once steps are large (2 x H100: 1 GiB 207 -> 243 GB/s)
-// and costs below (4 MiB 72 -> 52). Regions are laid out for the larger count, and a region
+// AllReduce's gathers take, which pays once steps are large and loses below 64 MiB
+// (docs/nvls.md). Regions are laid out for the larger count, and a region
 // keeps its reducers from call to call (their step bases), so only channels differ.
 // g_rs_now, where set, overrides the choice (the reference checks run both counts).
 uint32_t g_rs_channels = 0, g_alloc_channels = 0, g_rs_now = 0;
