@@ -261,12 +261,12 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
 }
 
 // A submitter alone on its QP — nobody reserved after it (`resv` == next, read beside the
-// publish fence) and every WQE before it published — would ring by the submit rule's idle
-// clause anyway, so it takes the post lock first and then publishes and rings under it:
-// plain stores replace the publish CAS and the prod_idx atomic (no one else can move
-// ready_head from base, nor prod_idx without the lock). ready_head and prod_idx are read
-// beside the lock's CAS; the publish fence already ordered its own WQEs before both
-// ready_head and the DBR, and where the ring covers others' unposted WQEs (prod_idx below
+// publish fence) and every WQE before it published (ready_head, read beside the lock's CAS)
+// — would ring by the submit rule's idle clause anyway, so it takes the post lock first and
+// publishes and rings under it: ready_head (no one else moves it from base) and prod_idx are
+// raised by atomics whose results it does not wait for, where the general path waits for the
+// publish CAS and for prod_idx's atomic. The publish fence already ordered its own WQEs
+// before ready_head and the DBR; where the ring covers others' unposted WQEs (prod_idx below
 // base) they are fenced again. Returns false, having changed nothing, when it is not alone
 // or the lock is taken.
 template <class C>
@@ -281,9 +281,11 @@ DOORBELL_HD_HOT bool submit_alone(C& ctx, const DevState& st, const DevQp& qp, u
     return false;
   }
   wqes_before_dbr(ctx, st.opt, prod != base);
-  ctx.store(gpu_scope, relaxed, &qp.mv->ready_head, next);
-  ctx.store(gpu_scope, relaxed, &qp.mv->prod_idx, next);
-  ring_fenced(ctx, st.opt, qp, next);  // its fence orders these stores before the unlock
+  // Atomics, as on the general path, so that ready_head >= prod_idx >= the DBR hold in memory
+  // (a host watchdog re-rings from prod_idx without the lock: sim/ibgda/recovery.cc).
+  ctx.atomic_max(gpu_scope, &qp.mv->ready_head, next);
+  ctx.atomic_max(gpu_scope, &qp.mv->prod_idx, next);
+  ring_fenced(ctx, st.opt, qp, next);  // its fence orders these before the unlock
   ctx.store(gpu_scope, relaxed, &qp.mv->post_send_lock, 0);
   return true;
 }

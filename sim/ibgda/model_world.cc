@@ -590,17 +590,12 @@ std::string first_violation(const Mvars& m, const uint64_t* was, uint64_t fetche
     if (was != nullptr && w.index && m.*w.word < was[i])
       return std::string(w.name) + " moved back from " + std::to_string(was[i]) + " to " + std::to_string(m.*w.word);
   }
-  // A submitter alone publishes and rings under the post lock (submit_alone): its stores of
-  // ready_head, prod_idx and the DBR may land in any order (and the NIC complete what the
-  // DBR covers) until its unlock, whose fence orders them all before it. The orders between
-  // those words are checked while the lock is free: a ring beyond ready_head still shows.
-  const bool ringing = m.post_send_lock != 0;
-  if (!ringing && !(m.cons_idx <= m.prod_idx)) return "cons > prod";
-  if (!ringing && !(m.prod_idx <= m.ready_head)) return "prod > ready";
+  if (!(m.cons_idx <= m.prod_idx)) return "cons > prod";
+  if (!(m.prod_idx <= m.ready_head)) return "prod > ready";
   if (!(m.ready_head <= m.resv_head)) return "ready > resv";
-  if (!ringing && m.ready_head - m.cons_idx > depth) return "ready - cons > depth";
+  if (m.ready_head - m.cons_idx > depth) return "ready - cons > depth";
   if (m.ibuf_tail > m.ibuf_head) return "ibuf tail > head";
-  if (!ringing && fetched > m.ready_head) return "NIC fetched beyond ready_head";
+  if (fetched > m.ready_head) return "NIC fetched beyond ready_head";
   return {};
 }
 
