@@ -35,10 +35,11 @@ uint32_t g_channels = 16, g_threads = 512, g_reducers = 4;
 // AllReduce's gathers take, which pays once steps are large and loses below 64 MiB
 // (docs/nvls.md). Regions are laid out for the larger count, and a region
 // keeps its reducers from call to call (their step bases), so only channels differ.
-// g_rs_now, where set, overrides the choice (the reference checks run both counts).
-uint32_t g_rs_channels = 0, g_alloc_channels = 0, g_rs_now = 0;
+uint32_t g_rs_channels = 0, g_alloc_channels = 0;
 constexpr uint64_t kRsWideFrom = 64ull << 20;  // input bytes per rank
-uint32_t rs_channels(uint64_t in_bytes) { return g_rs_now != 0 ? g_rs_now : in_bytes >= kRsWideFrom ? g_rs_channels : g_channels; }
+uint32_t channels_for(bool allreduce, uint64_t in_bytes) { return !allreduce && in_bytes >= kRsWideFrom ? g_rs_channels : g_channels; }
+// CTAs of nvls_kernel one GPU holds at once (set in main).
+uint64_t g_resident = 0;
 // The GPU each rank runs on: 0 and 1, or both on GPU 0 (a one-GPU machine: a check of the
 // kernels, not a bandwidth figure).
 int g_dev[kRanks] = {0, 1};
@@ -136,12 +137,13 @@ uint64_t step_for(uint64_t bytes) {
 
 // AllReduce: `count` elements in and out per rank. ReduceScatter: `count` out per rank, nranks
 // times as many in (block h of the input is head h's).
+// `channels`: 0 picks them by size (channels_for); the reference checks name both counts.
 void collective(std::vector<Rank>& rk, bool allreduce, nvls::DType t, nvls::RedOp op, uint64_t count, nvls::Registered registered,
-                bool profiled = false) {
+                bool profiled = false, uint32_t channels = 0) {
   for (int r = 0; r < kRanks; ++r) {
     nvls::Args a;
     const uint64_t in_bytes = count * nvls::dtype_bytes(t) * (allreduce ? 1 : kRanks);
-    a.nranks = kRanks, a.rank = r, a.channels = allreduce ? g_channels : rs_channels(in_bytes), a.reducers = g_reducers;
+    a.nranks = kRanks, a.rank = r, a.channels = channels != 0 ? channels : channels_for(allreduce, in_bytes), a.reducers = g_reducers;
     a.dtype = t, a.op = op, a.allreduce = allreduce, a.count = count;
     a.region.slot_bytes = g_slot;
     a.step_bytes = std::min(g_slot, step_for(in_bytes) / 16 * 16);
@@ -201,7 +203,8 @@ int main(int argc, char** argv) {
     int per_sm = 0, sms = 0;
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, nvls_kernel, int(g_threads), 0));
     CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    const uint32_t fit = uint32_t(per_sm * sms) / (nvls::ctas_per_channel(rs) * (one_gpu ? kRanks : 1));
+    g_resident = uint64_t(per_sm) * uint64_t(sms);
+    const uint32_t fit = uint32_t(g_resident / (nvls::ctas_per_channel(rs) * (one_gpu ? kRanks : 1)));
     const char* e = std::getenv("NVLS_RS_CHANNELS");
     g_rs_channels = e != nullptr ? uint32_t(std::strtoul(e, nullptr, 10)) : std::max(g_channels, fit);
     if (g_rs_channels == 0) {
@@ -265,10 +268,7 @@ int main(int argc, char** argv) {
     nvls::Args ar, rs;
     ar.nranks = rs.nranks = kRanks, ar.channels = g_channels, rs.channels = g_rs_channels, ar.reducers = rs.reducers = g_reducers;
     ar.allreduce = true, rs.allreduce = false;
-    int per_sm = 0;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, nvls_kernel, int(g_threads), 0));
-    const uint64_t need = uint64_t(std::max(nvls::ctas_per_rank(ar), nvls::ctas_per_rank(rs))) * (one_gpu ? kRanks : 1),
-                   have = uint64_t(per_sm) * prop.multiProcessorCount;
+    const uint64_t need = uint64_t(std::max(nvls::ctas_per_rank(ar), nvls::ctas_per_rank(rs))) * (one_gpu ? kRanks : 1), have = g_resident;
     if (need > have) {
       std::printf("nvls_bench: %llu CTAs of %u threads per GPU cannot all be resident (%llu fit): fewer channels or threads\n",
                   (unsigned long long)need, g_threads, (unsigned long long)have);
@@ -316,10 +316,9 @@ int main(int argc, char** argv) {
         }
         std::vector<uint8_t> ref = host[0];
         for (int r = 1; r < kRanks; ++r) nvls::reduce_into(t, op, ref.data(), host[r].data(), uint32_t(ref.size()));
-        g_rs_now = wide ? g_rs_channels : g_channels;
-        collective(rk, ar, t, op, count, reg);
+        const uint32_t channels = wide ? g_rs_channels : g_channels;
+        collective(rk, ar, t, op, count, reg, false, channels);
         sync_all(rk);
-        g_rs_now = 0;
         bool same = true;
         for (int r = 0; r < kRanks && same; ++r) {
           std::vector<uint8_t> got(count * es);
@@ -337,7 +336,7 @@ int main(int argc, char** argv) {
         }
         std::printf("  %s%s %-4s %-3s, %llu elements out, %u channels: %s%s\n", ar ? "allreduce    " : "reducescatter",
                     reg == nvls::Registered::kBoth ? " registered in + out" : reg == nvls::Registered::kOutput ? " registered out" : "", nvls::dtype_name(t),
-                    nvls::redop_name(op), (unsigned long long)count, ar || !wide ? g_channels : g_rs_channels, same ? "equal to the reference" : "WRONG",
+                    nvls::redop_name(op), (unsigned long long)count, channels, same ? "equal to the reference" : "WRONG",
                     bad != 0 ? " (CTAs timed out)" : "");
         if (!same || bad != 0) status = 1;
       }

@@ -213,6 +213,8 @@ DOORBELL_HD_HOT OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, ui
 // each behind the fence its ordering names (`others`: the DBR covers WQEs other threads
 // wrote). The one ringer: post_send on the GPU, and the host agents (the CPU proxy, the
 // recovery watchdog) through a context of the host's stores.
+// The DBR store and the doorbell, for a caller that already ordered the WQEs before them
+// (ring_qp's fence, or submit_alone's publish fence).
 template <class C>
 DOORBELL_HD void ring_fenced(C& ctx, const Options& o, const DevQp& qp, uint64_t to) {
   ctx.store(exec::system_scope, exec::relaxed, qp.dbr, mlx5::dbr_word(to));
