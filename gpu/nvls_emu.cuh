@@ -46,7 +46,7 @@ struct EmuMc {
   // A hunk of U packs at off, off + stride, ...: every member's U loads are issued before
   // their reduce, so they are in flight together, and the packs stay in registers.
   template <uint32_t U, class C>
-  __device__ void ld_reduce_n(C&, uint64_t off, uint64_t stride, nvls::DType t, nvls::RedOp op, uint32_t pack,
+  __device__ __forceinline__ void ld_reduce_n(C&, uint64_t off, uint64_t stride, nvls::DType t, nvls::RedOp op, uint32_t pack,
                               uint8_t (&out)[U][16]) const {
     uint32_t acc[U][4], v[U][4];
 #pragma unroll

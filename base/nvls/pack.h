@@ -69,6 +69,37 @@ DOORBELL_HD constexpr bool multimem_pack_valid(DType t, RedOp op, uint32_t pack)
   return widest != 0 && pack >= dtype_bytes(t) && pack <= widest && (pack & (pack - 1)) == 0;
 }
 
+// f(type, op) with both as compile-time constants (Const<DType::kF32>{}, ...), which convert to
+// DType and RedOp: a loop written once becomes one loop per pair, its reduce's switches folded
+// away, as NCCL compiles a kernel per (op, type). (On a GPU the switches per pack made a reduce
+// CTA instruction-bound: docs/nvls.md.)
+template <auto V>
+struct Const {
+  static constexpr auto value = V;
+  DOORBELL_HD constexpr operator decltype(V)() const { return V; }
+};
+template <DType T, class F>
+DOORBELL_HD void with_op(RedOp op, F&& f) {
+  switch (op) {
+    case RedOp::kSum: return f(Const<T>{}, Const<RedOp::kSum>{});
+    case RedOp::kMin: return f(Const<T>{}, Const<RedOp::kMin>{});
+    case RedOp::kMax: return f(Const<T>{}, Const<RedOp::kMax>{});
+  }
+}
+template <class F>
+DOORBELL_HD void with_type_op(DType t, RedOp op, F&& f) {
+  switch (t) {
+    case DType::kF32: return with_op<DType::kF32>(op, f);
+    case DType::kF16: return with_op<DType::kF16>(op, f);
+    case DType::kBf16: return with_op<DType::kBf16>(op, f);
+    case DType::kF64: return with_op<DType::kF64>(op, f);
+    case DType::kI32: return with_op<DType::kI32>(op, f);
+    case DType::kI64: return with_op<DType::kI64>(op, f);
+    case DType::kU32: return with_op<DType::kU32>(op, f);
+    case DType::kU64: return with_op<DType::kU64>(op, f);
+  }
+}
+
 inline const char* dtype_name(DType t) {
   switch (t) {
     case DType::kF32: return "f32";

@@ -253,14 +253,22 @@ DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t
   // together (remote loads are long).
   const uint64_t hunk = uint64_t(kUnroll) * nthreads * pack;
   const uint64_t hunks_end = pack == 0 ? 0 : n / hunk * hunk;
-  for (uint64_t base = 0; base < hunks_end; base += hunk) {
-    // A view that can keep a hunk's loads in flight together (CUDA's emulation: remote loads
-    // are microseconds) takes the hunk at once.
-    if constexpr (requires { mc.template ld_reduce_n<kUnroll>(ctx, src, uint64_t(0), a.dtype, a.op, pack, acc); })
-      mc.template ld_reduce_n<kUnroll>(ctx, src + base + uint64_t(tid) * pack, uint64_t(nthreads) * pack, a.dtype, a.op, pack, acc);
-    else
+  // A view that can keep a hunk's loads in flight together (CUDA's emulation: remote loads are
+  // microseconds) takes the hunk at once, in a loop per (type, op) (with_type_op).
+  if constexpr (requires { mc.template ld_reduce_n<kUnroll>(ctx, src, uint64_t(0), a.dtype, a.op, pack, acc); }) {
+    auto hunks = [&](auto t, auto op) {
+      const uint32_t p = a.plants.wrong_pack ? 16 : multimem_pack_bytes(t, op);
+      for (uint64_t base = 0; base < hunks_end; base += hunk) {
+        mc.template ld_reduce_n<kUnroll>(ctx, src + base + uint64_t(tid) * p, uint64_t(nthreads) * p, t, op, p, acc);
+        for (uint32_t u = 0; u < kUnroll; ++u) put(base + (uint64_t(u) * nthreads + tid) * p, p, acc[u]);
+      }
+    };
+    with_type_op(a.dtype, a.op, hunks);
+  } else {
+    for (uint64_t base = 0; base < hunks_end; base += hunk) {
       for (uint32_t u = 0; u < kUnroll; ++u) mc.ld_reduce(ctx, src + base + (uint64_t(u) * nthreads + tid) * pack, a.dtype, a.op, pack, acc[u]);
-    for (uint32_t u = 0; u < kUnroll; ++u) put(base + (uint64_t(u) * nthreads + tid) * pack, pack, acc[u]);
+      for (uint32_t u = 0; u < kUnroll; ++u) put(base + (uint64_t(u) * nthreads + tid) * pack, pack, acc[u]);
+    }
   }
   const uint64_t packs_end = pack == 0 ? 0 : n / pack * pack;
   for (uint64_t off = hunks_end + uint64_t(tid) * pack; off < packs_end; off += uint64_t(nthreads) * pack) one(off, pack);
