@@ -31,3 +31,12 @@
 #else
 #define DOORBELL_HD_HOT [[gnu::always_inline]] inline
 #endif
+
+// Out of line on the device too: code instantiated per (type, op) (nvls::with_type_op), called
+// once per reduce step. Inlined into the kernel at each call site, 24 copies of it made
+// gpu/nvls_bench.cu take minutes to compile.
+#if defined(__CUDACC__)
+#define DOORBELL_HD_OUTLINED __host__ __device__ __noinline__
+#else
+#define DOORBELL_HD_OUTLINED inline
+#endif

@@ -35,7 +35,7 @@ struct EmuMc {
   __device__ uint8_t* uc(uint64_t off) const { return copy(me, off); }
 
   template <class C>
-  __device__ void ld_reduce(C&, uint64_t off, nvls::DType t, nvls::RedOp op, uint32_t pack, uint8_t* out) const {
+  __device__ __forceinline__ void ld_reduce(C&, uint64_t off, nvls::DType t, nvls::RedOp op, uint32_t pack, uint8_t* out) const {
     load(copy(0, off), out, pack);
     for (uint32_t m = 1; m < n; ++m) {
       alignas(16) uint8_t v[16];

@@ -233,46 +233,55 @@ DOORBELL_HD bool wait_flag(C& ctx, M& mc, const Args& a, Flag flag, From from, c
 // this rank's `out`, or (bcast) every member's copy at `bc_off` of view `to` through
 // multimem.st: the reduce slot and the broadcast slot of a region, or with registered buffers
 // the inputs and the outputs. Hunks of 4 packs per thread, then single packs, then the
-// unaligned tail element by element.
-template <class C, class M, class To>
-DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t* out, To& to, bool bcast, uint64_t bc_off, uint64_t n,
-                             uint32_t tid, uint32_t nthreads) {
+// unaligned tail element by element. T and O are the type and op, constants
+// (Const, with_type_op) or not.
+struct ReduceSpan {
+  uint64_t src;
+  uint8_t* out;
+  bool bcast;
+  uint64_t bc_off, n;
+};
+template <class C, class M, class To, class T, class O>
+DOORBELL_HD_OUTLINED void reduce_loops(C& ctx, M& mc, To& to, const Args& a, ReduceSpan r, uint32_t tid, uint32_t nthreads, T t, O op) {
   constexpr uint32_t kUnroll = 4;
-  const uint32_t es = dtype_bytes(a.dtype);
-  const uint32_t pack = a.plants.wrong_pack ? 16 : multimem_pack_bytes(a.dtype, a.op);
+  const uint32_t es = dtype_bytes(t);
+  const uint32_t pack = a.plants.wrong_pack ? 16 : multimem_pack_bytes(t, op);
   alignas(16) uint8_t acc[kUnroll][16];
   auto put = [&](uint64_t off, uint32_t bytes, const uint8_t* v) {
-    if (bcast) to.st(ctx, bc_off + off, v, bytes);
-    else if (out != nullptr) ctx.write_bytes(out + off, v, bytes);
+    if (r.bcast) to.st(ctx, r.bc_off + off, v, bytes);
+    else if (r.out != nullptr) ctx.write_bytes(r.out + off, v, bytes);
   };
   auto one = [&](uint64_t off, uint32_t bytes) {
-    mc.ld_reduce(ctx, src + off, a.dtype, a.op, bytes, acc[0]);
+    mc.ld_reduce(ctx, r.src + off, t, op, bytes, acc[0]);
     put(off, bytes, acc[0]);
   };
   // A hunk: every load of the thread's kUnroll packs before any store, so they are in flight
-  // together (remote loads are long).
+  // together (remote loads are long); a view that can keep them in flight together (CUDA's
+  // emulation: remote loads are microseconds) takes the hunk at once.
   const uint64_t hunk = uint64_t(kUnroll) * nthreads * pack;
-  const uint64_t hunks_end = pack == 0 ? 0 : n / hunk * hunk;
-  // A view that can keep a hunk's loads in flight together (CUDA's emulation: remote loads are
-  // microseconds) takes the hunk at once, in a loop per (type, op) (with_type_op).
-  if constexpr (requires { mc.template ld_reduce_n<kUnroll>(ctx, src, uint64_t(0), a.dtype, a.op, pack, acc); }) {
-    auto hunks = [&](auto t, auto op) {
-      const uint32_t p = a.plants.wrong_pack ? 16 : multimem_pack_bytes(t, op);
-      for (uint64_t base = 0; base < hunks_end; base += hunk) {
-        mc.template ld_reduce_n<kUnroll>(ctx, src + base + uint64_t(tid) * p, uint64_t(nthreads) * p, t, op, p, acc);
-        for (uint32_t u = 0; u < kUnroll; ++u) put(base + (uint64_t(u) * nthreads + tid) * p, p, acc[u]);
-      }
-    };
-    with_type_op(a.dtype, a.op, hunks);
-  } else {
-    for (uint64_t base = 0; base < hunks_end; base += hunk) {
-      for (uint32_t u = 0; u < kUnroll; ++u) mc.ld_reduce(ctx, src + base + (uint64_t(u) * nthreads + tid) * pack, a.dtype, a.op, pack, acc[u]);
-      for (uint32_t u = 0; u < kUnroll; ++u) put(base + (uint64_t(u) * nthreads + tid) * pack, pack, acc[u]);
-    }
+  const uint64_t hunks_end = pack == 0 ? 0 : r.n / hunk * hunk;
+  for (uint64_t base = 0; base < hunks_end; base += hunk) {
+    if constexpr (requires { mc.template ld_reduce_n<kUnroll>(ctx, r.src, uint64_t(0), t, op, pack, acc); })
+      mc.template ld_reduce_n<kUnroll>(ctx, r.src + base + uint64_t(tid) * pack, uint64_t(nthreads) * pack, t, op, pack, acc);
+    else
+      for (uint32_t u = 0; u < kUnroll; ++u) mc.ld_reduce(ctx, r.src + base + (uint64_t(u) * nthreads + tid) * pack, t, op, pack, acc[u]);
+    for (uint32_t u = 0; u < kUnroll; ++u) put(base + (uint64_t(u) * nthreads + tid) * pack, pack, acc[u]);
   }
-  const uint64_t packs_end = pack == 0 ? 0 : n / pack * pack;
+  const uint64_t packs_end = pack == 0 ? 0 : r.n / pack * pack;
   for (uint64_t off = hunks_end + uint64_t(tid) * pack; off < packs_end; off += uint64_t(nthreads) * pack) one(off, pack);
-  for (uint64_t off = packs_end + uint64_t(tid) * es; off < n; off += uint64_t(nthreads) * es) one(off, es);
+  for (uint64_t off = packs_end + uint64_t(tid) * es; off < r.n; off += uint64_t(nthreads) * es) one(off, es);
+}
+// On a view that takes a hunk at once (a GPU's), one loop per (type, op): the reduce's
+// switches per pack made a reduce CTA instruction-bound (docs/nvls.md). The model's views run
+// one loop for every pair.
+template <class C, class M, class To>
+DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t* out, To& to, bool bcast, uint64_t bc_off, uint64_t n,
+                             uint32_t tid, uint32_t nthreads) {
+  const ReduceSpan r{src, out, bcast, bc_off, n};
+  if constexpr (requires(uint8_t (&acc)[4][16]) { mc.template ld_reduce_n<4>(ctx, src, uint64_t(0), a.dtype, a.op, uint32_t(16), acc); })
+    with_type_op(a.dtype, a.op, [&](auto t, auto op) { reduce_loops(ctx, mc, to, a, r, tid, nthreads, t, op); });
+  else
+    reduce_loops(ctx, mc, to, a, r, tid, nthreads, a.dtype, a.op);
 }
 
 // A role CTA's threads, as NCCL's primitives split them (seed 003). With Args::sync_warp and two
