@@ -291,8 +291,8 @@ int main(int argc, char** argv) {
   const uint64_t odd_count = (1 << 20) + 13;
   const bool check = std::getenv("NVLS_CHECK") == nullptr || std::string(std::getenv("NVLS_CHECK")) != "0";
   if (!check) std::printf("nvls_bench: NVLS_CHECK=0: no reference checks (a sweep, not a result)\n");
+  if (check)
   for (const auto reg : {nvls::Registered::kNone, nvls::Registered::kOutput, nvls::Registered::kBoth})
-    if (check)
   for (const bool ar : {true, false})
   for (int wide = 0; wide < (ar || g_rs_channels == g_channels ? 1 : 2); ++wide)  // ReduceScatter: both channel counts
     for (int ti = 0; ti < 8; ++ti)

@@ -87,6 +87,9 @@ struct EmuMc {
   __device__ void charge_reduce(C&, uint64_t, bool) const {}
   template <class C>
   __device__ void charge_local(C&, uint64_t) const {}
+  // Before a post that frees what the CTA read: nothing (core/nvls Post::kFrees).
+  template <class C>
+  __device__ void reads_done(C&) const {}
   template <class C>
   __device__ void st_flag(C&, uint64_t off, uint64_t v) const {
     for (uint32_t m = 0; m < n; ++m) {

@@ -27,7 +27,8 @@
 // t, op, pack, out); st(ctx, off, src, bytes) — to every member; ld_min(ctx, off) — min over
 // members of an 8-byte flag, acquire; st_flag(ctx, off, v) — a relaxed store to every member;
 // charge_reduce / charge_local(ctx, bytes) — the simulated time a step's data takes (the
-// model's timed schedule; nothing on a GPU). Null input and output: sizes only (phantom).
+// model's timed schedule; nothing on a GPU); reads_done(ctx) — before a post that frees what
+// the CTA read (Post::kFrees). Null input and output: sizes only (phantom).
 //
 // Registered buffers (Args::registered; NCCL's NVLS user-buffer registration): every rank's
 // output (kOutput), or its input and output (kBoth), bound to multicast objects of their own
@@ -310,14 +311,20 @@ DOORBELL_HD void workers_sync(C& ctx, const Threads& t) {
   else ctx.sync_threads(1, t.workers);
 }
 
-// After the step's CTA barrier, the poster stores step v in this member's copy of `flag`, with
-// a system-scope fence first where the post hands data on (the workers' stores before the
-// barrier go out with it). Unfenced where it hands nothing over: a registered output's gather
-// has read no slot, and the fence costs microseconds of the poster's time each step.
+// What a post hands over. kPublishes: data the CTA stored (a system-scope fence first, the
+// workers' stores before the step's barrier going out with it). kFrees: a slot the CTA read,
+// which the producer may now overwrite — the view's reads_done: a system fence on the model
+// (the race detector's edge from the reads to the overwrite) and nothing on a GPU, where each
+// read's value was stored before the barrier, so the read is over before the post is made
+// (NCCL posts its PostRecv steps unfenced too; docs/nvls.md has what the fence cost). kNothing:
+// a registered output's gather, which read no slot.
+enum class Post : uint8_t { kNothing, kPublishes, kFrees };
+// After the step's CTA barrier, the poster stores step v in this member's copy of `flag`.
 template <class C, class M>
-DOORBELL_HD void post_own(C& ctx, M& mc, const Args& a, Flag flag, uint64_t v, bool publishes) {
-  if (publishes && a.plants.post_fence_gpu) ctx.fence(exec::gpu_scope);
-  else if (publishes) ctx.fence(exec::system_scope);
+DOORBELL_HD void post_own(C& ctx, M& mc, const Args& a, Flag flag, uint64_t v, Post what) {
+  if (what == Post::kPublishes && a.plants.post_fence_gpu) ctx.fence(exec::gpu_scope);
+  else if (what == Post::kPublishes) ctx.fence(exec::system_scope);
+  else if (what == Post::kFrees) mc.reads_done(ctx);
   ctx.store(exec::system_scope, exec::relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(flag))), v);
 }
 // Whether PostSend fences: always where it publishes data (the plant: only if it stored some of
@@ -360,7 +367,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       ctx.sync_cta();
       if (tid == t.post_send) {
         mc.charge_local(ctx, copy ? n : 0);  // (the timed model: the step's time, on the thread whose post hands it on)
-        post_own(ctx, mc, a, kRedTail, b + s + 1, send_fences(a, t, tid, copy ? n : 0));
+        post_own(ctx, mc, a, kRedTail, b + s + 1, send_fences(a, t, tid, copy ? n : 0) ? Post::kPublishes : Post::kNothing);
       }
     }
     if (reg == Registered::kBoth && tid == t.wait_send && ok && !a.plants.input_released_early)  // the head's reducers have read my input
@@ -403,13 +410,14 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
         }
       }
       ctx.sync_cta();
-      // PostRecv frees the slot every member staged; PostSend publishes the broadcast. Both
-      // fence (the free orders the reads before it, for the race detector too); one thread
-      // posting both fences once (a second system fence cost AllReduce 5-8 %).
+      // PostRecv frees the slot every member staged (Post::kFrees); PostSend publishes the
+      // broadcast behind a system fence, which orders a free posted by the same thread too (a
+      // second fence cost AllReduce 5-8 %).
       const bool frees = tid == t.post_recv && !a.plants.reducer_frees_early;
       const bool sends = tid == t.post_send && a.allreduce && !a.plants.broadcast_posted_early;
       if (tid == t.post_recv) mc.charge_reduce(ctx, n1 - n0, a.allreduce);
-      if (frees || (sends && send_fences(a, t, tid, n1 - n0))) ctx.fence(system_scope);
+      if (sends && send_fences(a, t, tid, n1 - n0)) ctx.fence(system_scope);
+      else if (frees) mc.reads_done(ctx);
       if (frees) mc.st_flag(ctx, a.region.flag(reducer_flag(kRedHead, j)), b + s + 1);
       if (sends) mc.st_flag(ctx, a.region.flag(reducer_flag(kBcTail, j)), bb + s + 1);
     }
@@ -435,7 +443,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       ctx.sync_cta();
       if (tid == t.post_recv) {
         mc.charge_local(ctx, copy ? n : 0);
-        post_own(ctx, mc, a, kBcHead, b + s + (a.plants.gather_frees_late ? 0 : 1), copy);
+        post_own(ctx, mc, a, kBcHead, b + s + (a.plants.gather_frees_late ? 0 : 1), copy ? Post::kFrees : Post::kNothing);
       }
     }
     end_role(ctx, mc, a, kGatherBase, b + steps, tid);

@@ -94,6 +94,9 @@ struct MultimemMc {
   __device__ void charge_reduce(C&, uint64_t, bool) const {}
   template <class C>
   __device__ void charge_local(C&, uint64_t) const {}
+  // Before a post that frees what the CTA read: nothing (core/nvls Post::kFrees).
+  template <class C>
+  __device__ void reads_done(C&) const {}
 };
 
 // Whether this process may create NVLink multicast objects at all: only where a person said so.

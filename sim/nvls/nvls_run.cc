@@ -28,6 +28,9 @@ struct McRegion {
   void st_flag(gpu_sim::SimCtx& ctx, uint64_t off, uint64_t x) { v->st_flag(ctx, base + off, x); }
   void charge_reduce(gpu_sim::SimCtx& ctx, uint64_t bytes, bool bcast) { v->charge_reduce(ctx, bytes, bcast); }
   void charge_local(gpu_sim::SimCtx& ctx, uint64_t bytes) { v->charge_local(ctx, bytes); }
+  // The model keeps the fence a GPU leaves out (core/nvls Post::kFrees): the race detector's
+  // edge from a freed slot's reads to the producer's next writes into it.
+  void reads_done(gpu_sim::SimCtx& ctx) { ctx.fence(exec::system_scope); }
 };
 
 // A ring send's time: my link up to the switch and the next rank's link down, and no less than
