@@ -122,6 +122,16 @@ struct Rank {
   cudaStream_t stream;
 };
 
+// Environment knobs: whether `name` is set to `value`; a number, or `dflt` when unset.
+bool env_is(const char* name, const char* value) {
+  const char* e = std::getenv(name);
+  return e != nullptr && std::string(e) == value;
+}
+uint64_t env_u64(const char* name, uint64_t dflt) {
+  const char* e = std::getenv(name);
+  return e != nullptr ? std::strtoull(e, nullptr, 10) : dflt;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -131,8 +141,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 // fills sooner), half the slot from 64 MiB, the whole slot from 1 GiB on (fewer flag round
 // trips). NVLS_STEP overrides.
 uint64_t step_for(uint64_t bytes) {
-  if (const char* e = std::getenv("NVLS_STEP")) return std::strtoull(e, nullptr, 10);
-  return bytes >= (1ull << 30) ? g_slot : bytes >= (64ull << 20) ? g_slot / 2 : g_slot / 4;
+  return env_u64("NVLS_STEP", bytes >= (1ull << 30) ? g_slot : bytes >= (64ull << 20) ? g_slot / 2 : g_slot / 4);
 }
 
 // AllReduce: `count` elements in and out per rank. ReduceScatter: `count` out per rank, nranks
@@ -193,9 +202,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   const bool one_gpu = ngpu < kRanks;
-  g_sync_warp = std::getenv("NVLS_SYNC_WARP") != nullptr && std::string(std::getenv("NVLS_SYNC_WARP")) == "1";
-  const bool profile = std::getenv("NVLS_PROFILE") != nullptr && std::string(std::getenv("NVLS_PROFILE")) == "1";
-  const bool push = std::getenv("NVLS_EMU") == nullptr || std::string(std::getenv("NVLS_EMU")) != "pull";
+  g_sync_warp = env_is("NVLS_SYNC_WARP", "1");
+  const bool profile = env_is("NVLS_PROFILE", "1");
+  const bool push = !env_is("NVLS_EMU", "pull");
   if (one_gpu) g_dev[1] = 0;
   {  // ReduceScatter's channel count from 64 MiB: NVLS_RS_CHANNELS, else all the GPU holds at once
     nvls::Args rs;
@@ -205,8 +214,7 @@ int main(int argc, char** argv) {
     CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     g_resident = uint64_t(per_sm) * uint64_t(sms);
     const uint32_t fit = uint32_t(g_resident / (nvls::ctas_per_channel(rs) * (one_gpu ? kRanks : 1)));
-    const char* e = std::getenv("NVLS_RS_CHANNELS");
-    g_rs_channels = e != nullptr ? uint32_t(std::strtoul(e, nullptr, 10)) : std::max(g_channels, fit);
+    g_rs_channels = uint32_t(env_u64("NVLS_RS_CHANNELS", std::max(g_channels, fit)));
     if (g_rs_channels == 0) {
       std::printf("nvls_bench: NVLS_RS_CHANNELS must be positive\n");
       return 1;
@@ -289,7 +297,7 @@ int main(int argc, char** argv) {
   // Every (type, op) multimem has, on an odd count, both collectives: equal to the host reference.
   int status = 0;
   const uint64_t odd_count = (1 << 20) + 13;
-  const bool check = std::getenv("NVLS_CHECK") == nullptr || std::string(std::getenv("NVLS_CHECK")) != "0";
+  const bool check = !env_is("NVLS_CHECK", "0");
   if (!check) std::printf("nvls_bench: NVLS_CHECK=0: no reference checks (a sweep, not a result)\n");
   if (check)
   for (const auto reg : {nvls::Registered::kNone, nvls::Registered::kOutput, nvls::Registered::kBoth})
@@ -386,8 +394,7 @@ int main(int argc, char** argv) {
   for (const bool ar : {true, false}) {
     std::printf("\n%-28s %12s %12s %10s %8s %8s\n", ar ? "allreduce f32 sum" : "reducescatter f32 sum", "size(B)", "count", "time(us)", "algbw",
                 "busbw");
-    const uint64_t min_bytes = std::getenv("NVLS_MIN") != nullptr ? std::strtoull(std::getenv("NVLS_MIN"), nullptr, 10) : 4ull << 20;
-    const uint64_t last = std::getenv("NVLS_MAX") != nullptr ? std::min<uint64_t>(max_bytes, std::strtoull(std::getenv("NVLS_MAX"), nullptr, 10)) : max_bytes;
+    const uint64_t min_bytes = env_u64("NVLS_MIN", 4ull << 20), last = std::min(max_bytes, env_u64("NVLS_MAX", max_bytes));
     for (uint64_t bytes = std::max<uint64_t>(min_bytes, 64); bytes <= last; bytes *= 4) {
       const uint64_t n = ar ? bytes / 4 : bytes / 4 / kRanks;  // elements out per rank
       auto rounds = [&](auto op) {

@@ -209,10 +209,6 @@ DOORBELL_HD_HOT OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, ui
   }
 }
 
-// Ring a QP's NIC for every WQE below `to`: the doorbell record, then the BlueFlame store,
-// each behind the fence its ordering names (`others`: the DBR covers WQEs other threads
-// wrote). The one ringer: post_send on the GPU, and the host agents (the CPU proxy, the
-// recovery watchdog) through a context of the host's stores.
 // The DBR store and the doorbell, for a caller that already ordered the WQEs before them
 // (ring_qp's fence, or submit_alone's publish fence).
 template <class C>
@@ -220,6 +216,10 @@ DOORBELL_HD void ring_fenced(C& ctx, const Options& o, const DevQp& qp, uint64_t
   ctx.store(exec::system_scope, exec::relaxed, qp.dbr, mlx5::dbr_word(to));
   ring_nic_doorbell(ctx, o, qp.bf, mlx5::doorbell_value(to, qp.qpn));
 }
+// Ring a QP's NIC for every WQE below `to`: the doorbell record, then the BlueFlame store,
+// each behind the fence its ordering names (`others`: the DBR covers WQEs other threads
+// wrote). The one ringer: post_send on the GPU, and the host agents (the CPU proxy, the
+// recovery watchdog) through a context of the host's stores.
 template <class C>
 DOORBELL_HD void ring_qp(C& ctx, const Options& o, const DevQp& qp, uint64_t to, bool others) {
   wqes_before_dbr(ctx, o, others);

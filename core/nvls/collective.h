@@ -230,21 +230,28 @@ DOORBELL_HD bool wait_flag(C& ctx, M& mc, const Args& a, Flag flag, From from, c
   }
 }
 
-// The reduce step's data: bytes [0, n) at `src` of view `mc` reduced over all members, into
-// this rank's `out`, or (bcast) every member's copy at `bc_off` of view `to` through
-// multimem.st: the reduce slot and the broadcast slot of a region, or with registered buffers
-// the inputs and the outputs. Hunks of 4 packs per thread, then single packs, then the
-// unaligned tail element by element. T and O are the type and op, constants
-// (Const, with_type_op) or not.
+inline constexpr uint32_t kReduceUnroll = 4;  // packs per thread in a hunk
+// A view that can keep a hunk's loads in flight together (CUDA's emulation: remote loads are
+// microseconds) takes the hunk at once (ld_reduce_n).
+template <class M, class C>
+inline constexpr bool kTakesHunks = requires(M& mc, C& ctx, uint8_t (&acc)[kReduceUnroll][16]) {
+  mc.template ld_reduce_n<kReduceUnroll>(ctx, uint64_t(0), uint64_t(0), DType::kF32, RedOp::kSum, uint32_t(16), acc);
+};
 struct ReduceSpan {
   uint64_t src;
   uint8_t* out;
   bool bcast;
   uint64_t bc_off, n;
 };
+// The reduce step's data: bytes [0, n) at `src` of view `mc` reduced over all members, into
+// this rank's `out`, or (bcast) every member's copy at `bc_off` of view `to` through
+// multimem.st: the reduce slot and the broadcast slot of a region, or with registered buffers
+// the inputs and the outputs. Hunks of 4 packs per thread, then single packs, then the
+// unaligned tail element by element. T and O are the type and op, constants
+// (Const, with_type_op) or not.
 template <class C, class M, class To, class T, class O>
 DOORBELL_HD_OUTLINED void reduce_loops(C& ctx, M& mc, To& to, const Args& a, ReduceSpan r, uint32_t tid, uint32_t nthreads, T t, O op) {
-  constexpr uint32_t kUnroll = 4;
+  constexpr uint32_t kUnroll = kReduceUnroll;
   const uint32_t es = dtype_bytes(t);
   const uint32_t pack = a.plants.wrong_pack ? 16 : multimem_pack_bytes(t, op);
   alignas(16) uint8_t acc[kUnroll][16];
@@ -257,12 +264,11 @@ DOORBELL_HD_OUTLINED void reduce_loops(C& ctx, M& mc, To& to, const Args& a, Red
     put(off, bytes, acc[0]);
   };
   // A hunk: every load of the thread's kUnroll packs before any store, so they are in flight
-  // together (remote loads are long); a view that can keep them in flight together (CUDA's
-  // emulation: remote loads are microseconds) takes the hunk at once.
+  // together (remote loads are long).
   const uint64_t hunk = uint64_t(kUnroll) * nthreads * pack;
   const uint64_t hunks_end = pack == 0 ? 0 : r.n / hunk * hunk;
   for (uint64_t base = 0; base < hunks_end; base += hunk) {
-    if constexpr (requires { mc.template ld_reduce_n<kUnroll>(ctx, r.src, uint64_t(0), t, op, pack, acc); })
+    if constexpr (kTakesHunks<M, C>)
       mc.template ld_reduce_n<kUnroll>(ctx, r.src + base + uint64_t(tid) * pack, uint64_t(nthreads) * pack, t, op, pack, acc);
     else
       for (uint32_t u = 0; u < kUnroll; ++u) mc.ld_reduce(ctx, r.src + base + (uint64_t(u) * nthreads + tid) * pack, t, op, pack, acc[u]);
@@ -279,7 +285,7 @@ template <class C, class M, class To>
 DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t* out, To& to, bool bcast, uint64_t bc_off, uint64_t n,
                              uint32_t tid, uint32_t nthreads) {
   const ReduceSpan r{src, out, bcast, bc_off, n};
-  if constexpr (requires(uint8_t (&acc)[4][16]) { mc.template ld_reduce_n<4>(ctx, src, uint64_t(0), a.dtype, a.op, uint32_t(16), acc); })
+  if constexpr (kTakesHunks<M, C>)
     with_type_op(a.dtype, a.op, [&](auto t, auto op) { reduce_loops(ctx, mc, to, a, r, tid, nthreads, t, op); });
   else
     reduce_loops(ctx, mc, to, a, r, tid, nthreads, a.dtype, a.op);

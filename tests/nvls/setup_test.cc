@@ -24,6 +24,22 @@ TEST(NvlsPack, SizesFollowThePtxInstructionSet) {
   EXPECT_EQ(multimem_pack_bytes(DType::kF64, RedOp::kMax), 0u);
 }
 
+// The GPU's reduce runs a loop per (type, op) through with_type_op (core/nvls reduce_copy):
+// every pair must reach the loop as itself, and as compile-time constants.
+TEST(NvlsPack, WithTypeOpHandsEveryPairOnAsConstants) {
+  for (int ti = 0; ti < 8; ++ti)
+    for (int oi = 0; oi < 3; ++oi) {
+      DType got_t{};
+      RedOp got_op{};
+      with_type_op(DType(ti), RedOp(oi), [&](auto t, auto op) {
+        static_assert(decltype(t)::value == DType(t) && decltype(op)::value == RedOp(op));
+        got_t = t, got_op = op;
+      });
+      EXPECT_EQ(int(got_t), ti);
+      EXPECT_EQ(int(got_op), oi);
+    }
+}
+
 TEST(NvlsSetup, CtasAreTheClampedRequestNotTheChannelCount) {
   EXPECT_EQ(nvls_ctas(16, 16, 32), 16u);
   EXPECT_EQ(nvls_ctas(4, 16, 32), 16u);
