@@ -147,6 +147,19 @@ DOORBELL_HD void end_role(C& ctx, M& mc, const Args& a, uint32_t which, uint64_t
   if (tid == 0) ctx.store(exec::gpu_scope, exec::relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(which))), next);
 }
 
+// A sender's last view of its consumers' heads (the least it polled), kept beside its step
+// base for the next call: heads only grow, so a call's first steps need no poll where the
+// consumers were that far already (that poll, serial acquire loads, held up every call's
+// first step). Read at the role's start, written by the thread that polls, before end_role.
+template <class C, class M>
+DOORBELL_HD uint64_t seen_base(C& ctx, M& mc, const Args& a, uint32_t which) {
+  return ctx.load(exec::gpu_scope, exec::relaxed, reinterpret_cast<const uint64_t*>(mc.uc(a.region.flag(which) + 8)));
+}
+template <class C, class M>
+DOORBELL_HD void keep_seen(C& ctx, M& mc, const Args& a, uint32_t which, uint64_t seen) {
+  ctx.store(exec::gpu_scope, exec::relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(which) + 8)), seen);
+}
+
 DOORBELL_HD uint64_t step_of(const Args& a) {
   return a.step_bytes != 0 && a.step_bytes < a.region.slot_bytes ? a.step_bytes : a.region.slot_bytes;
 }
@@ -359,7 +372,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
     const Part p = part_of(a, h, c);
     const uint64_t steps = steps_of(a, p), b = role_base(ctx, mc, a, kScatterBase);
     const bool copy = reg != Registered::kBoth;  // (a registered input: no slot is written, none to wait for)
-    uint64_t seen_head = 0;  // flags start at 0 and only grow
+    uint64_t seen_head = seen_base(ctx, mc, a, kScatterBase);  // (flags start at 0 and only grow)
     for (uint64_t s = 0; s < steps; ++s) {
       uint64_t lo, n;
       step_span(a, p, s, lo, n);
@@ -379,6 +392,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
     if (reg == Registered::kBoth && tid == t.wait_send && ok && !a.plants.input_released_early)  // the head's reducers have read my input
       ok = wait_flag(ctx, mc, a, kRedHead, From::kReducersMin, "nvls scatter: every reducer read my input (red_head >= the call's end)",
                      seen_head, [t = b + steps](uint64_t head) { return head >= t; });
+    if (tid == t.wait_send) keep_seen(ctx, mc, a, kScatterBase, seen_head);
     end_role(ctx, mc, a, kScatterBase, b + steps, tid);
   } else if (r < a.nranks + a.reducers) {  // reducer j of my own head's part: its share of each step
     const uint32_t j = r - a.nranks;
@@ -387,7 +401,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
     const uint64_t steps = steps_of(a, p), b = role_base(ctx, mc, a, reducer_flag(kReduceBase, j));
     const uint64_t bb = a.allreduce ? role_base(ctx, mc, a, reducer_flag(kBroadcastBase, j)) : 0;
     const From min = a.plants.own_flag_not_min ? From::kOwn : From::kMembersMin;
-    uint64_t seen_tail = 0, seen_head = 0;
+    uint64_t seen_tail = 0, seen_head = a.allreduce ? seen_base(ctx, mc, a, reducer_flag(kBroadcastBase, j)) : 0;
     for (uint64_t s = 0; s < steps; ++s) {
       uint64_t lo, n;
       step_span(a, p, s, lo, n);
@@ -428,6 +442,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       if (sends) mc.st_flag(ctx, a.region.flag(reducer_flag(kBcTail, j)), bb + s + 1);
     }
     end_role(ctx, mc, a, reducer_flag(kReduceBase, j), b + steps, tid);
+    if (a.allreduce && tid == t.wait_send) keep_seen(ctx, mc, a, reducer_flag(kBroadcastBase, j), seen_head);
     if (a.allreduce) end_role(ctx, mc, a, reducer_flag(kBroadcastBase, j), bb + steps, tid);
   } else {  // gather head h's reduced part into my output
     const uint32_t h = r - a.nranks - a.reducers;
