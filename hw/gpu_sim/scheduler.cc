@@ -236,7 +236,10 @@ struct Scheduler::Agent {
 };
 
 void Scheduler::set_state(Lane& l, LaneState s) {
-  if (l.state == s) return;
+  // A finished lane stays finished: abort_all resumes a lane waiting at a CTA barrier, which
+  // then finishes (KernelAborted) still in the barrier's list, and the barrier's release must
+  // not make it runnable again (its fiber's body has returned).
+  if (l.state == s || l.state == LaneState::kDone) return;
   Agent& a = *l.agent;
   if (l.state == LaneState::kRunnable && --a.runnable_lanes == 0) set_runnable(a, false);
   l.state = s;

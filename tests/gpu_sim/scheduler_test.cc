@@ -441,6 +441,25 @@ TEST(Scheduler, CtaBarrierHoldsEveryWarpOfTheCta) {
   }
 }
 
+// A hang while one warp waits at a CTA barrier: the abort resumes the waiting lane, which
+// finishes still listed at the barrier; the hung warp's abort then completes the barrier, whose
+// release must leave the finished lane finished (it was resumed again and the run aborted
+// the process).
+TEST(Scheduler, AHangWithAWarpAtACtaBarrierEndsAsAHang) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    SchedOptions o = opts(seed);
+    o.hang_spins = 64;
+    Scheduler s(o);
+    uint64_t flag = 0;
+    s.launch("bar", {1, 2, 1}, [&](SimCtx& ctx) {
+      if (ctx.warp() == 0) return ctx.sync_cta();
+      while (ctx.load(exec::gpu_scope, exec::relaxed, &flag) == 0)  // never set
+        if (!ctx.spin("flag", &flag, 0)) return;
+    });
+    EXPECT_EQ(s.run().outcome, Outcome::kHang) << "seed " << seed;
+  }
+}
+
 
 // Timed schedule: a reader cannot see a write before it happened in simulated time, and the
 // lanes of a warp are charged once per lockstep step.
