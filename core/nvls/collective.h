@@ -135,16 +135,24 @@ DOORBELL_HD Part part_of(const Args& a, uint32_t h, uint32_t c) {
 // Where head h's part starts in this rank's input (ReduceScatter: block h of nranks).
 DOORBELL_HD uint64_t input_base(const Args& a, uint32_t h) { return a.allreduce ? 0 : a.count * h; }
 
+// A role's words on its own line of this member's region copy: its step base (word 0) and, for
+// a sender, its last view of its consumers' heads (word 1).
+enum RoleWord : uint32_t { kStepBase = 0, kSeenHead = 1 };
+template <class M>
+DOORBELL_HD uint64_t* role_word(M& mc, const Args& a, uint32_t which, RoleWord w) {
+  return reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(which) + 8 * w));
+}
+
 // Where this role's steps start: every thread reads its own region copy's word (written at the
 // end of the previous call by thread 0, after a barrier).
 template <class C, class M>
 DOORBELL_HD uint64_t role_base(C& ctx, M& mc, const Args& a, uint32_t which) {
-  return ctx.load(exec::gpu_scope, exec::relaxed, reinterpret_cast<const uint64_t*>(mc.uc(a.region.flag(which))));
+  return ctx.load(exec::gpu_scope, exec::relaxed, role_word(mc, a, which, kStepBase));
 }
 template <class C, class M>
 DOORBELL_HD void end_role(C& ctx, M& mc, const Args& a, uint32_t which, uint64_t next, uint32_t tid) {
   ctx.sync_cta();  // every thread has read the base
-  if (tid == 0) ctx.store(exec::gpu_scope, exec::relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(which))), next);
+  if (tid == 0) ctx.store(exec::gpu_scope, exec::relaxed, role_word(mc, a, which, kStepBase), next);
 }
 
 // A sender's last view of its consumers' heads (the least it polled), kept beside its step
@@ -153,11 +161,11 @@ DOORBELL_HD void end_role(C& ctx, M& mc, const Args& a, uint32_t which, uint64_t
 // first step). Read at the role's start, written by the thread that polls, before end_role.
 template <class C, class M>
 DOORBELL_HD uint64_t seen_base(C& ctx, M& mc, const Args& a, uint32_t which) {
-  return ctx.load(exec::gpu_scope, exec::relaxed, reinterpret_cast<const uint64_t*>(mc.uc(a.region.flag(which) + 8)));
+  return ctx.load(exec::gpu_scope, exec::relaxed, role_word(mc, a, which, kSeenHead));
 }
 template <class C, class M>
 DOORBELL_HD void keep_seen(C& ctx, M& mc, const Args& a, uint32_t which, uint64_t seen) {
-  ctx.store(exec::gpu_scope, exec::relaxed, reinterpret_cast<uint64_t*>(mc.uc(a.region.flag(which) + 8)), seen);
+  ctx.store(exec::gpu_scope, exec::relaxed, role_word(mc, a, which, kSeenHead), seen);
 }
 
 DOORBELL_HD uint64_t step_of(const Args& a) {
