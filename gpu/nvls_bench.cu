@@ -30,14 +30,29 @@ namespace {
 
 constexpr int kRanks = 2;
 uint32_t g_channels = 16, g_threads = 512, g_reducers = 4;
+// A plan: the channels and reducers a call runs with, on regions of its own from channel
+// `first` on (a region keeps its reducers' step bases from call to call, so plans with other
+// reducer counts cannot share regions; NCCL keeps buffers per protocol for the same reason).
+struct Plan {
+  uint32_t channels, reducers, first;
+};
 // ReduceScatter's channels from 64 MiB in (NVLS_RS_CHANNELS; default: as many as the GPU
 // holds, 22 on 132 SMs): it runs no gather CTAs, so its remote scatters can take the SMs the
-// AllReduce's gathers take, which pays once steps are large and loses below 64 MiB
-// (docs/nvls.md). Regions are laid out for the larger count, and a region
-// keeps its reducers from call to call (their step bases), so only channels differ.
-uint32_t g_rs_channels = 0, g_alloc_channels = 0;
-constexpr uint64_t kRsWideFrom = 64ull << 20;  // input bytes per rank
-uint32_t channels_for(bool allreduce, uint64_t in_bytes) { return !allreduce && in_bytes >= kRsWideFrom ? g_rs_channels : g_channels; }
+// AllReduce's gathers take, which pays once steps are large and loses below 64 MiB. It shares
+// the main plan's regions (the same reducers). An AllReduce below 16 MiB, through the FIFOs or
+// into a registered output, takes 2 reducers a channel (NVLS_SMALL_REDUCERS), on regions laid
+// out after the others: a one-step call's four reducers each post and fence for a quarter
+// of a small step, and 2 measured faster there, 4 from 16 MiB (docs/nvls.md).
+uint32_t g_rs_channels = 0, g_small_reducers = 2, g_alloc_channels = 0;
+constexpr uint64_t kRsWideFrom = 64ull << 20, kSmallBelow = 16ull << 20;  // input bytes per rank
+Plan main_plan() { return {g_channels, g_reducers, 0}; }
+Plan wide_plan() { return {g_rs_channels, g_reducers, 0}; }
+Plan small_plan() { return {g_channels, g_small_reducers, std::max(g_channels, g_rs_channels)}; }
+bool has_small_plan() { return g_small_reducers != g_reducers; }
+Plan plan_for(bool allreduce, uint64_t in_bytes, nvls::Registered reg) {
+  if (!allreduce) return in_bytes >= kRsWideFrom ? wide_plan() : main_plan();
+  return has_small_plan() && in_bytes < kSmallBelow && reg != nvls::Registered::kBoth ? small_plan() : main_plan();
+}
 // CTAs of nvls_kernel one GPU holds at once (set in main).
 uint64_t g_resident = 0;
 // The GPU each rank runs on: 0 and 1, or both on GPU 0 (a one-GPU machine: a check of the
@@ -146,19 +161,20 @@ uint64_t step_for(uint64_t bytes) {
 
 // AllReduce: `count` elements in and out per rank. ReduceScatter: `count` out per rank, nranks
 // times as many in (block h of the input is head h's).
-// `channels`: 0 picks them by size (channels_for); the reference checks name both counts.
+// `plan`: none picks it by size (plan_for); the reference checks run every plan.
 void collective(std::vector<Rank>& rk, bool allreduce, nvls::DType t, nvls::RedOp op, uint64_t count, nvls::Registered registered,
-                bool profiled = false, uint32_t channels = 0) {
+                bool profiled = false, const Plan* plan = nullptr) {
+  const uint64_t in_bytes = count * nvls::dtype_bytes(t) * (allreduce ? 1 : kRanks);
+  const Plan p = plan != nullptr ? *plan : plan_for(allreduce, in_bytes, registered);
   for (int r = 0; r < kRanks; ++r) {
     nvls::Args a;
-    const uint64_t in_bytes = count * nvls::dtype_bytes(t) * (allreduce ? 1 : kRanks);
-    a.nranks = kRanks, a.rank = r, a.channels = channels != 0 ? channels : channels_for(allreduce, in_bytes), a.reducers = g_reducers;
+    a.nranks = kRanks, a.rank = r, a.channels = p.channels, a.reducers = p.reducers;
     a.dtype = t, a.op = op, a.allreduce = allreduce, a.count = count;
     a.region.slot_bytes = g_slot;
     a.step_bytes = std::min(g_slot, step_for(in_bytes) / 16 * 16);
     a.input = rk[r].in, a.output = rk[r].out, a.registered = registered, a.sync_warp = g_sync_warp;
     CHECK(cudaSetDevice(g_dev[r]));
-    nvls_kernel<<<nvls::ctas_per_rank(a), g_threads, 0, rk[r].stream>>>(EmuMcs{rk[r].views, g_alloc_channels, rk[r].io}, a, rk[r].bad,
+    nvls_kernel<<<nvls::ctas_per_rank(a), g_threads, 0, rk[r].stream>>>(EmuMcs{rk[r].views + p.first, g_alloc_channels, rk[r].io}, a, rk[r].bad,
                                                                         profiled ? rk[r].prof : nullptr);
     CHECK(cudaGetLastError());
   }
@@ -187,8 +203,10 @@ int main(int argc, char** argv) {
     std::printf("nvls_bench: channels must be positive\n");
     return 1;
   }
-  if (g_reducers == 0 || g_reducers > nvls::kMaxReducers) {
-    std::printf("nvls_bench: reducers is 1 to %u\n", nvls::kMaxReducers);
+  // (reducers given: the small AllReduces take them too, unless NVLS_SMALL_REDUCERS says)
+  g_small_reducers = uint32_t(env_u64("NVLS_SMALL_REDUCERS", argc > 4 ? g_reducers : 2));
+  if (g_reducers == 0 || g_reducers > nvls::kMaxReducers || g_small_reducers == 0 || g_small_reducers > nvls::kMaxReducers) {
+    std::printf("nvls_bench: reducers (and NVLS_SMALL_REDUCERS) are 1 to %u\n", nvls::kMaxReducers);
     return 1;
   }
   if (g_slot == 0 || g_slot % 16 != 0) {
@@ -219,7 +237,7 @@ int main(int argc, char** argv) {
       std::printf("nvls_bench: NVLS_RS_CHANNELS must be positive\n");
       return 1;
     }
-    g_alloc_channels = std::max(g_channels, g_rs_channels);
+    g_alloc_channels = std::max(g_channels, g_rs_channels) + (has_small_plan() ? g_channels : 0);
   }
   const uint64_t max_bytes = 1ull << 30;
   nvls::Region region{g_slot};
@@ -288,9 +306,9 @@ int main(int argc, char** argv) {
     nvls::Args shape;
     shape.nranks = kRanks, shape.channels = g_channels, shape.reducers = g_reducers, shape.allreduce = true;
     std::printf("nvls_bench: %d x %s, core/nvls AllReduce / ReduceScatter over emulated multicast (peer access; %s), %u channels x %u CTAs per "
-                "rank (%u reducers each; ReduceScatter %u channels from 64 MiB), %u threads%s, %llu KiB slots (a step: a quarter of one below 64 MiB, half below 1 GiB)\n", kRanks, prop.name,
+                "rank (%u reducers each, %u below 16 MiB through the FIFOs or into a registered output; ReduceScatter %u channels from 64 MiB), %u threads%s, %llu KiB slots (a step: a quarter of one below 64 MiB, half below 1 GiB)\n", kRanks, prop.name,
                 push ? "the head's reads placed in its GPU" : "every copy in its member's GPU", g_channels,
-                nvls::ctas_per_channel(shape), g_reducers, g_rs_channels, g_threads, g_sync_warp ? " (the last warp a sync warp)" : "",
+                nvls::ctas_per_channel(shape), g_reducers, g_small_reducers, g_rs_channels, g_threads, g_sync_warp ? " (the last warp a sync warp)" : "",
                 (unsigned long long)(g_slot >> 10));
   }
 
@@ -302,7 +320,8 @@ int main(int argc, char** argv) {
   if (check)
   for (const auto reg : {nvls::Registered::kNone, nvls::Registered::kOutput, nvls::Registered::kBoth})
   for (const bool ar : {true, false})
-  for (int wide = 0; wide < (ar || g_rs_channels == g_channels ? 1 : 2); ++wide)  // ReduceScatter: both channel counts
+  for (const Plan& plan : ar ? (has_small_plan() ? std::vector<Plan>{main_plan(), small_plan()} : std::vector<Plan>{main_plan()})
+                             : (g_rs_channels != g_channels ? std::vector<Plan>{main_plan(), wide_plan()} : std::vector<Plan>{main_plan()}))
     for (int ti = 0; ti < 8; ++ti)
       for (int oi = 0; oi < 3; ++oi) {
         const auto t = nvls::DType(ti);
@@ -327,8 +346,7 @@ int main(int argc, char** argv) {
         }
         std::vector<uint8_t> ref = host[0];
         for (int r = 1; r < kRanks; ++r) nvls::reduce_into(t, op, ref.data(), host[r].data(), uint32_t(ref.size()));
-        const uint32_t channels = wide ? g_rs_channels : g_channels;
-        collective(rk, ar, t, op, count, reg, false, channels);
+        collective(rk, ar, t, op, count, reg, false, &plan);
         sync_all(rk);
         bool same = true;
         for (int r = 0; r < kRanks && same; ++r) {
@@ -345,9 +363,9 @@ int main(int argc, char** argv) {
           bad += b;
           cuda_exec::report_timeouts();
         }
-        std::printf("  %s%s %-4s %-3s, %llu elements out, %u channels: %s%s\n", ar ? "allreduce    " : "reducescatter",
+        std::printf("  %s%s %-4s %-3s, %llu elements out, %u channels of %u reducers: %s%s\n", ar ? "allreduce    " : "reducescatter",
                     reg == nvls::Registered::kBoth ? " registered in + out" : reg == nvls::Registered::kOutput ? " registered out" : "", nvls::dtype_name(t),
-                    nvls::redop_name(op), (unsigned long long)count, channels, same ? "equal to the reference" : "WRONG",
+                    nvls::redop_name(op), (unsigned long long)count, plan.channels, plan.reducers, same ? "equal to the reference" : "WRONG",
                     bad != 0 ? " (CTAs timed out)" : "");
         if (!same || bad != 0) status = 1;
       }
