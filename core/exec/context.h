@@ -57,6 +57,16 @@ concept ExecContext = requires(C& c, const C& cc, uint64_t* p, const uint64_t* c
   { c.spin(static_cast<const char*>(nullptr), cp, v) } -> std::same_as<bool>;
 };
 
+// Failed retries of an atomic (a CAS chain's) between two spins: a context whose threads
+// retry back to back says how many (C::kRetriesPerSpin; on a GPU the spin's own work between
+// two CASes of a chain slowed it); others spin after every retry (the CPU model yields,
+// charges the poll's time and counts it toward a hang there).
+template <class C>
+inline constexpr uint64_t retries_per_spin = 1;
+template <class C>
+  requires requires { C::kRetriesPerSpin; }
+inline constexpr uint64_t retries_per_spin<C> = C::kRetriesPerSpin;
+
 // Polling with acquire semantics at scope `s`, without an acquire per poll: on Hopper an
 // acquire load invalidates the SM's L1, so every warp on the SM would miss on what it had
 // cached for as long as one warp polls. The first look is an acquire load; later polls are

@@ -7,7 +7,9 @@
 // A producer behind others retries the CAS, as NVSHMEM does: the CAS that finds its base
 // publishes in the same L2 round trip. Polling with loads and then exchanging took two, and
 // the chain of producers on a QP shared by many posters ran at half NVSHMEM's rate
-// (gpu/run-post-bench, lane-0 rows: 0.54x with loads, 1.0x with the CAS).
+// (gpu/run-post-bench, lane-0 rows). On a GPU the retries run back to back, as NVSHMEM's
+// do, with the checks and the context's spin (which may sleep) once per
+// exec::retries_per_spin of them: a spin after every retry slowed QPs shared by 64 posters.
 #pragma once
 
 #include <cstdint>
@@ -20,10 +22,11 @@ enum class Publish : uint8_t { kOk, kTimeout, kAbandoned };
 
 // The caller's entries in [base, next) are written and fenced (publish_entries).
 // `abandoned(polls)` says, while waiting, that an earlier span will never be published (its
-// ring failed); `polls` counts the failed polls so far.
+// ring failed); `polls` counts the failed polls so far (asked once per spin).
 template <class C, class Abandoned>
 DOORBELL_HD Publish publish_in_order(C& ctx, uint64_t* ready, uint64_t base, uint64_t next, const char* what, Abandoned abandoned) {
   for (uint64_t r, polls = 0; (r = ctx.atomic_cas(exec::gpu_scope, ready, base, next)) != base; ++polls) {
+    if ((polls + 1) % exec::retries_per_spin<C> != 0) continue;
     if (abandoned(polls)) return Publish::kAbandoned;
     if (!ctx.spin(what, ready, r)) return Publish::kTimeout;
   }

@@ -73,6 +73,9 @@ class BasicCudaCtx {
   __device__ uint32_t warps_per_cta() const { return (blockDim.x + 31u) >> 5; }
   __device__ uint32_t num_ctas() const { return gridDim.x; }
   __device__ uint32_t warp_size() const { return 32u; }
+  // A CAS chain's failed retries between two spins (exec::retries_per_spin): back to back, as
+  // NVSHMEM's chain retries; the bounded wait's clock and the sleep once per 64.
+  static constexpr uint64_t kRetriesPerSpin = 64;
 
   __device__ uint64_t shfl(uint64_t v, uint32_t src) { return __shfl_sync(0xffffffffu, (unsigned long long)v, int(src)); }
   __device__ uint32_t ballot(bool b) { return __ballot_sync(0xffffffffu, b); }
