@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "core/sync/publish_order.h"
 #include "core/sync/publish_ring.h"
 #include "core/sync/ticket_lock.h"
 #include "hw/gpu_sim/sim_ctx.h"
@@ -460,6 +461,58 @@ TEST(Scheduler, AHangWithAWarpAtACtaBarrierEndsAsAHang) {
   }
 }
 
+
+// A context that retries an atomic back to back (exec::retries_per_spin, as CUDA's does):
+// publish_in_order through the model's context, counting its CASes and spins.
+struct BurstCtx {
+  static constexpr uint64_t kRetriesPerSpin = 8;
+  SimCtx& c;
+  uint64_t& cas;  // (the caller's: a hang unwinds the lane mid-wait)
+  uint64_t& spins;
+  template <class S>
+  uint64_t atomic_cas(S s, uint64_t* p, uint64_t expected, uint64_t desired) {
+    ++cas;
+    return c.atomic_cas(s, p, expected, desired);
+  }
+  bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
+    ++spins;
+    return c.spin(what, addr, seen);
+  }
+};
+static_assert(exec::retries_per_spin<BurstCtx> == 8 && exec::retries_per_spin<SimCtx> == 1);
+
+// Warp 1 publishes [1, 2) behind warp 0's [0, 1): it spins once per 8 failed CASes, and
+// publishes in order. With warp 0's span never published the wait still ends as a hang.
+TEST(Scheduler, APublisherRetryingBackToBackSpinsOncePerBurstAndStillHangs) {
+  for (const bool published : {true, false})
+    for (uint64_t seed = 1; seed <= 20; ++seed) {
+      SchedOptions o = opts(seed);
+      o.hang_spins = 64;
+      Scheduler s(o);
+      uint64_t ready = 0, seen_at_publish = ~0ull, cas = 0, spins = 0, cas0 = 0, spins0 = 0;
+      s.launch("publish", {1, 2, 1}, [&](SimCtx& ctx) {
+        if (ctx.warp() == 0) {
+          BurstCtx b{ctx, cas0, spins0};
+          if (published) (void)sync::publish_in_order(b, &ready, 0, 1, "first", [](uint64_t) { return false; });
+          return;
+        }
+        BurstCtx b{ctx, cas, spins};
+        const sync::Publish r = sync::publish_in_order(b, &ready, 1, 2, "second: ready == 1", [](uint64_t) { return false; });
+        if (r == sync::Publish::kOk) seen_at_publish = ctx.load(gpu_scope, relaxed, &ready);
+      });
+      const RunResult rr = s.run();
+      if (published) {
+        ASSERT_EQ(rr.outcome, Outcome::kCompleted) << "seed " << seed << rr.report;
+        EXPECT_EQ(seen_at_publish, 2u);
+        EXPECT_EQ(spins, (cas - 1) / BurstCtx::kRetriesPerSpin) << "seed " << seed << ": " << cas << " CASes";
+      } else {
+        ASSERT_EQ(rr.outcome, Outcome::kHang) << "seed " << seed;
+        EXPECT_NE(rr.report.find("second: ready == 1"), std::string::npos) << rr.report;
+        EXPECT_GE(spins, 1u);
+        EXPECT_LE(spins * BurstCtx::kRetriesPerSpin, cas);
+      }
+    }
+}
 
 // Timed schedule: a reader cannot see a write before it happened in simulated time, and the
 // lanes of a warp are charged once per lockstep step.
