@@ -224,6 +224,9 @@ int main(int argc, char** argv) {
   const bool profile = env_is("NVLS_PROFILE", "1");
   const bool push = !env_is("NVLS_EMU", "pull");
   if (one_gpu) g_dev[1] = 0;
+  // One GPU: both ranks run on it, and every CTA of both must be resident at once, so unless
+  // told otherwise half the channels.
+  if (one_gpu && argc <= 1) g_channels /= 2;
   {  // ReduceScatter's channel count from 64 MiB: NVLS_RS_CHANNELS, else all the GPU holds at once
     nvls::Args rs;
     rs.nranks = kRanks, rs.channels = 1, rs.reducers = g_reducers, rs.allreduce = false;
