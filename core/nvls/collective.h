@@ -315,8 +315,8 @@ DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t
 // A role CTA's threads, as NCCL's primitives split them (seed 003). With Args::sync_warp and two
 // or more warps the last is a sync warp: it only posts, so a post's system-scope fence
 // (microseconds) overlaps the next step's wait and copy. The other warps are workers: WaitRecv
-// (thread 0) polls what the role consumes, WaitSend (thread 8) the free slots it produces into,
-// both at once; every worker moves data, and they meet at a barrier of their own (1) before
+// (thread 0; a gather's, a thread per reducer from 0, wait_each_reducer) polls what the role
+// consumes, WaitSend (thread 8) the free slots it produces into, both at once; every worker moves data, and they meet at a barrier of their own (1) before
 // each step's data. PostRecv (frees what was consumed) and PostSend (publishes what was
 // produced) are the sync warp's first and last threads. Without a sync warp every thread is a
 // worker and thread 0 waits and posts alone (the GPU default: splitting the waits and posts
@@ -331,6 +331,30 @@ DOORBELL_HD Threads threads_of(const C& ctx, const Args& a, uint32_t nthreads) {
   const uint32_t workers = nthreads - w;
   return {nthreads, workers, 0, workers > 8 ? 8 : workers - 1, workers, nthreads - 1};
 }
+// A role group's threads (NCCL's ThreadPerSync where no role has more than 8 peers).
+inline constexpr uint32_t kGroup = 8;
+// WaitRecv over every reducer's copy of `flag`, one thread each from thread `first`, as NCCL
+// gives each peer its own thread of a group of 8 (seed 003): they poll at once, where one
+// thread's loop over the reducers made serial acquire loads (a gather's wait at the end of
+// every AllReduce step). A group narrower than the reducers (the model's small CTAs) has a
+// thread wait for several in turn. `seen`: the least value this thread last read of its own.
+template <class C, class M, class Pred>
+DOORBELL_HD bool wait_each_reducer(C& ctx, M& mc, const Args& a, const Threads& t, uint32_t first, uint32_t tid, Flag flag, const char* what,
+                                   uint64_t& seen, Pred pred) {
+  const uint32_t span = t.workers - first < kGroup ? t.workers - first : kGroup;
+  const uint32_t n = a.plants.first_reducer_only ? 1 : a.reducers;
+  if (tid < first || tid - first >= span || pred(seen)) return true;
+  uint64_t least = ~0ull;
+  bool ok = true;
+  for (uint32_t j = tid - first; j < n && ok; j += span) {
+    uint64_t v = 0;
+    ok = wait_flag(ctx, mc, a, Flag(reducer_flag(flag, j)), From::kOwn, what, v, pred);
+    least = v < least ? v : least;
+  }
+  if (least != ~0ull) seen = least;  // (a thread past the reducers watches none)
+  return ok;
+}
+
 // The workers' barrier: every step's wait is over (bar.sync 1, or the CTA's without a sync warp).
 template <class C>
 DOORBELL_HD void workers_sync(C& ctx, const Threads& t) {
@@ -463,9 +487,9 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
       uint64_t lo, n;
       step_span(a, p, s, lo, n);
       if (worker) {
-        if (tid == t.wait_recv && ok)
-          ok = wait_flag(ctx, mc, a, kBcTail, From::kReducersMin, "nvls gather: broadcast landed (bc_tail > step)", seen_tail,
-                         [t = b + s](uint64_t tail) { return tail >= t + 1; });
+        if (ok)
+          ok = wait_each_reducer(ctx, mc, a, t, t.wait_recv, tid, kBcTail, "nvls gather: broadcast landed (bc_tail > step)", seen_tail,
+                                 [t = b + s](uint64_t tail) { return tail >= t + 1; });
         workers_sync(ctx, t);
         if (a.output != nullptr && copy) move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, t.workers);
       }
