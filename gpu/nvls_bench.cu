@@ -32,7 +32,7 @@ constexpr int kRanks = 2;
 uint32_t g_channels = 16, g_threads = 512, g_reducers = 4;
 // A plan: the channels and reducers a call runs with, on regions of its own from channel
 // `first` on (a region keeps its reducers' step bases from call to call, so plans with other
-// reducer counts cannot share regions; NCCL keeps buffers per protocol for the same reason).
+// reducer counts cannot share regions; as NCCL keeps buffers per protocol).
 struct Plan {
   uint32_t channels, reducers, first;
 };
@@ -41,8 +41,7 @@ struct Plan {
 // AllReduce's gathers take, which pays once steps are large and loses below 64 MiB. It shares
 // the main plan's regions (the same reducers). An AllReduce below 16 MiB, through the FIFOs or
 // into a registered output, takes 2 reducers a channel (NVLS_SMALL_REDUCERS), on regions laid
-// out after the others: a one-step call's four reducers each post and fence for a quarter
-// of a small step, and 2 measured faster there, 4 from 16 MiB (docs/nvls.md).
+// out after the others: 2 measured faster there, 4 from 16 MiB (docs/nvls.md).
 uint32_t g_rs_channels = 0, g_small_reducers = 2, g_alloc_channels = 0;
 constexpr uint64_t kRsWideFrom = 64ull << 20, kSmallBelow = 16ull << 20;  // input bytes per rank
 Plan main_plan() { return {g_channels, g_reducers, 0}; }

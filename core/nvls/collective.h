@@ -316,8 +316,8 @@ DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t
 // or more warps the last is a sync warp: it only posts, so a post's system-scope fence
 // (microseconds) overlaps the next step's wait and copy. The other warps are workers: WaitRecv
 // (thread 0; a gather's, a thread per reducer from 0, wait_each_reducer) polls what the role
-// consumes, WaitSend (thread 8) the free slots it produces into, both at once; every worker moves data, and they meet at a barrier of their own (1) before
-// each step's data. PostRecv (frees what was consumed) and PostSend (publishes what was
+// consumes, WaitSend (thread 8) the free slots it produces into, both at once; every worker
+// moves data, and they meet at a barrier of their own (1) before each step's data. PostRecv (frees what was consumed) and PostSend (publishes what was
 // produced) are the sync warp's first and last threads. Without a sync warp every thread is a
 // worker and thread 0 waits and posts alone (the GPU default: splitting the waits and posts
 // over threads of a 16-warp CTA measured 1-3 % slower, docs/nvls.md).
