@@ -48,6 +48,13 @@ Plan main_plan() { return {g_channels, g_reducers, 0}; }
 Plan wide_plan() { return {g_rs_channels, g_reducers, 0}; }
 Plan small_plan() { return {g_channels, g_small_reducers, std::max(g_channels, g_rs_channels)}; }
 bool has_small_plan() { return g_small_reducers != g_reducers; }
+// Every plan a collective can run (the reference checks run each).
+std::vector<Plan> plans_of(bool allreduce) {
+  std::vector<Plan> p{main_plan()};
+  if (allreduce && has_small_plan()) p.push_back(small_plan());
+  if (!allreduce && g_rs_channels != g_channels) p.push_back(wide_plan());
+  return p;
+}
 Plan plan_for(bool allreduce, uint64_t in_bytes, nvls::Registered reg) {
   if (!allreduce) return in_bytes >= kRsWideFrom ? wide_plan() : main_plan();
   return has_small_plan() && in_bytes < kSmallBelow && reg != nvls::Registered::kBoth ? small_plan() : main_plan();
@@ -322,8 +329,7 @@ int main(int argc, char** argv) {
   if (check)
   for (const auto reg : {nvls::Registered::kNone, nvls::Registered::kOutput, nvls::Registered::kBoth})
   for (const bool ar : {true, false})
-  for (const Plan& plan : ar ? (has_small_plan() ? std::vector<Plan>{main_plan(), small_plan()} : std::vector<Plan>{main_plan()})
-                             : (g_rs_channels != g_channels ? std::vector<Plan>{main_plan(), wide_plan()} : std::vector<Plan>{main_plan()}))
+  for (const Plan& plan : plans_of(ar))
     for (int ti = 0; ti < 8; ++ti)
       for (int oi = 0; oi < 3; ++oi) {
         const auto t = nvls::DType(ti);

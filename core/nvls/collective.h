@@ -312,13 +312,16 @@ DOORBELL_HD void reduce_copy(C& ctx, M& mc, const Args& a, uint64_t src, uint8_t
     reduce_loops(ctx, mc, to, a, r, tid, nthreads, a.dtype, a.op);
 }
 
+// A role group's threads (NCCL's ThreadPerSync where no role has more than 8 peers).
+inline constexpr uint32_t kGroup = 8;
 // A role CTA's threads, as NCCL's primitives split them (seed 003). With Args::sync_warp and two
 // or more warps the last is a sync warp: it only posts, so a post's system-scope fence
 // (microseconds) overlaps the next step's wait and copy. The other warps are workers: WaitRecv
 // (thread 0; a gather's, a thread per reducer from 0, wait_each_reducer) polls what the role
 // consumes, WaitSend (thread 8) the free slots it produces into, both at once; every worker
-// moves data, and they meet at a barrier of their own (1) before each step's data. PostRecv (frees what was consumed) and PostSend (publishes what was
-// produced) are the sync warp's first and last threads. Without a sync warp every thread is a
+// moves data, and they meet at a barrier of their own (1) before each step's data. PostRecv
+// (frees what was consumed) and PostSend (publishes what was produced) are the sync warp's
+// first and last threads. Without a sync warp every thread is a
 // worker and thread 0 waits and posts alone (the GPU default: splitting the waits and posts
 // over threads of a 16-warp CTA measured 1-3 % slower, docs/nvls.md).
 struct Threads {
@@ -329,10 +332,8 @@ DOORBELL_HD Threads threads_of(const C& ctx, const Args& a, uint32_t nthreads) {
   const uint32_t w = ctx.warp_size();  // (whole warps only: bar.sync counts them)
   if (!a.sync_warp || nthreads < 2 * w || nthreads % w != 0) return {nthreads, nthreads, 0, 0, 0, 0};
   const uint32_t workers = nthreads - w;
-  return {nthreads, workers, 0, workers > 8 ? 8 : workers - 1, workers, nthreads - 1};
+  return {nthreads, workers, 0, workers > kGroup ? kGroup : workers - 1, workers, nthreads - 1};
 }
-// A role group's threads (NCCL's ThreadPerSync where no role has more than 8 peers).
-inline constexpr uint32_t kGroup = 8;
 // WaitRecv over every reducer's copy of `flag`, one thread each from thread `first`, as NCCL
 // gives each peer its own thread of a group of 8 (seed 003): they poll at once, where one
 // thread's loop over the reducers made serial acquire loads (a gather's wait at the end of

@@ -461,7 +461,6 @@ TEST(Scheduler, AHangWithAWarpAtACtaBarrierEndsAsAHang) {
   }
 }
 
-
 // A context that retries an atomic back to back (exec::retries_per_spin, as CUDA's does):
 // publish_in_order through the model's context, counting its CASes and spins.
 struct BurstCtx {
