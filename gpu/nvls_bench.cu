@@ -67,6 +67,8 @@ int g_dev[kRanks] = {0, 1};
 uint64_t g_slot = 1 << 20;
 // NVLS_SYNC_WARP=1: the last warp of each CTA only posts (nvls::Args::sync_warp, NCCL's structure).
 bool g_sync_warp = false;
+// NVLS_WARP_HUNKS=1: copies and reduces split in hunks a warp wide (nvls::Args::warp_hunks, NCCL's structure).
+bool g_warp_hunks = false;
 
 // CudaCtx that also adds up the cycles its thread spends in failed polls (a poll's cycles
 // count when the one before it was of the same wait): where a role waits, and for how long.
@@ -125,10 +127,11 @@ __global__ void __launch_bounds__(512, 1) nvls_kernel(EmuMcs mcs, nvls::Args a, 
 // One CTA moving `bytes` from src to dst in slot-sized pieces with core/nvls's copy loop
 // (move_slot): what a single scatter or gather CTA can move, the per-CTA limit the timed
 // model charges (docs/nvls.md).
-__global__ void cta_copy_kernel(uint8_t* dst, const uint8_t* src, uint64_t bytes, uint64_t piece) {
+__global__ void cta_copy_kernel(uint8_t* dst, const uint8_t* src, uint64_t bytes, uint64_t piece, bool warp_hunks) {
   CudaCtx ctx;
   for (uint64_t off = 0; off < bytes; off += piece)
-    nvls::move_slot(ctx, dst + off, src + off, piece < bytes - off ? piece : bytes - off, threadIdx.x, blockDim.x);
+    nvls::move_slot(ctx, dst + off, src + off, piece < bytes - off ? piece : bytes - off, threadIdx.x, blockDim.x,
+                    nvls::hunk_lanes(ctx, warp_hunks, blockDim.x));
 }
 
 struct Rank {
@@ -179,6 +182,7 @@ void collective(std::vector<Rank>& rk, bool allreduce, nvls::DType t, nvls::RedO
     a.region.slot_bytes = g_slot;
     a.step_bytes = std::min(g_slot, step_for(in_bytes) / 16 * 16);
     a.input = rk[r].in, a.output = rk[r].out, a.registered = registered, a.sync_warp = g_sync_warp;
+    a.warp_hunks = g_warp_hunks;
     CHECK(cudaSetDevice(g_dev[r]));
     nvls_kernel<<<nvls::ctas_per_rank(a), g_threads, 0, rk[r].stream>>>(EmuMcs{rk[r].views + p.first, g_alloc_channels, rk[r].io}, a, rk[r].bad,
                                                                         profiled ? rk[r].prof : nullptr);
@@ -227,6 +231,7 @@ int main(int argc, char** argv) {
   }
   const bool one_gpu = ngpu < kRanks;
   g_sync_warp = env_is("NVLS_SYNC_WARP", "1");
+  g_warp_hunks = env_is("NVLS_WARP_HUNKS", "1");
   const bool profile = env_is("NVLS_PROFILE", "1");
   const bool push = !env_is("NVLS_EMU", "pull");
   if (one_gpu) g_dev[1] = 0;
@@ -315,9 +320,10 @@ int main(int argc, char** argv) {
     nvls::Args shape;
     shape.nranks = kRanks, shape.channels = g_channels, shape.reducers = g_reducers, shape.allreduce = true;
     std::printf("nvls_bench: %d x %s, core/nvls AllReduce / ReduceScatter over emulated multicast (peer access; %s), %u channels x %u CTAs per "
-                "rank (%u reducers each, %u below 16 MiB through the FIFOs or into a registered output; ReduceScatter %u channels from 64 MiB), %u threads%s, %llu KiB slots (a step: a quarter of one below 64 MiB, half below 1 GiB)\n", kRanks, prop.name,
+                "rank (%u reducers each, %u below 16 MiB through the FIFOs or into a registered output; ReduceScatter %u channels from 64 MiB), %u threads%s%s, %llu KiB slots (a step: a quarter of one below 64 MiB, half below 1 GiB)\n", kRanks, prop.name,
                 push ? "the head's reads placed in its GPU" : "every copy in its member's GPU", g_channels,
                 nvls::ctas_per_channel(shape), g_reducers, g_small_reducers, g_rs_channels, g_threads, g_sync_warp ? " (the last warp a sync warp)" : "",
+                g_warp_hunks ? " (hunks a warp wide)" : "",
                 (unsigned long long)(g_slot >> 10));
   }
 
@@ -382,10 +388,10 @@ int main(int argc, char** argv) {
     const uint64_t bytes = 256ull << 20;
     auto rate = [&](uint8_t* dst, const uint8_t* src) {
       CHECK(cudaSetDevice(g_dev[0]));
-      cta_copy_kernel<<<1, g_threads, 0, rk[0].stream>>>(dst, src, bytes, g_slot);  // warm-up
+      cta_copy_kernel<<<1, g_threads, 0, rk[0].stream>>>(dst, src, bytes, g_slot, g_warp_hunks);  // warm-up
       CHECK(cudaStreamSynchronize(rk[0].stream));
       const auto t0 = std::chrono::steady_clock::now();
-      cta_copy_kernel<<<1, g_threads, 0, rk[0].stream>>>(dst, src, bytes, g_slot);
+      cta_copy_kernel<<<1, g_threads, 0, rk[0].stream>>>(dst, src, bytes, g_slot, g_warp_hunks);
       CHECK(cudaStreamSynchronize(rk[0].stream));
       return double(bytes) / seconds_since(t0) / 1e9;
     };

@@ -110,6 +110,9 @@ struct Args {
   // A sync warp that only posts (Threads). NCCL's structure; off by default on GPUs, where a
   // CTA of 16 warps lost more copy rate to it than the overlapped fences gave back (docs/nvls.md).
   bool sync_warp = false;
+  // Hunks a warp wide (split_packs), NCCL's reduceCopy split; off by default on GPUs, where it
+  // measured 1-3 % slower than hunks the CTA's width (docs/nvls.md).
+  bool warp_hunks = false;
   Plants plants;
 };
 
@@ -197,25 +200,52 @@ DOORBELL_HD void step_span(const Args& a, const Part& p, uint64_t s, uint64_t& l
   bytes = (p.hi - lo < per ? p.hi - lo : per) * dtype_bytes(a.dtype);
 }
 
-// A slot's bytes between private and shared memory across the CTA's threads, 16 at a time:
-// each thread first reads kUnroll pieces, then writes them, so that many loads are in flight
-// (one at a time, a GPU copy runs at load latency; 8 in flight moved more than 4 under load,
-// gpu/run-nvls-bench). Plain accesses through the context: the weak model sees them.
+// How a CTA's threads split n bytes taken `pack` bytes at a time: in hunks of U packs per
+// thread, `lanes` threads to a hunk (nthreads a multiple of it) — a lane takes the packs lane,
+// lane + lanes, ... of a hunk, so the U loads a thread issues before its stores are in flight
+// together, and the lanes' loads of one u are one span. Group g of the nthreads / lanes takes
+// hunks g, g + groups, ...; the packs past the last whole hunk go one at a time over all
+// threads. hunk(off, stride): the thread's first pack and the distance to its next; one(off):
+// a single pack. Returns where whole packs end (what is past it is the caller's tail).
+template <uint32_t U, class Hunk, class One>
+DOORBELL_HD uint64_t split_packs(uint64_t n, uint32_t pack, uint32_t tid, uint32_t nthreads, uint32_t lanes, Hunk hunk, One one) {
+  const uint64_t span = uint64_t(U) * lanes * pack, whole = n / span, stride = uint64_t(lanes) * pack;
+  for (uint64_t h = tid / lanes; h < whole; h += nthreads / lanes) hunk(h * span + (tid % lanes) * uint64_t(pack), stride);
+  const uint64_t packs_end = n / pack * pack;
+  for (uint64_t off = whole * span + uint64_t(tid) * pack; off < packs_end; off += uint64_t(nthreads) * pack) one(off);
+  return packs_end;
+}
+// The threads that share a hunk: a warp, as NCCL's reduceCopy splits its work (seed 003;
+// Args::warp_hunks, where the CTA is whole warps), or all of them — the GPU default: per-warp
+// hunks measured 1-3 % slower on 2 x H200 (docs/nvls.md).
 template <class C>
-DOORBELL_HD void move_slot(C& ctx, uint8_t* dst, const uint8_t* src, uint64_t n, uint32_t tid, uint32_t nthreads) {
+DOORBELL_HD uint32_t hunk_lanes(const C& ctx, bool warp_hunks, uint32_t nthreads) {
+  return warp_hunks && nthreads % ctx.warp_size() == 0 ? ctx.warp_size() : nthreads;
+}
+
+// A slot's bytes between private and shared memory across the CTA's threads, 16 at a time in
+// hunks of 8 per thread (split_packs, `lanes` to a hunk): each thread first reads its 8
+// pieces, then writes them, so that many loads are in flight (one at a time, a GPU copy runs
+// at load latency; 8 in flight moved more than 4 under load, gpu/run-nvls-bench). Plain
+// accesses through the context: the weak model sees them.
+template <class C>
+DOORBELL_HD void move_slot(C& ctx, uint8_t* dst, const uint8_t* src, uint64_t n, uint32_t tid, uint32_t nthreads, uint32_t lanes) {
   constexpr uint32_t kUnroll = 8;
-  const uint64_t stride = uint64_t(nthreads) * 16, hunk = kUnroll * stride;
-  uint64_t base = 0;
-  for (; base + hunk <= n; base += hunk) {
+  auto hunk = [&](uint64_t off, uint64_t stride) {
     alignas(16) uint8_t v[kUnroll][16];
-    for (uint32_t u = 0; u < kUnroll; ++u) ctx.read_bytes(v[u], src + base + u * stride + tid * 16, 16);
-    for (uint32_t u = 0; u < kUnroll; ++u) ctx.write_bytes(dst + base + u * stride + tid * 16, v[u], 16);
-  }
-  for (uint64_t off = base + uint64_t(tid) * 16; off < n; off += stride) {
+    for (uint32_t u = 0; u < kUnroll; ++u) ctx.read_bytes(v[u], src + off + u * stride, 16);
+    for (uint32_t u = 0; u < kUnroll; ++u) ctx.write_bytes(dst + off + u * stride, v[u], 16);
+  };
+  auto one = [&](uint64_t off) {
     alignas(16) uint8_t v[16];
-    const uint64_t k = n - off < 16 ? n - off : 16;
-    ctx.read_bytes(v, src + off, k);
-    ctx.write_bytes(dst + off, v, k);
+    ctx.read_bytes(v, src + off, 16);
+    ctx.write_bytes(dst + off, v, 16);
+  };
+  const uint64_t whole = split_packs<kUnroll>(n, 16, tid, nthreads, lanes, hunk, one);
+  if (whole < n && tid == 0) {  // (the last piece, under 16 bytes)
+    alignas(16) uint8_t v[16];
+    ctx.read_bytes(v, src + whole, n - whole);
+    ctx.write_bytes(dst + whole, v, n - whole);
   }
 }
 
@@ -267,8 +297,8 @@ struct ReduceSpan {
 // The reduce step's data: bytes [0, n) at `src` of view `mc` reduced over all members, into
 // this rank's `out`, or (bcast) every member's copy at `bc_off` of view `to` through
 // multimem.st: the reduce slot and the broadcast slot of a region, or with registered buffers
-// the inputs and the outputs. Hunks of 4 packs per thread, then single packs, then the
-// unaligned tail element by element. T and O are the type and op, constants
+// the inputs and the outputs. Hunks of 4 packs per thread (split_packs), then single packs,
+// then the unaligned tail element by element. T and O are the type and op, constants
 // (Const, with_type_op) or not.
 template <class C, class M, class To, class T, class O>
 DOORBELL_HD_OUTLINED void reduce_loops(C& ctx, M& mc, To& to, const Args& a, ReduceSpan r, uint32_t tid, uint32_t nthreads, T t, O op) {
@@ -286,17 +316,15 @@ DOORBELL_HD_OUTLINED void reduce_loops(C& ctx, M& mc, To& to, const Args& a, Red
   };
   // A hunk: every load of the thread's kUnroll packs before any store, so they are in flight
   // together (remote loads are long).
-  const uint64_t hunk = uint64_t(kUnroll) * nthreads * pack;
-  const uint64_t hunks_end = pack == 0 ? 0 : r.n / hunk * hunk;
-  for (uint64_t base = 0; base < hunks_end; base += hunk) {
+  auto hunk = [&](uint64_t off, uint64_t stride) {
     if constexpr (kTakesHunks<M, C>)
-      mc.template ld_reduce_n<kUnroll>(ctx, r.src + base + uint64_t(tid) * pack, uint64_t(nthreads) * pack, t, op, pack, acc);
+      mc.template ld_reduce_n<kUnroll>(ctx, r.src + off, stride, t, op, pack, acc);
     else
-      for (uint32_t u = 0; u < kUnroll; ++u) mc.ld_reduce(ctx, r.src + base + (uint64_t(u) * nthreads + tid) * pack, t, op, pack, acc[u]);
-    for (uint32_t u = 0; u < kUnroll; ++u) put(base + (uint64_t(u) * nthreads + tid) * pack, pack, acc[u]);
-  }
-  const uint64_t packs_end = pack == 0 ? 0 : r.n / pack * pack;
-  for (uint64_t off = hunks_end + uint64_t(tid) * pack; off < packs_end; off += uint64_t(nthreads) * pack) one(off, pack);
+      for (uint32_t u = 0; u < kUnroll; ++u) mc.ld_reduce(ctx, r.src + off + u * stride, t, op, pack, acc[u]);
+    for (uint32_t u = 0; u < kUnroll; ++u) put(off + u * stride, pack, acc[u]);
+  };
+  const uint64_t packs_end =
+      pack == 0 ? 0 : split_packs<kUnroll>(r.n, pack, tid, nthreads, hunk_lanes(ctx, a.warp_hunks, nthreads), hunk, [&](uint64_t off) { one(off, pack); });
   for (uint64_t off = packs_end + uint64_t(tid) * es; off < r.n; off += uint64_t(nthreads) * es) one(off, es);
 }
 // On a view that takes a hunk at once (a GPU's), one loop per (type, op): the reduce's
@@ -414,7 +442,8 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
           ok = wait_flag(ctx, mc, a, kRedHead, From::kReducersMin, "nvls scatter: reduce slot free (step < red_head + NCCL_STEPS)", seen_head,
                          [t = b + s](uint64_t head) { return t + 1 <= head + kSteps; });
         workers_sync(ctx, t);
-        if (a.input != nullptr && copy) move_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, t.workers);
+        if (a.input != nullptr && copy) move_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, t.workers,
+                    hunk_lanes(ctx, a.warp_hunks, t.workers));
       }
       ctx.sync_cta();
       if (tid == t.post_send) {
@@ -492,7 +521,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
           ok = wait_each_reducer(ctx, mc, a, t, t.wait_recv, tid, kBcTail, "nvls gather: broadcast landed (bc_tail > step)", seen_tail,
                                  [t = b + s](uint64_t tail) { return tail >= t + 1; });
         workers_sync(ctx, t);
-        if (a.output != nullptr && copy) move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, t.workers);
+        if (a.output != nullptr && copy) move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, t.workers, hunk_lanes(ctx, a.warp_hunks, t.workers));
       }
       ctx.sync_cta();
       if (tid == t.post_recv) {

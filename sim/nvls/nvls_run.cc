@@ -337,6 +337,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     a.plants = c.plants;
     a.registered = c.phantom ? Registered::kNone : c.registered;
     a.sync_warp = c.sync_warp;
+    a.warp_hunks = c.warp_hunks;
     if (gpu_sim::RaceDetector* rd = s.race()) {  // race reports name words by region, not host address
       if (!c.phantom) {
         rd->name_range(in[g].data(), in[g].size(), "rank" + std::to_string(g) + ".input");

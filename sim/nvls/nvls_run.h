@@ -37,6 +37,7 @@ struct NvlsRunConfig {
   bool positions = true;  // check the protocol's positions (sequentially consistent runs; nvls_run.cc)
   Registered registered = Registered::kNone;  // user buffers bound to multicast objects (Args::registered)
   bool sync_warp = false;  // a sync warp posts (Args::sync_warp; needs warps_per_cta >= 2)
+  bool warp_hunks = false;  // copies and reduces in hunks a warp wide (Args::warp_hunks)
 };
 
 struct NvlsRunResult {

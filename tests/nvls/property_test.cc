@@ -36,7 +36,7 @@ void showValue(const Case& k, std::ostream& os) {
   os << (k.c.allreduce ? "allreduce" : "reducescatter") << " ranks=" << k.c.ranks << " channels=" << k.c.channels << " reducers=" << k.c.reducers
      << " dtype=" << dtype_name(k.c.dtype) << " op=" << redop_name(k.c.op) << " count=" << k.c.count << " slot=" << k.c.slot_bytes << " step=" << k.c.step_bytes
      << " warps=" << k.c.warps_per_cta << " calls=" << k.c.calls << " seed=" << k.c.seed << " pct=" << k.pct << " weak=" << k.weak
-     << " registered=" << int(k.c.registered) << " sync_warp=" << k.c.sync_warp;
+     << " registered=" << int(k.c.registered) << " sync_warp=" << k.c.sync_warp << " warp_hunks=" << k.c.warp_hunks;
 }
 
 // Only (type, op) pairs multimem has: for the others NCCL picks another algorithm.
@@ -58,6 +58,7 @@ rc::Gen<Case> gen_case() {
     k.c.lanes = *rc::gen::element(2u, 4u);
     k.c.calls = *rc::gen::inRange(1u, 4u);  // back to back: the steps run on
     k.c.sync_warp = *rc::gen::arbitrary<bool>();  // NCCL's thread roles with a warp that only posts
+    k.c.warp_hunks = *rc::gen::arbitrary<bool>();  // NCCL's per-warp hunks
     k.c.seed = *rc::gen::arbitrary<uint64_t>();
     k.pct = *rc::gen::arbitrary<bool>();
     k.weak = *rc::gen::arbitrary<bool>();

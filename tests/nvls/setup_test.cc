@@ -1,10 +1,13 @@
-// NVLS set-up: multimem pack sizes, the CTA clamp, the channel search around one NVSwitch, the
-// connection indexes and the memory footprint (core/nvls).
+// NVLS set-up: multimem pack sizes, how a CTA's threads split a step's bytes, the CTA clamp,
+// the channel search around one NVSwitch, the connection indexes and the memory footprint
+// (core/nvls).
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <vector>
 
 #include "base/nvls/pack.h"
+#include "core/nvls/collective.h"
 #include "core/nvls/setup.h"
 
 namespace doorbell::nvls {
@@ -38,6 +41,39 @@ TEST(NvlsPack, WithTypeOpHandsEveryPairOnAsConstants) {
       EXPECT_EQ(int(got_t), ti);
       EXPECT_EQ(int(got_op), oi);
     }
+}
+
+struct Lanes {
+  uint32_t w;
+  uint32_t warp_size() const { return w; }
+};
+// split_packs, in hunks a warp wide (NCCL's) or the CTA's width (hunk_lanes): over sizes, pack
+// widths, warp widths and CTA widths, whole warps or not, every pack before the returned end
+// is taken by exactly one thread, none past it, the tail is under a pack, and a hunk's U packs
+// are one hunk-wide stride apart.
+TEST(NvlsSplit, EveryPackIsTakenOnceAndAHunkIsItsLanesWide) {
+  constexpr uint32_t kU = 4;
+  for (uint32_t w : {4u, 32u})
+    for (bool warp_hunks : {false, true})
+      for (uint32_t nthreads : {1u, 3u, 4u, 12u, 32u, 96u, 100u})
+        for (uint32_t pack : {2u, 8u, 16u})
+          for (uint64_t n = 0; n < 9000; n += n < 300 ? 1 : 97) {
+            std::vector<int> taken(n / pack + 1, 0);
+            const uint32_t lanes = hunk_lanes(Lanes{w}, warp_hunks, nthreads);
+            ASSERT_EQ(lanes, warp_hunks && nthreads % w == 0 ? w : nthreads);
+            uint64_t end = 0;
+            for (uint32_t tid = 0; tid < nthreads; ++tid) {
+              auto hunk = [&](uint64_t off, uint64_t stride) {
+                ASSERT_EQ(stride, uint64_t(lanes) * pack);
+                ASSERT_EQ(off % (kU * stride) / pack, tid % lanes) << "lane " << tid % lanes << " of its hunk";
+                for (uint32_t u = 0; u < kU; ++u) ++taken[(off + u * stride) / pack];
+              };
+              end = split_packs<kU>(n, pack, tid, nthreads, lanes, hunk, [&](uint64_t off) { ++taken[off / pack]; });
+            }
+            ASSERT_EQ(end, n / pack * pack);
+            for (uint64_t i = 0; i < taken.size(); ++i)
+              ASSERT_EQ(taken[i], i < end / pack ? 1 : 0) << "pack " << i << " of n " << n << ", pack " << pack << ", " << nthreads << " threads, " << lanes << " to a hunk";
+          }
 }
 
 TEST(NvlsSetup, CtasAreTheClampedRequestNotTheChannelCount) {
