@@ -362,11 +362,16 @@ DOORBELL_HD Threads threads_of(const C& ctx, const Args& a, uint32_t nthreads) {
   const uint32_t workers = nthreads - w;
   return {nthreads, workers, 0, workers > kGroup ? kGroup : workers - 1, workers, nthreads - 1};
 }
-// WaitRecv over every reducer's copy of `flag`, one thread each from thread `first`, as NCCL
+// A wait over every reducer's copy of `flag`, one thread each from thread `first`, as NCCL
 // gives each peer its own thread of a group of 8 (seed 003): they poll at once, where one
-// thread's loop over the reducers made serial acquire loads (a gather's wait at the end of
-// every AllReduce step). A group narrower than the reducers (the model's small CTAs) has a
-// thread wait for several in turn. `seen`: the least value this thread last read of its own.
+// thread's loop over the reducers made serial acquire loads — a gather's WaitRecv at the end
+// of every AllReduce step, and a scatter's last wait, with its input registered, for every
+// reducer to have read it (the reducers end apart). A group narrower than the reducers (the
+// model's small CTAs) has a thread wait for several in turn. `seen`: the least value this
+// thread last read of its own. (A scatter's WaitSend before each step stays one thread's
+// loop: its slot is mostly free already, and a thread per reducer there, per-reducer views
+// kept from call to call, cost the FIFO collectives 0.5-1 % at 4-64 MiB on 2 x H200 — the
+// kernel is at its 128-register cap, and the views went to local memory.)
 template <class C, class M, class Pred>
 DOORBELL_HD bool wait_each_reducer(C& ctx, M& mc, const Args& a, const Threads& t, uint32_t first, uint32_t tid, Flag flag, const char* what,
                                    uint64_t& seen, Pred pred) {
@@ -451,9 +456,10 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
         post_own(ctx, mc, a, kRedTail, b + s + 1, send_fences(a, t, tid, copy ? n : 0) ? Post::kPublishes : Post::kNothing);
       }
     }
-    if (reg == Registered::kBoth && tid == t.wait_send && ok && !a.plants.input_released_early)  // the head's reducers have read my input
-      ok = wait_flag(ctx, mc, a, kRedHead, From::kReducersMin, "nvls scatter: every reducer read my input (red_head >= the call's end)",
-                     seen_head, [t = b + steps](uint64_t head) { return head >= t; });
+    uint64_t seen_end = 0;  // (the end is past any head a step saw)
+    if (reg == Registered::kBoth && ok && !a.plants.input_released_early)  // the head's reducers have read my input
+      ok = wait_each_reducer(ctx, mc, a, t, t.wait_send, tid, kRedHead, "nvls scatter: every reducer read my input (red_head >= the call's end)",
+                             seen_end, [t = b + steps](uint64_t head) { return head >= t; });
     if (tid == t.wait_send) keep_seen(ctx, mc, a, kScatterBase, seen_head);
     end_role(ctx, mc, a, kScatterBase, b + steps, tid);
   } else if (r < a.nranks + a.reducers) {  // reducer j of my own head's part: its share of each step

@@ -162,22 +162,41 @@ TEST(NvlsProperty, RaceDetectorFindsASlotFreedBeforeTheBarrier) {
 }
 
 // Registered buffers: the next call's input is written on the rank's stream once its call
-// ended, so a call that ends before every reducer has read its input (the scatter's last wait
-// dropped) lets that write race a peer's multimem.ld_reduce; the detector names it.
-TEST(NvlsProperty, RegisteredInputReleasedEarlyIsARace) {
-  Plants pl;
-  pl.input_released_early = true;
-  const std::string seen = testing::first_failure("registered input released early", [&pl] {
-    const Case k = *rc::gen::map(gen_case(), [](Case k) {
+// ended, so a call that ends before every reducer has read its input lets that write race a
+// peer's multimem.ld_reduce; the detector names it. Cases of two calls or more with the input
+// registered, shaped further by `shape`; returns the first failure, printed.
+std::string registered_input_race(const std::string& name, const Plants& pl, void (*shape)(Case&)) {
+  const std::string seen = testing::first_failure(name, [&] {
+    const Case k = *rc::gen::map(gen_case(), [shape](Case k) {
       k.c.registered = Registered::kBoth;
       k.c.calls = std::max(k.c.calls, 2u);
+      shape(k);
       return k;
     });
     return run_case(k, pl);
   });
   EXPECT_NE(seen.find("data race"), std::string::npos) << seen;
   EXPECT_NE(seen.find(".input"), std::string::npos) << seen;
-  std::printf("[doorbell] registered input released early: %s\n", seen.substr(0, seen.find("replay")).c_str());
+  std::printf("[doorbell] %s: %s\n", name.c_str(), seen.substr(0, seen.find("replay")).c_str());
+  return seen;
+}
+
+// The scatter's last wait dropped.
+TEST(NvlsProperty, RegisteredInputReleasedEarlyIsARace) {
+  Plants pl;
+  pl.input_released_early = true;
+  registered_input_race("registered input released early", pl, [](Case&) {});
+}
+
+// That wait, a thread per reducer (wait_each_reducer), for the first reducer only: in a
+// ReduceScatter no other wait reads the reducers' red_head with the input registered.
+TEST(NvlsProperty, RegisteredInputWaitsForEveryReducer) {
+  Plants pl;
+  pl.first_reducer_only = true;
+  registered_input_race("registered input, first reducer only", pl, [](Case& k) {
+    k.c.allreduce = false;
+    k.c.reducers = std::max(k.c.reducers, 2u);
+  });
 }
 
 // A registered AllReduce output is whole once every reducer posted bc_tail: a gather waiting for
