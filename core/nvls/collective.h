@@ -111,7 +111,7 @@ struct Args {
   // CTA of 16 warps lost more copy rate to it than the overlapped fences gave back (docs/nvls.md).
   bool sync_warp = false;
   // Hunks a warp wide (split_packs), NCCL's reduceCopy split; off by default on GPUs, where it
-  // measured 1-3 % slower than hunks the CTA's width (docs/nvls.md).
+  // measured slower than hunks the CTA's width (docs/nvls.md).
   bool warp_hunks = false;
   Plants plants;
 };
@@ -216,8 +216,7 @@ DOORBELL_HD uint64_t split_packs(uint64_t n, uint32_t pack, uint32_t tid, uint32
   return packs_end;
 }
 // The threads that share a hunk: a warp, as NCCL's reduceCopy splits its work (seed 003;
-// Args::warp_hunks, where the CTA is whole warps), or all of them — the GPU default: per-warp
-// hunks measured 1-3 % slower on 2 x H200 (docs/nvls.md).
+// Args::warp_hunks, where the CTA is whole warps), or all of them.
 template <class C>
 DOORBELL_HD uint32_t hunk_lanes(const C& ctx, bool warp_hunks, uint32_t nthreads) {
   return warp_hunks && nthreads % ctx.warp_size() == 0 ? ctx.warp_size() : nthreads;
@@ -323,8 +322,8 @@ DOORBELL_HD_OUTLINED void reduce_loops(C& ctx, M& mc, To& to, const Args& a, Red
       for (uint32_t u = 0; u < kUnroll; ++u) mc.ld_reduce(ctx, r.src + off + u * stride, t, op, pack, acc[u]);
     for (uint32_t u = 0; u < kUnroll; ++u) put(off + u * stride, pack, acc[u]);
   };
-  const uint64_t packs_end =
-      pack == 0 ? 0 : split_packs<kUnroll>(r.n, pack, tid, nthreads, hunk_lanes(ctx, a.warp_hunks, nthreads), hunk, [&](uint64_t off) { one(off, pack); });
+  const uint32_t lanes = hunk_lanes(ctx, a.warp_hunks, nthreads);
+  const uint64_t packs_end = pack == 0 ? 0 : split_packs<kUnroll>(r.n, pack, tid, nthreads, lanes, hunk, [&](uint64_t off) { one(off, pack); });
   for (uint64_t off = packs_end + uint64_t(tid) * es; off < r.n; off += uint64_t(nthreads) * es) one(off, es);
 }
 // On a view that takes a hunk at once (a GPU's), one loop per (type, op): the reduce's
@@ -369,9 +368,8 @@ DOORBELL_HD Threads threads_of(const C& ctx, const Args& a, uint32_t nthreads) {
 // reducer to have read it (the reducers end apart). A group narrower than the reducers (the
 // model's small CTAs) has a thread wait for several in turn. `seen`: the least value this
 // thread last read of its own. (A scatter's WaitSend before each step stays one thread's
-// loop: its slot is mostly free already, and a thread per reducer there, per-reducer views
-// kept from call to call, cost the FIFO collectives 0.5-1 % at 4-64 MiB on 2 x H200 — the
-// kernel is at its 128-register cap, and the views went to local memory.)
+// loop: its slot is mostly free already, and per-reducer views kept there pushed the kernel,
+// at its 128-register cap, into local memory — slower; docs/nvls.md.)
 template <class C, class M, class Pred>
 DOORBELL_HD bool wait_each_reducer(C& ctx, M& mc, const Args& a, const Threads& t, uint32_t first, uint32_t tid, Flag flag, const char* what,
                                    uint64_t& seen, Pred pred) {
@@ -447,7 +445,8 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
           ok = wait_flag(ctx, mc, a, kRedHead, From::kReducersMin, "nvls scatter: reduce slot free (step < red_head + NCCL_STEPS)", seen_head,
                          [t = b + s](uint64_t head) { return t + 1 <= head + kSteps; });
         workers_sync(ctx, t);
-        if (a.input != nullptr && copy) move_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, t.workers,
+        if (a.input != nullptr && copy)
+          move_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, t.workers,
                     hunk_lanes(ctx, a.warp_hunks, t.workers));
       }
       ctx.sync_cta();
@@ -527,7 +526,8 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
           ok = wait_each_reducer(ctx, mc, a, t, t.wait_recv, tid, kBcTail, "nvls gather: broadcast landed (bc_tail > step)", seen_tail,
                                  [t = b + s](uint64_t tail) { return tail >= t + 1; });
         workers_sync(ctx, t);
-        if (a.output != nullptr && copy) move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, t.workers, hunk_lanes(ctx, a.warp_hunks, t.workers));
+        if (a.output != nullptr && copy)
+          move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, t.workers, hunk_lanes(ctx, a.warp_hunks, t.workers));
       }
       ctx.sync_cta();
       if (tid == t.post_recv) {

@@ -51,8 +51,8 @@ DOORBELL_HD bool ring_allreduce_cta(C& ctx, L& link, const Args& a, const RingCo
         ok = wait_until(ctx, system_scope, "ring send: slot free (step < head + NCCL_STEPS)", k.send_head,
                         [t = sent](uint64_t head) { return t + 1 <= head + kSteps; }) == WaitResult::kOk;
       ctx.sync_cta();
-      if (src != nullptr && k.send_fifo != nullptr) move_slot(ctx, k.send_fifo + (sent % kSteps) * slot, src + (x - b) * es, bytes, tid, nthreads,
-                                                                  hunk_lanes(ctx, a.warp_hunks, nthreads));
+      if (src != nullptr && k.send_fifo != nullptr)
+        move_slot(ctx, k.send_fifo + (sent % kSteps) * slot, src + (x - b) * es, bytes, tid, nthreads, hunk_lanes(ctx, a.warp_hunks, nthreads));
       ctx.sync_cta();
       if (tid == 0) {
         link.send_time(ctx, bytes);

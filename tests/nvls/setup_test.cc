@@ -72,7 +72,8 @@ TEST(NvlsSplit, EveryPackIsTakenOnceAndAHunkIsItsLanesWide) {
             }
             ASSERT_EQ(end, n / pack * pack);
             for (uint64_t i = 0; i < taken.size(); ++i)
-              ASSERT_EQ(taken[i], i < end / pack ? 1 : 0) << "pack " << i << " of n " << n << ", pack " << pack << ", " << nthreads << " threads, " << lanes << " to a hunk";
+              ASSERT_EQ(taken[i], i < end / pack ? 1 : 0)
+                  << "pack " << i << " of n " << n << ", pack " << pack << ", " << nthreads << " threads, " << lanes << " to a hunk";
           }
 }
 
