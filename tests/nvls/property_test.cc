@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -300,6 +301,24 @@ TEST(Nvls, EightRanksAllReduceEveryTypeAndOp) {
 
 // The switch combines members in its own order: a float sum can differ between calls (NCCL
 // #1497); min and integer sums cannot.
+// A seed replays whatever the process did before: the weak model groups stores by 64-byte
+// line of their address, so buffers at the offsets malloc happens to give (moved here by
+// allocations left in between) made the same seed run another way (gpu_sim::LineBytes).
+TEST(Nvls, AWeakRunReplaysWhereverTheHeapPutsItsBuffers) {
+  NvlsRunConfig c;
+  c.ranks = 3, c.count = 1000, c.dtype = DType::kF16, c.reducers = 2, c.slot_bytes = 256, c.step_bytes = 64, c.calls = 3;
+  c.registered = Registered::kOutput, c.warps_per_cta = 2, c.sync_warp = true, c.warp_hunks = true;
+  const NvlsRunResult a = run_nvls(c, opts(1, Policy::kRandom, MemoryModel::kWeak));
+  ASSERT_EQ(a.failure, "");
+  std::vector<std::unique_ptr<char[]>> held;
+  for (uint32_t shift = 1; shift <= 8; ++shift) {
+    for (uint32_t i = 0; i < shift; ++i) held.emplace_back(new char[40]);  // (kept: later runs' buffers land elsewhere)
+    const NvlsRunResult b = run_nvls(c, opts(1, Policy::kRandom, MemoryModel::kWeak));
+    EXPECT_EQ(a.run.steps, b.run.steps) << shift;
+    EXPECT_EQ(a.run.trace_hash, b.run.trace_hash) << shift;
+  }
+}
+
 TEST(Nvls, FloatSumsDependOnTheReductionOrder) {
   NvlsRunConfig c;
   c.ranks = 8;

@@ -1,0 +1,32 @@
+// Model memory that starts on a 128-byte boundary. The weak memory model groups stores by
+// 64-byte line of their host address, so a buffer at whatever offset malloc gave it would
+// share lines differently from run to run of one process (what earlier runs left on the heap
+// moves it): the same seed would not replay. A GPU's allocations are aligned far more.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <vector>
+
+namespace doorbell::gpu_sim {
+
+template <class T>
+struct LineAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlign{128};
+  LineAllocator() = default;
+  template <class U>
+  LineAllocator(const LineAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
+  void deallocate(T* p, size_t) { ::operator delete(p, kAlign); }
+  template <class U>
+  bool operator==(const LineAllocator<U>&) const { return true; }
+};
+
+// Bytes (or words) other agents of the model see.
+template <class T>
+using LineVector = std::vector<T, LineAllocator<T>>;
+using LineBytes = LineVector<uint8_t>;
+
+}  // namespace doorbell::gpu_sim
