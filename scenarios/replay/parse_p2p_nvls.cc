@@ -110,7 +110,9 @@ P2pWorkload parse_p2p(const YAML::Node& p, const Scenario& sc) {
 }
 
 NvlsWorkload parse_nvls(const YAML::Node& v, const Scenario& sc) {
-  only_keys(v, "nvls", {"collective", "count", "dtype", "op", "channels", "reducers", "slot_bytes"});
+  only_keys(v, "nvls",
+            {"collective", "count", "dtype", "op", "channels", "reducers", "slot_bytes", "step_bytes", "calls", "registered", "warps", "sync_warp",
+             "warp_hunks"});
   NvlsWorkload w;
   nvls::NvlsRunConfig& c = w.run;
   c.channels = 2;           // the format's defaults: two channels,
@@ -126,6 +128,21 @@ NvlsWorkload parse_nvls(const YAML::Node& v, const Scenario& sc) {
     c.slot_bytes = uint_of(v["slot_bytes"], "slot_bytes", 16, 64ull << 20);
     if (c.slot_bytes % 16 != 0) fail(v["slot_bytes"], "slot_bytes is a multiple of 16");
   }
+  if (v["step_bytes"]) {  // (Args::step_bytes: a step's bytes, the slot's by default)
+    c.step_bytes = uint_of(v["step_bytes"], "step_bytes", 16, c.slot_bytes);
+    if (c.step_bytes % 16 != 0) fail(v["step_bytes"], "step_bytes is a multiple of 16");
+  }
+  if (v["calls"]) c.calls = uint32_t(uint_of(v["calls"], "calls", 1, 16));  // back to back, the steps running on
+  if (v["registered"]) {  // user buffers bound to multicast objects (Args::registered)
+    c.registered = nvls::Registered(index_of(v["registered"], "registered", {"none", "output", "both"}));
+    if (sc.phantom && c.registered != nvls::Registered::kNone)
+      fail(v["registered"], "registered buffers need real memory, and this scenario has 'memory: phantom'");
+  }
+  // NCCL's structure: CTAs of `warps` warps, the last a sync warp that only posts; hunks a warp wide.
+  if (v["warps"]) c.warps_per_cta = uint32_t(uint_of(v["warps"], "warps", 1, 4));
+  if (v["sync_warp"]) c.sync_warp = bool_of(v["sync_warp"], "sync_warp");
+  if (c.sync_warp && c.warps_per_cta < 2) fail(v["sync_warp"], "sync_warp needs 'warps' of 2 or more (the last warp only posts)");
+  if (v["warp_hunks"]) c.warp_hunks = bool_of(v["warp_hunks"], "warp_hunks");
   if (sc.pes < 2 || sc.pes > 8) fail(v, "nvls needs 2 to 8 GPUs (topology.pes) on one switch");
   if (!sc.phantom && c.count > (16ull << 20)) fail(v["count"], "more than 16 Mi elements per rank needs 'memory: phantom'");
   return w;

@@ -30,9 +30,15 @@ Run run(const Scenario& sc, const NvlsWorkload& w, const RunSpec& spec, const Re
     j["algbw_gbps"] = double(int64_t(r.algbw_gbps * 100)) / 100.0;
     j["busbw_gbps"] = double(int64_t(r.busbw_gbps * 100)) / 100.0;
   }
-  char line[160];
-  std::snprintf(line, sizeof line, "  NVLS %s %s %s, %u GPUs x %llu B%s\n", collective, nvls::dtype_name(c.dtype), nvls::redop_name(c.op),
-                c.ranks, (unsigned long long)bytes,
+  // What runs beside the defaults: registered buffers, NCCL's structure, calls back to back.
+  static const char* const kRegistered[] = {"", ", output registered", ", input and output registered"};
+  std::string extras = kRegistered[int(c.registered)];
+  if (c.sync_warp) extras += ", a sync warp";
+  if (c.warp_hunks) extras += ", hunks a warp wide";
+  if (c.calls > 1) extras += ", " + std::to_string(c.calls) + " calls";
+  char line[256];
+  std::snprintf(line, sizeof line, "  NVLS %s %s %s, %u GPUs x %llu B%s%s\n", collective, nvls::dtype_name(c.dtype), nvls::redop_name(c.op),
+                c.ranks, (unsigned long long)bytes, extras.c_str(),
                 r.busbw_gbps > 0 ? (", busbw " + std::to_string(int(r.busbw_gbps + 0.5)) + " GB/s (simulated)").c_str() : "");
   out.lines = line;
   return out;

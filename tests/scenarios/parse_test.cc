@@ -52,6 +52,8 @@ const Case kCases[] = {
     {"nvls_with_words.yaml", 7, "'words' is for IBGDA workloads, not for nvls"},
     {"p2p_with_ops.yaml", 5, "'ops' does not go with 'p2p'"},
     {"nvls_compare.yaml", 5, "'compare' is for IBGDA workloads, not for nvls"},
+    {"nvls_sync_warp_one_warp.yaml", 5, "sync_warp needs 'warps' of 2 or more (the last warp only posts)"},
+    {"nvls_registered_phantom.yaml", 5, "registered buffers need real memory, and this scenario has 'memory: phantom'"},
 };
 
 class BadScenario : public ::testing::TestWithParam<Case> {};
