@@ -58,7 +58,7 @@ uint64_t DeviceMemory::malloc(uint32_t gpu, uint64_t bytes, bool phantom) {
   a.size = bytes;
   a.reserved = reserved;
   if (!phantom) {
-    a.bytes = std::make_unique<uint8_t[]>(bytes);  // zeroed
+    a.bytes = line_array(bytes);  // zeroed
     by_bytes_[a.bytes.get()] = id;
   }
   sp.live[base] = id;

@@ -6,15 +6,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <vector>
 
 namespace doorbell::gpu_sim {
 
+inline constexpr std::align_val_t kLineAlign{128};
+
 template <class T>
 struct LineAllocator {
   using value_type = T;
-  static constexpr std::align_val_t kAlign{128};
+  static constexpr std::align_val_t kAlign = kLineAlign;
   LineAllocator() = default;
   template <class U>
   LineAllocator(const LineAllocator<U>&) {}
@@ -28,5 +31,12 @@ struct LineAllocator {
 template <class T>
 using LineVector = std::vector<T, LineAllocator<T>>;
 using LineBytes = LineVector<uint8_t>;
+
+// A zeroed array of n bytes on the same boundary, owned (a device allocation's backing).
+struct LineDelete {
+  void operator()(uint8_t* p) const { ::operator delete[](p, kLineAlign); }
+};
+using LineArray = std::unique_ptr<uint8_t[], LineDelete>;
+inline LineArray line_array(size_t n) { return LineArray(new (kLineAlign) uint8_t[n]()); }
 
 }  // namespace doorbell::gpu_sim
