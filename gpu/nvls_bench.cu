@@ -130,8 +130,7 @@ __global__ void __launch_bounds__(512, 1) nvls_kernel(EmuMcs mcs, nvls::Args a, 
 __global__ void cta_copy_kernel(uint8_t* dst, const uint8_t* src, uint64_t bytes, uint64_t piece, bool warp_hunks) {
   CudaCtx ctx;
   for (uint64_t off = 0; off < bytes; off += piece)
-    nvls::move_slot(ctx, dst + off, src + off, piece < bytes - off ? piece : bytes - off, threadIdx.x, blockDim.x,
-                    nvls::hunk_lanes(ctx, warp_hunks, blockDim.x));
+    nvls::move_slot(ctx, dst + off, src + off, piece < bytes - off ? piece : bytes - off, threadIdx.x, blockDim.x, warp_hunks);
 }
 
 struct Rank {

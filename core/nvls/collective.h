@@ -223,12 +223,12 @@ DOORBELL_HD uint32_t hunk_lanes(const C& ctx, bool warp_hunks, uint32_t nthreads
 }
 
 // A slot's bytes between private and shared memory across the CTA's threads, 16 at a time in
-// hunks of 8 per thread (split_packs, `lanes` to a hunk): each thread first reads its 8
+// hunks of 8 per thread (split_packs; warp-wide with `warp_hunks`): each thread first reads its 8
 // pieces, then writes them, so that many loads are in flight (one at a time, a GPU copy runs
 // at load latency; 8 in flight moved more than 4 under load, gpu/run-nvls-bench). Plain
 // accesses through the context: the weak model sees them.
 template <class C>
-DOORBELL_HD void move_slot(C& ctx, uint8_t* dst, const uint8_t* src, uint64_t n, uint32_t tid, uint32_t nthreads, uint32_t lanes) {
+DOORBELL_HD void move_slot(C& ctx, uint8_t* dst, const uint8_t* src, uint64_t n, uint32_t tid, uint32_t nthreads, bool warp_hunks) {
   constexpr uint32_t kUnroll = 8;
   auto hunk = [&](uint64_t off, uint64_t stride) {
     alignas(16) uint8_t v[kUnroll][16];
@@ -240,7 +240,7 @@ DOORBELL_HD void move_slot(C& ctx, uint8_t* dst, const uint8_t* src, uint64_t n,
     ctx.read_bytes(v, src + off, 16);
     ctx.write_bytes(dst + off, v, 16);
   };
-  const uint64_t whole = split_packs<kUnroll>(n, 16, tid, nthreads, lanes, hunk, one);
+  const uint64_t whole = split_packs<kUnroll>(n, 16, tid, nthreads, hunk_lanes(ctx, warp_hunks, nthreads), hunk, one);
   if (whole < n && tid == 0) {  // (the last piece, under 16 bytes)
     alignas(16) uint8_t v[16];
     ctx.read_bytes(v, src + whole, n - whole);
@@ -446,8 +446,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
                          [t = b + s](uint64_t head) { return t + 1 <= head + kSteps; });
         workers_sync(ctx, t);
         if (a.input != nullptr && copy)
-          move_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, t.workers,
-                    hunk_lanes(ctx, a.warp_hunks, t.workers));
+          move_slot(ctx, mc.uc(a.region.red(b + s)), a.input + (input_base(a, h) + lo) * es, n, tid, t.workers, a.warp_hunks);
       }
       ctx.sync_cta();
       if (tid == t.post_send) {
@@ -527,7 +526,7 @@ DOORBELL_HD bool nvls_cta(C& ctx, Mcs& mcs, const Args& a, uint32_t cta, uint32_
                                  [t = b + s](uint64_t tail) { return tail >= t + 1; });
         workers_sync(ctx, t);
         if (a.output != nullptr && copy)
-          move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, t.workers, hunk_lanes(ctx, a.warp_hunks, t.workers));
+          move_slot(ctx, a.output + lo * es, mc.uc(a.region.bc(b + s)), n, tid, t.workers, a.warp_hunks);
       }
       ctx.sync_cta();
       if (tid == t.post_recv) {

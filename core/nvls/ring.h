@@ -52,7 +52,7 @@ DOORBELL_HD bool ring_allreduce_cta(C& ctx, L& link, const Args& a, const RingCo
                         [t = sent](uint64_t head) { return t + 1 <= head + kSteps; }) == WaitResult::kOk;
       ctx.sync_cta();
       if (src != nullptr && k.send_fifo != nullptr)
-        move_slot(ctx, k.send_fifo + (sent % kSteps) * slot, src + (x - b) * es, bytes, tid, nthreads, hunk_lanes(ctx, a.warp_hunks, nthreads));
+        move_slot(ctx, k.send_fifo + (sent % kSteps) * slot, src + (x - b) * es, bytes, tid, nthreads, a.warp_hunks);
       ctx.sync_cta();
       if (tid == 0) {
         link.send_time(ctx, bytes);

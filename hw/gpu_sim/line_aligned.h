@@ -17,12 +17,11 @@ inline constexpr std::align_val_t kLineAlign{128};
 template <class T>
 struct LineAllocator {
   using value_type = T;
-  static constexpr std::align_val_t kAlign = kLineAlign;
   LineAllocator() = default;
   template <class U>
   LineAllocator(const LineAllocator<U>&) {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
-  void deallocate(T* p, size_t) { ::operator delete(p, kAlign); }
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kLineAlign)); }
+  void deallocate(T* p, size_t) { ::operator delete(p, kLineAlign); }
   template <class U>
   bool operator==(const LineAllocator<U>&) const { return true; }
 };

@@ -299,8 +299,6 @@ TEST(Nvls, EightRanksAllReduceEveryTypeAndOp) {
     }
 }
 
-// The switch combines members in its own order: a float sum can differ between calls (NCCL
-// #1497); min and integer sums cannot.
 // A seed replays whatever the process did before: the weak model groups stores by 64-byte
 // line of their address, so buffers at the offsets malloc happens to give (moved here by
 // allocations left in between) made the same seed run another way (gpu_sim::LineBytes).
@@ -319,6 +317,8 @@ TEST(Nvls, AWeakRunReplaysWhereverTheHeapPutsItsBuffers) {
   }
 }
 
+// The switch combines members in its own order: a float sum can differ between calls (NCCL
+// #1497); min and integer sums cannot.
 TEST(Nvls, FloatSumsDependOnTheReductionOrder) {
   NvlsRunConfig c;
   c.ranks = 8;
