@@ -1,6 +1,7 @@
 #include "hw/gpu_sim/device_memory.h"
 
 #include <cstdio>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -58,7 +59,8 @@ uint64_t DeviceMemory::malloc(uint32_t gpu, uint64_t bytes, bool phantom) {
   a.size = bytes;
   a.reserved = reserved;
   if (!phantom) {
-    a.bytes = line_array(bytes);  // zeroed
+    a.bytes = mem::line_array(bytes);  // zeroed
+    if (!a.bytes) throw std::bad_alloc();
     by_bytes_[a.bytes.get()] = id;
   }
   sp.live[base] = id;

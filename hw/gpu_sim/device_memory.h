@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "base/cuda_ipc.h"
-#include "hw/gpu_sim/line_aligned.h"
+#include "hw/mem/line_aligned.h"
 #include "models/cost_model.h"
 
 namespace doorbell::gpu_sim {
@@ -74,7 +74,7 @@ class DeviceMemory {
     uint64_t base, size, reserved;  // reserved: size rounded up to kGranule
     bool live = true;
     uint32_t mappings = 0;
-    LineArray bytes;  // null: phantom
+    mem::LineArray<> bytes;  // null: phantom
   };
   struct Space {
     uint64_t top;                          // next never-used address

@@ -16,7 +16,7 @@ Result<uint64_t> AddressSpace::alloc(uint64_t size, MemKind kind, std::string na
   uint64_t& next = kind == MemKind::kGpu ? next_gpu_va_ : next_host_va_;
   uint64_t va = round_up(next, std::max<uint64_t>(align, 4096));
   auto s = std::make_unique<Segment>();
-  s->storage.reset(new (std::nothrow) std::byte[size]());
+  s->storage = line_array<std::byte>(size);
   if (!s->storage) return Status(Errc::kNoResource, "alloc: out of host memory for " + std::to_string(size) + " bytes");
   s->va = va;
   s->size = size;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "hw/mem/line_aligned.h"
 
 namespace doorbell::mem {
 
@@ -26,7 +27,7 @@ struct Segment {
   uint32_t pins = 0;          // registrations that hold a translation; free refuses while > 0
   bool phantom = false;       // sizes only: the bytes are never stored (large replays)
   std::string name;
-  std::unique_ptr<std::byte[]> storage;
+  LineArray<std::byte> storage;  // on a line boundary: a weak run replays wherever the heap is
 };
 
 class AddressSpace {

@@ -47,8 +47,8 @@ struct RingLink {
 // The ring's memory: per rank and channel a receive FIFO, two flag words on their own lines and
 // the rank's own step counts.
 struct RingMemory {
-  std::vector<gpu_sim::LineBytes> fifo;  // [rank * channels + channel]
-  gpu_sim::LineVector<uint64_t> flags;   // tail at 48 * i, head at 48 * i + 16, counts at + 32
+  std::vector<mem::LineBytes> fifo;  // [rank * channels + channel]
+  mem::LineVector<uint64_t> flags;   // tail at 48 * i, head at 48 * i + 16, counts at + 32
   uint64_t* tail(uint64_t i) { return &flags[48 * i]; }
   uint64_t* head(uint64_t i) { return &flags[48 * i + 16]; }
   uint64_t* counts(uint64_t i) { return &flags[48 * i + 32]; }
@@ -234,7 +234,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     call_ref[k] = call_in[k][0];
     for (uint32_t g = 1; g < n && !c.phantom; ++g) reduce_into(c.dtype, c.op, call_ref[k].data(), call_in[k][g].data(), uint32_t(call_ref[k].size()));
   }
-  std::vector<gpu_sim::LineBytes> in(n);
+  std::vector<mem::LineBytes> in(n);
   for (uint32_t g = 0; g < n; ++g) in[g].assign(call_in[0][g].begin(), call_in[0][g].end());
   std::vector<std::string> wrong(n);  // per rank: the first call whose output differed
 
@@ -245,10 +245,10 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
   // physical memory and maps it) holding a region per (head, channel).
   const uint64_t regions = uint64_t(n) * c.channels;
   const uint64_t stride = c.phantom ? Region::kFlagBytes : region.bytes();  // sizes only: the flags alone
-  std::vector<gpu_sim::LineBytes> phys(n);
+  std::vector<mem::LineBytes> phys(n);
   for (auto& p : phys) p.assign(regions * stride, 0);
   std::vector<RankMcs> mcs(n, RankMcs{{}, c.channels});
-  r.outputs.assign(n, gpu_sim::LineBytes(c.phantom ? 0 : c.count * es, 0));
+  r.outputs.assign(n, mem::LineBytes(c.phantom ? 0 : c.count * es, 0));
   try {
     for (uint32_t k = 0; k < c.extra_objects; ++k) (void)mc.create(4096, n);  // slots other communicators hold
     const uint32_t obj = mc.create(regions * stride, n);
@@ -374,7 +374,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
   std::vector<RingConn> conns;
   if (c.ring) {
     const uint64_t m = uint64_t(n) * c.channels;
-    ring.fifo.assign(m, gpu_sim::LineBytes(c.phantom ? 0 : kSteps * c.slot_bytes, 0));
+    ring.fifo.assign(m, mem::LineBytes(c.phantom ? 0 : kSteps * c.slot_bytes, 0));
     ring.flags.assign(48 * m, 0);
     for (uint32_t g = 0; g < n; ++g) links.push_back({&mc, g, (g + 1) % n});
     for (uint32_t g = 0; g < n; ++g)

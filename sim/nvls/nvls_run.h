@@ -11,7 +11,7 @@
 
 #include "core/nvls/collective.h"
 #include "core/nvls/ring.h"
-#include "hw/gpu_sim/line_aligned.h"
+#include "hw/mem/line_aligned.h"
 #include "hw/gpu_sim/scheduler.h"
 #include "sim/verdict.h"
 
@@ -47,7 +47,7 @@ struct NvlsRunResult {
   // output differs from the reference; else the scheduler's hang or step limit.
   sim::RunKind kind = sim::RunKind::kCompleted;
   std::string failure;  // empty: completed and equal to the reference
-  std::vector<gpu_sim::LineBytes> outputs;
+  std::vector<mem::LineBytes> outputs;
   // nccl-tests' figures from the simulated time (timed schedule): size = bytes in per rank.
   double algbw_gbps = 0, busbw_gbps = 0;
 };

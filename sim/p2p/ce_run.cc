@@ -9,6 +9,7 @@
 
 #include "core/p2p/ipc_cache.h"
 #include "hw/gpu_sim/sim_ctx.h"
+#include "hw/mem/line_aligned.h"
 
 namespace doorbell::p2p {
 
@@ -51,10 +52,12 @@ struct ModelHost {
   bool query(uint64_t slot) const { return cuda.query(events[slot]); }
 };
 
-struct Link {
+// On a line boundary, as are its buffers: the kernel's stores to the control words and the
+// FIFO are buffered by line in the weak model, so where malloc put them would steer a seed.
+struct alignas(mem::kLineAlignBytes) Link {
   uint32_t from, to;
   ConnShm shm;
-  std::vector<uint8_t> send_buf, src, dst;
+  mem::LineBytes send_buf, src, dst;
   // What the send proxy writes, on the receiver's GPU: the FIFO, or with registered buffers the
   // receiver's buffer itself; exported through CUDA IPC, mapped by the proxy before its first copy.
   IpcHandle remote;

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/heap_shift.h"
 #include "tests/rc_find.h"
 #include "tests/sim_opts.h"
 
@@ -299,22 +300,16 @@ TEST(Nvls, EightRanksAllReduceEveryTypeAndOp) {
     }
 }
 
-// A seed replays whatever the process did before: the weak model groups stores by 64-byte
-// line of their address, so buffers at the offsets malloc happens to give (moved here by
-// allocations left in between) made the same seed run another way (gpu_sim::LineBytes).
+// A seed replays whatever the process did before it (mem::LineBytes).
 TEST(Nvls, AWeakRunReplaysWhereverTheHeapPutsItsBuffers) {
   NvlsRunConfig c;
   c.ranks = 3, c.count = 1000, c.dtype = DType::kF16, c.reducers = 2, c.slot_bytes = 256, c.step_bytes = 64, c.calls = 3;
   c.registered = Registered::kOutput, c.warps_per_cta = 2, c.sync_warp = true, c.warp_hunks = true;
-  const NvlsRunResult a = run_nvls(c, opts(1, Policy::kRandom, MemoryModel::kWeak));
-  ASSERT_EQ(a.failure, "");
-  std::vector<std::unique_ptr<char[]>> held;
-  for (uint32_t shift = 1; shift <= 8; ++shift) {
-    for (uint32_t i = 0; i < shift; ++i) held.emplace_back(new char[40]);  // (kept: later runs' buffers land elsewhere)
-    const NvlsRunResult b = run_nvls(c, opts(1, Policy::kRandom, MemoryModel::kWeak));
-    EXPECT_EQ(a.run.steps, b.run.steps) << shift;
-    EXPECT_EQ(a.run.trace_hash, b.run.trace_hash) << shift;
-  }
+  testing::expect_replays_wherever_the_heap_puts_buffers([&] {
+    const NvlsRunResult r = run_nvls(c, opts(1, Policy::kRandom, MemoryModel::kWeak));
+    EXPECT_EQ(r.failure, "");
+    return testing::fingerprint(r.run);
+  });
 }
 
 // The switch combines members in its own order: a float sum can differ between calls (NCCL

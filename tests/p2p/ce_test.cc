@@ -13,6 +13,7 @@
 #include <string>
 #include <tuple>
 
+#include "tests/heap_shift.h"
 #include "tests/seeds.h"
 #include "tests/rc_find.h"
 #include "tests/sim_opts.h"
@@ -110,6 +111,18 @@ TEST(CeTransport, FirstCopyWaitsForTheIpcOpen) {
   ASSERT_EQ(with_open.failure, "");
   ASSERT_EQ(free_open.failure, "");
   EXPECT_NEAR(with_open.run.sim_time_ns - free_open.run.sim_time_ns, 90000, 1000);
+}
+
+// An alltoall in the weak model replays whatever the process allocated before it: the links'
+// FIFOs, buffers and control words sit on line boundaries (mem::LineBytes).
+TEST(CeTransport, AWeakRunReplaysWhereverTheHeapPutsItsBuffers) {
+  CeRunConfig c;
+  c.gpus = 3, c.alltoall = true, c.bytes = 1000, c.step_bytes = 128, c.copy_bytes_per_step = 64;
+  testing::expect_replays_wherever_the_heap_puts_buffers([&] {
+    const CeRunResult r = run_ce(c, opts(1, Policy::kRandom, MemoryModel::kWeak));
+    EXPECT_EQ(r.failure, "");
+    return testing::fingerprint(r.run);
+  });
 }
 
 // A scenario asking for more device memory than a GPU's address space is an error, not a crash.

@@ -10,9 +10,10 @@
 #include <new>
 #include <vector>
 
-namespace doorbell::gpu_sim {
+namespace doorbell::mem {
 
-inline constexpr std::align_val_t kLineAlign{128};
+inline constexpr size_t kLineAlignBytes = 128;
+inline constexpr std::align_val_t kLineAlign{kLineAlignBytes};
 
 template <class T>
 struct LineAllocator {
@@ -31,11 +32,17 @@ template <class T>
 using LineVector = std::vector<T, LineAllocator<T>>;
 using LineBytes = LineVector<uint8_t>;
 
-// A zeroed array of n bytes on the same boundary, owned (a device allocation's backing).
+// A zeroed array of n bytes on the same boundary, owned (an allocation's backing).
+template <class B>
 struct LineDelete {
-  void operator()(uint8_t* p) const { ::operator delete[](p, kLineAlign); }
+  void operator()(B* p) const { ::operator delete[](p, kLineAlign); }
 };
-using LineArray = std::unique_ptr<uint8_t[], LineDelete>;
-inline LineArray line_array(size_t n) { return LineArray(new (kLineAlign) uint8_t[n]()); }
+template <class B = uint8_t>
+using LineArray = std::unique_ptr<B[], LineDelete<B>>;
+// Null when the host has no n bytes left.
+template <class B = uint8_t>
+LineArray<B> line_array(size_t n) {
+  return LineArray<B>(new (kLineAlign, std::nothrow) B[n]());
+}
 
-}  // namespace doorbell::gpu_sim
+}  // namespace doorbell::mem
