@@ -993,9 +993,7 @@ size_t Nic::progress(size_t budget) {
       }
   }
   if (faults_.stalled || dead()) return done;
-  if (faults_.stall_until_ns > faults_.stall_from_ns && clock_ns() >= faults_.stall_from_ns &&
-      clock_ns() < faults_.stall_until_ns)
-    return done != 0 ? done : jump_to_timer();  // the stall's end is a timer like any other
+  if (stalled()) return done != 0 ? done : jump_to_timer();  // the stall's end is a timer like any other
   while (!late_doorbells_.empty() && late_doorbells_.front().due <= now_) {
     const LateDoorbell d = late_doorbells_.front();
     late_doorbells_.pop_front();

@@ -161,6 +161,12 @@ class Nic {
   // Asked at every request, of both ends: one flag while no outage and no death is set.
   bool link_up() const { return link_steady_ || link_up_at_clock(); }
   bool dead() const { return dead_from_ns_ >= 0 && clock_ns() >= dead_from_ns_; }
+  // The engine is frozen now (stall_nic): it takes no doorbell and completes nothing, flush
+  // completions of a QP moved to ERR included.
+  bool stalled() const {
+    return faults_.stalled || (faults_.stall_until_ns > faults_.stall_from_ns && clock_ns() >= faults_.stall_from_ns &&
+                               clock_ns() < faults_.stall_until_ns);
+  }
   // What the engine waits on when it cannot act (for hang reports); empty when idle.
   const std::string& waiting() const { return waiting_; }
   // Every QP's doorbell record beside what the engine fetched, every CQ's last CQE and the

@@ -82,9 +82,11 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
     struct Peek {
       const mock_nic::Nic& nic;
       bool dead() const { return nic.dead(); }
-      bool flushed(uint32_t qpn) const {  // every WQE it heard a doorbell for, and every response
+      // Every WQE it heard a doorbell for, and every response; a stalled engine has flushed
+      // nothing yet (a host sees no flush completions), so the reset waits for its end.
+      bool flushed(uint32_t qpn) const {
         const mock_nic::Qp& q = *nic.qp(qpn);
-        return q.head == q.prod && q.inflight.empty();
+        return !nic.stalled() && q.head == q.prod && q.inflight.empty();
       }
     };
     Peek peek(uint32_t id) const { return {*dev(id).nic}; }

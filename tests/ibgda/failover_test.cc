@@ -201,6 +201,36 @@ RC_GTEST_PROP(FailoverProperty, MemoryEqualsTheFaultFreeReferenceUnderRandomFaul
   RC_ASSERT(why.empty());
 }
 
+// A stalled NIC flushes nothing, so the recovery of a QP the watchdog failed meanwhile waits
+// for the stall's end before it resets the pair. Without that wait each reset came at once,
+// the retried fetch-add met the same stall, and after kFailoverAttempts tries it failed
+// (the property's case, shrunk: a fetch-add on PE 0's loopback QP behind a 20 ms stall).
+TEST(Failover, AStalledNicIsRecoveredOnlyOnceItRunsAgain) {
+  Program p = base(2, 1, 1);
+  p.stack.log_qp_depth = 3, p.stack.num_requests_in_batch = 1, p.stack.response_delay = 10;
+  p.seed = 1312475;
+  p.faults.push_back({WorldFault::kStall, 0, 0, 2200, 2e7});
+  p.faults.push_back({WorldFault::kLinkDown, 0, 0, 2000, 5e5});
+  // (pe, kind: 0 put / 1 get / 2 fetch-add, target, bytes, src, warp scope)
+  const struct {
+    uint32_t pe, kind, target, bytes, src;
+    bool warp;
+  } ops[] = {{0, 0, 0, 1, 0, 0},    {1, 2, 0, 1, 0, 0}, {0, 1, 0, 387, 0, 0}, {1, 1, 0, 1, 0, 0},    {0, 2, 0, 1, 0, 0},
+             {0, 0, 0, 1, 0, 0},    {1, 0, 0, 1, 0, 0}, {0, 0, 0, 838, 3259, 0}, {0, 1, 0, 1, 0, 1}, {1, 0, 0, 462, 3635, 0},
+             {0, 2, 1, 1, 0, 0},    {0, 0, 0, 1, 0, 0}, {1, 0, 0, 1, 0, 0},   {1, 0, 0, 1, 0, 0},    {0, 0, 0, 1, 0, 0},
+             {0, 2, 0, 1, 0, 0},    {0, 0, 0, 1, 0, 0}, {0, 2, 0, 1, 0, 0},   {0, 2, 0, 1, 0, 0},    {0, 2, 0, 1601, 0, 0},
+             {0, 0, 0, 1, 0, 0},    {0, 2, 0, 1, 0, 0}, {0, 0, 0, 1, 0, 0},   {0, 0, 0, 1, 0, 0},    {0, 2, 0, 1, 0, 0}};
+  for (const auto& o : ops) {
+    ProgramOp po;
+    po.pe = o.pe, po.kind = ProgramOpKind(o.kind), po.target = o.target, po.bytes = o.bytes, po.src = o.src;
+    po.scope = o.warp ? ProgramScope::kWarp : ProgramScope::kThread;
+    p.ops.push_back(po);
+  }
+  RecoveryStats st;
+  EXPECT_EQ(run(p, 1312475, &st), "");
+  EXPECT_GE(st.recovered, 1u);
+}
+
 // The checker has teeth: replaying adds the recovery says were applied, or dropping the
 // replay of puts and gets, is found.
 TEST(FailoverProperty, FindsPlantedReplayBugs) {
