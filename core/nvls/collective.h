@@ -56,7 +56,7 @@ enum class Registered : uint8_t { kNone, kOutput, kBoth };  // which user buffer
 
 // Planted bugs, for tests only.
 struct Plants {
-  bool sender_ignores_head = false;  // scatter without waiting for a free reduce slot
+  bool sender_ignores_head = false;  // scatter (ring: send) without waiting for a free slot
   bool own_flag_not_min = false;     // the head polls its own copy of a flag, not the min
   bool wrong_pack = false;           // 16-byte packs whatever the type and op
   bool receiver_ignores_tail = false;  // ring: read a slot without waiting for it to land

@@ -420,11 +420,21 @@ TEST(NvlsRing, AllReduceEqualsTheReference) { EXPECT_EQ(ring_sweep({}), ""); }
 
 
 
-// The sweep has teeth: a receiver reading a slot before its tail says it landed is caught.
+// The sweep has teeth: a receiver reading a slot before its tail says it landed is caught, and
+// a sender writing slots before head freed them (a primitive receives and sends each slice, so
+// a rank that waits on its receives still runs ahead of its next rank's reads).
 TEST(NvlsRing, FindsAReceiverIgnoringTail) {
   Plants pl;
   pl.receiver_ignores_tail = true;
   EXPECT_NE(ring_sweep(pl), "");
+}
+
+TEST(NvlsRing, FindsASenderIgnoringHead) {
+  Plants pl;
+  pl.sender_ignores_head = true;
+  const std::string seen = ring_sweep(pl);
+  EXPECT_NE(seen, "");
+  std::printf("[doorbell] ring, sender ignoring head: %s\n", seen.substr(0, seen.find('\n')).c_str());
 }
 
 }  // namespace
