@@ -39,11 +39,11 @@ struct Plan {
 // ReduceScatter's channels from 64 MiB in (NVLS_RS_CHANNELS; default: as many as the GPU
 // holds, 22 on 132 SMs): it runs no gather CTAs, so its remote scatters can take the SMs the
 // AllReduce's gathers take, which pays once steps are large and loses below 64 MiB. It shares
-// the main plan's regions (the same reducers). An AllReduce below 16 MiB, through the FIFOs or
+// the main plan's regions (the same reducers). An AllReduce below 8 MiB, through the FIFOs or
 // into a registered output, takes 2 reducers a channel (NVLS_SMALL_REDUCERS), on regions laid
-// out after the others: 2 measured faster there, 4 from 16 MiB (docs/nvls.md).
+// out after the others: 2 measured faster at 4 MiB, 4 from 8 MiB (docs/nvls.md).
 uint32_t g_rs_channels = 0, g_small_reducers = 2, g_alloc_channels = 0;
-constexpr uint64_t kRsWideFrom = 64ull << 20, kSmallBelow = 16ull << 20;  // input bytes per rank
+constexpr uint64_t kRsWideFrom = 64ull << 20, kSmallBelow = 8ull << 20;  // input bytes per rank
 Plan main_plan() { return {g_channels, g_reducers, 0}; }
 Plan wide_plan() { return {g_rs_channels, g_reducers, 0}; }
 Plan small_plan() { return {g_channels, g_small_reducers, std::max(g_channels, g_rs_channels)}; }
@@ -162,8 +162,11 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 // Calls of any size and type follow each other on the same regions: the steps run on.
 // The step a call of `bytes` moves: NCCL-like, smaller for smaller messages (the pipeline
 // fills sooner), half the slot from 64 MiB, the whole slot from 1 GiB on (fewer flag round
-// trips). NVLS_STEP overrides.
-uint64_t step_for(uint64_t bytes) {
+// trips); an AllReduce through the FIFOs a quarter of the slot at every size (its scatter,
+// reduce and gather overlap more; on 2 x H200 larger steps lost from 64 MiB, docs/nvls.md).
+// NVLS_STEP overrides.
+uint64_t step_for(uint64_t bytes, bool fifo_allreduce) {
+  if (fifo_allreduce) return env_u64("NVLS_STEP", g_slot / 4);
   return env_u64("NVLS_STEP", bytes >= (1ull << 30) ? g_slot : bytes >= (64ull << 20) ? g_slot / 2 : g_slot / 4);
 }
 
@@ -179,7 +182,7 @@ void collective(std::vector<Rank>& rk, bool allreduce, nvls::DType t, nvls::RedO
     a.nranks = kRanks, a.rank = r, a.channels = p.channels, a.reducers = p.reducers;
     a.dtype = t, a.op = op, a.allreduce = allreduce, a.count = count;
     a.region.slot_bytes = g_slot;
-    a.step_bytes = std::min(g_slot, step_for(in_bytes) / 16 * 16);
+    a.step_bytes = std::min(g_slot, step_for(in_bytes, allreduce && registered == nvls::Registered::kNone) / 16 * 16);
     a.input = rk[r].in, a.output = rk[r].out, a.registered = registered, a.sync_warp = g_sync_warp;
     a.warp_hunks = g_warp_hunks;
     CHECK(cudaSetDevice(g_dev[r]));
@@ -319,7 +322,7 @@ int main(int argc, char** argv) {
     nvls::Args shape;
     shape.nranks = kRanks, shape.channels = g_channels, shape.reducers = g_reducers, shape.allreduce = true;
     std::printf("nvls_bench: %d x %s, core/nvls AllReduce / ReduceScatter over emulated multicast (peer access; %s), %u channels x %u CTAs per "
-                "rank (%u reducers each, %u below 16 MiB through the FIFOs or into a registered output; ReduceScatter %u channels from 64 MiB), %u threads%s%s, %llu KiB slots (a step: a quarter of one below 64 MiB, half below 1 GiB)\n", kRanks, prop.name,
+                "rank (%u reducers each, %u below 8 MiB through the FIFOs or into a registered output; ReduceScatter %u channels from 64 MiB), %u threads%s%s, %llu KiB slots (a step: a quarter of one below 64 MiB and through the AllReduce's FIFOs, half below 1 GiB)\n", kRanks, prop.name,
                 push ? "the head's reads placed in its GPU" : "every copy in its member's GPU", g_channels,
                 nvls::ctas_per_channel(shape), g_reducers, g_small_reducers, g_rs_channels, g_threads,
                 g_sync_warp ? " (the last warp a sync warp)" : "", g_warp_hunks ? " (hunks a warp wide)" : "",
@@ -426,7 +429,8 @@ int main(int argc, char** argv) {
     std::printf("\n%-28s %12s %12s %10s %8s %8s\n", ar ? "allreduce f32 sum" : "reducescatter f32 sum", "size(B)", "count", "time(us)", "algbw",
                 "busbw");
     const uint64_t min_bytes = env_u64("NVLS_MIN", 4ull << 20), last = std::min(max_bytes, env_u64("NVLS_MAX", max_bytes));
-    for (uint64_t bytes = std::max<uint64_t>(min_bytes, 64); bytes <= last; bytes *= 4) {
+    const uint64_t growth = std::max<uint64_t>(env_u64("NVLS_GROWTH", 2), 2);  // every power of two: the sizes between show too
+    for (uint64_t bytes = std::max<uint64_t>(min_bytes, 64); bytes <= last; bytes *= growth) {
       const uint64_t n = ar ? bytes / 4 : bytes / 4 / kRanks;  // elements out per rank
       auto rounds = [&](auto op) {
         for (int i = 0; i < 3; ++i) op();
