@@ -992,8 +992,14 @@ size_t Nic::progress(size_t budget) {
         e.fired = true, (void)force_qp_error(e.qpn), ++done;
       }
   }
-  if (faults_.stalled || dead()) return done;
-  if (stalled()) return done != 0 ? done : jump_to_timer();  // the stall's end is a timer like any other
+  if (faults_.stalled || dead()) {
+    waiting_ = dead() ? "dead node: nothing runs" : "stalled for good (stall_nic): takes no doorbell, completes nothing";
+    return done;
+  }
+  if (stalled()) {
+    waiting_ = "stalled (stall_nic) until " + std::to_string(faults_.stall_until_ns) + " ns: takes no doorbell, completes nothing";
+    return done != 0 ? done : jump_to_timer();  // the stall's end is a timer like any other
+  }
   while (!late_doorbells_.empty() && late_doorbells_.front().due <= now_) {
     const LateDoorbell d = late_doorbells_.front();
     late_doorbells_.pop_front();

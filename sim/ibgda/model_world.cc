@@ -429,7 +429,7 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
   routes_.assign(size_t(cfg_.npes) * cfg_.num_nics, {});
   if (cfg_.failover) add_recovery_agent(s);
   // Every management word, by name, for hang reports: each QP's (and backup's) indices, lock
-  // and proxy word, its CQE's last word and, with failover, its health. Named once: the
+  // and proxy word, its CQE's last word and, with failover, its health words. Named once: the
   // words stay where they are for the world's life.
   if (watched_.empty())
     for (uint32_t p = 0; p < cfg_.npes; ++p) {
@@ -440,7 +440,11 @@ void ModelWorld::attach(gpu_sim::Scheduler& s) {
           const std::string pfx = "pe" + std::to_string(p) + (set == &pes_[p]->qps() ? ".qp" : ".backup") + std::to_string(i) + ".";
           for (const MvarWord& w : kMvarWords) watched_.push_back({pfx + w.name, &(q.mv->*w.word)});
           watched_.push_back({pfx + "cqe", reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(q.cqe) + 56)});
-          if (q.hp != nullptr) watched_.push_back({pfx + "health", &q.hp->state});
+          if (q.hp != nullptr) {  // (a hang report names what a failover wait polls, not its address)
+            watched_.push_back({pfx + "health", &q.hp->state});
+            watched_.push_back({pfx + "users", &q.hp->users});
+            watched_.push_back({pfx + "epoch", &q.hp->epoch});
+          }
         }
     }
   s.watch(&watched_);
