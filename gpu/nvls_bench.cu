@@ -41,7 +41,8 @@ struct Plan {
 // AllReduce's gathers take, which pays once steps are large and loses below 64 MiB. It shares
 // the main plan's regions (the same reducers). An AllReduce below 8 MiB, through the FIFOs or
 // into a registered output, takes 2 reducers a channel (NVLS_SMALL_REDUCERS), on regions laid
-// out after the others: 2 measured faster at 4 MiB, 4 from 8 MiB (docs/nvls.md).
+// out after the others: 2 measured faster at 4 MiB on earlier builds (a tie on the last), 4
+// from 8 MiB (docs/nvls.md).
 uint32_t g_rs_channels = 0, g_small_reducers = 2, g_alloc_channels = 0;
 constexpr uint64_t kRsWideFrom = 64ull << 20, kSmallBelow = 8ull << 20;  // input bytes per rank
 Plan main_plan() { return {g_channels, g_reducers, 0}; }
@@ -430,7 +431,7 @@ int main(int argc, char** argv) {
                 "busbw");
     const uint64_t min_bytes = env_u64("NVLS_MIN", 4ull << 20), last = std::min(max_bytes, env_u64("NVLS_MAX", max_bytes));
     const uint64_t growth = std::max<uint64_t>(env_u64("NVLS_GROWTH", 2), 2);  // every power of two: the sizes between show too
-    for (uint64_t bytes = std::max<uint64_t>(min_bytes, 64); bytes <= last; bytes *= growth) {
+    for (uint64_t bytes = std::max<uint64_t>(min_bytes, 64); bytes <= last; bytes = bytes > last / growth ? last + 1 : bytes * growth) {
       const uint64_t n = ar ? bytes / 4 : bytes / 4 / kRanks;  // elements out per rank
       auto rounds = [&](auto op) {
         for (int i = 0; i < 3; ++i) op();

@@ -63,8 +63,8 @@ DOORBELL_HD bool ring_allreduce_cta(C& ctx, L& link, const Args& a, const RingCo
       ctx.sync_cta();
       // The slice's elements, a slice's steps in a row of the FIFO (sent and got stay even, so
       // they never wrap).
-      uint8_t* to = send ? k.send_fifo + (sent % kSteps) * slot : nullptr;
-      const uint8_t* from = recv ? k.recv_fifo + (got % kSteps) * slot : nullptr;
+      uint8_t* to = data && send ? k.send_fifo + (sent % kSteps) * slot : nullptr;
+      const uint8_t* from = data && recv ? k.recv_fifo + (got % kSteps) * slot : nullptr;
       const uint64_t x = lo + b + off;  // the slice's first element
       if (data && p == kSend) {
         move_slot(ctx, to, a.input + x * es, cnt * es, tid, nthreads, a.warp_hunks);

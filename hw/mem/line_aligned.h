@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 namespace doorbell::mem {
@@ -32,9 +33,11 @@ template <class T>
 using LineVector = std::vector<T, LineAllocator<T>>;
 using LineBytes = LineVector<uint8_t>;
 
-// A zeroed array of n bytes on the same boundary, owned (an allocation's backing).
+// A zeroed array of n bytes on the same boundary, owned (an allocation's backing). Raw
+// operator delete[]: no destructors run, so bytes only.
 template <class B>
 struct LineDelete {
+  static_assert(std::is_trivially_destructible_v<B>);
   void operator()(B* p) const { ::operator delete[](p, kLineAlign); }
 };
 template <class B = uint8_t>

@@ -997,7 +997,9 @@ size_t Nic::progress(size_t budget) {
     return done;
   }
   if (stalled()) {
-    waiting_ = "stalled (stall_nic) until " + std::to_string(faults_.stall_until_ns) + " ns: takes no doorbell, completes nothing";
+    waiting_ = std::isinf(faults_.stall_until_ns)
+                   ? "stalled for good (stall_nic): takes no doorbell, completes nothing"
+                   : "stalled (stall_nic) until " + std::to_string(faults_.stall_until_ns) + " ns: takes no doorbell, completes nothing";
     return done != 0 ? done : jump_to_timer();  // the stall's end is a timer like any other
   }
   while (!late_doorbells_.empty() && late_doorbells_.front().due <= now_) {

@@ -405,6 +405,7 @@ std::string ring_sweep(const Plants& pl) {
     c.op = RedOp(seed % 3);
     c.count = 37 * seed + 5;
     c.slot_bytes = 16 * (1 + seed % 4);
+    c.step_bytes = seed % 3 == 0 ? 16 : 0;  // some runs a step under the slot (a slice then sits inside its slots)
     c.lanes = 1 + seed % 3;
     c.calls = 1 + seed % 3;
     c.seed = seed;
