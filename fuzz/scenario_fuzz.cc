@@ -40,8 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(s.pes >= 2 && s.expect.words.empty(), "a device-level workload on %u GPUs, or with expected words", s.pes);
     if (const NvlsWorkload* nv = std::get_if<NvlsWorkload>(&s.work)) {  // what sim/nvls would otherwise refuse at run time
       const doorbell::nvls::NvlsRunConfig& c = nv->run;
-      FUZZ_CHECK(s.pes <= 8 && c.channels >= 1 && c.reducers >= 1 && c.reducers <= doorbell::nvls::kMaxReducers, "nvls shape");
-      FUZZ_CHECK(c.slot_bytes % 16 == 0 && c.step_bytes % 16 == 0 && c.step_bytes <= c.slot_bytes && c.calls >= 1, "nvls steps");
+      const std::string shape = doorbell::nvls::config_error(c);
+      FUZZ_CHECK(s.pes <= 8 && c.calls >= 1 && shape.empty(), "nvls shape: %s", shape.c_str());
       FUZZ_CHECK(!c.sync_warp || c.warps_per_cta >= 2, "a sync warp in CTAs of one warp");
       FUZZ_CHECK(!s.phantom || c.registered == doorbell::nvls::Registered::kNone, "registered buffers on phantom memory");
     }

@@ -992,14 +992,16 @@ size_t Nic::progress(size_t budget) {
         e.fired = true, (void)force_qp_error(e.qpn), ++done;
       }
   }
-  if (faults_.stalled || dead()) {
-    waiting_ = dead() ? "dead node: nothing runs" : "stalled for good (stall_nic): takes no doorbell, completes nothing";
+  if (dead()) {
+    waiting_ = "dead node: nothing runs";
     return done;
   }
   if (stalled()) {
-    waiting_ = std::isinf(faults_.stall_until_ns)
-                   ? "stalled for good (stall_nic): takes no doorbell, completes nothing"
-                   : "stalled (stall_nic) until " + std::to_string(faults_.stall_until_ns) + " ns: takes no doorbell, completes nothing";
+    const bool for_good = faults_.stalled || std::isinf(faults_.stall_until_ns);
+    if (waiting_.rfind("stalled", 0) != 0)  // once per stall, not every action
+      waiting_ = (for_good ? std::string("stalled for good") : "stalled until " + std::to_string(faults_.stall_until_ns) + " ns") +
+                 " (stall_nic): takes no doorbell, completes nothing";
+    if (faults_.stalled) return done;
     return done != 0 ? done : jump_to_timer();  // the stall's end is a timer like any other
   }
   while (!late_doorbells_.empty() && late_doorbells_.front().due <= now_) {

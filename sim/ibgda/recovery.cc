@@ -199,10 +199,13 @@ void ModelWorld::add_recovery_agent(gpu_sim::Scheduler& s) {
             break;
         }
       }
+      if (did) {
+        a.changed();
+        continue;
+      }
       const bool draining = std::any_of(pairs->begin(), pairs->end(), [](const PairRecovery& pr) { return pr.phase == PairRecovery::kDraining; });
-      if (did) a.changed();
-      else if (!a.spin(draining ? "recovery: a failed pair's QPs in ERR, waiting for its users to leave and its NIC to flush them"
-                                : "recovery: idle (no failed or stalled QP)"))
+      if (!a.spin(draining ? "recovery: a failed pair's QPs in ERR, waiting for its users to leave and its NIC to flush them"
+                           : "recovery: idle (no failed or stalled QP)"))
         return;
     }
   });

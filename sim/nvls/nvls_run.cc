@@ -193,6 +193,15 @@ void McRegion::ld_reduce(gpu_sim::SimCtx& ctx, uint64_t off, DType t, RedOp op, 
 
 }  // namespace
 
+std::string config_error(const NvlsRunConfig& c) {
+  if (c.ranks < 2 || c.channels == 0 || c.slot_bytes % 16 != 0 || c.slot_bytes == 0 || c.reducers == 0 || c.reducers > kMaxReducers ||
+      c.step_bytes % 16 != 0 || c.step_bytes > c.slot_bytes)
+    return "nvls: needs 2+ ranks, 1+ channels, 1 to " + std::to_string(kMaxReducers) +
+           " reducers, a slot of a multiple of 16 bytes and steps of a multiple of 16 up to the slot";
+  if (c.ring && !c.allreduce) return "nvls: the ring comparison is an AllReduce";
+  return {};
+}
+
 NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
   NvlsRunResult r;
   const uint32_t n = c.ranks, es = dtype_bytes(c.dtype);
@@ -200,12 +209,7 @@ NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so) {
     r.failure = why, r.kind = sim::RunKind::kError;
     return r;
   };
-  if (n < 2 || c.channels == 0 || c.slot_bytes % 16 != 0 || c.slot_bytes == 0 || c.reducers == 0 || c.reducers > kMaxReducers ||
-      c.step_bytes % 16 != 0 || c.step_bytes > c.slot_bytes) {
-    return refused("nvls: needs 2+ ranks, 1+ channels, 1 to " + std::to_string(kMaxReducers) +
-                   " reducers, a slot of a multiple of 16 bytes and steps of a multiple of 16 up to the slot");
-  }
-  if (c.ring && !c.allreduce) return refused("nvls: the ring comparison is an AllReduce");
+  if (std::string e = config_error(c); !e.empty()) return refused(e);
   // (The timed model charges a reducer's step to its PostRecv thread: with a sync warp its
   // PostSend's bc_tail would be stamped before the step's time.)
   if (c.sync_warp && so.policy == gpu_sim::Policy::kTimed) return refused("nvls: the timed model runs without a sync warp");

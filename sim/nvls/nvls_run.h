@@ -52,6 +52,9 @@ struct NvlsRunResult {
   double algbw_gbps = 0, busbw_gbps = 0;
 };
 
+// Why run_nvls refuses this shape whatever the schedule and the (type, op) (empty: none).
+std::string config_error(const NvlsRunConfig& c);
+
 NvlsRunResult run_nvls(const NvlsRunConfig& c, gpu_sim::SchedOptions so);
 
 }  // namespace doorbell::nvls
