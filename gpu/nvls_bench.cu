@@ -163,11 +163,17 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 // Calls of any size and type follow each other on the same regions: the steps run on.
 // The step a call of `bytes` moves: NCCL-like, smaller for smaller messages (the pipeline
 // fills sooner), half the slot from 64 MiB, the whole slot from 1 GiB on (fewer flag round
-// trips); an AllReduce through the FIFOs a quarter of the slot at every size (its scatter,
-// reduce and gather overlap more; on 2 x H200 larger steps lost from 64 MiB, docs/nvls.md).
-// NVLS_STEP overrides.
-uint64_t step_for(uint64_t bytes, bool fifo_allreduce) {
-  if (fifo_allreduce) return env_u64("NVLS_STEP", g_slot / 4);
+// trips). An AllReduce through the FIFOs takes a quarter of the slot at every size (its
+// scatter, reduce and gather overlap more; on 2 x H200 larger steps lost from 64 MiB), but a
+// part (what one (head, channel) moves) of one to two such steps goes in a step of three
+// quarters of the part and a short last one: such a call waits, after its last scatter, for
+// that step's reduce and gather, which the short step shortens (docs/nvls.md). NVLS_STEP
+// overrides.
+uint64_t step_for(uint64_t bytes, bool fifo_allreduce, uint32_t channels) {
+  if (fifo_allreduce) {
+    const uint64_t part = bytes / kRanks / channels, quarter = g_slot / 4;
+    return env_u64("NVLS_STEP", part >= quarter && part <= 2 * quarter ? (part * 3 / 4 + 15) / 16 * 16 : quarter);
+  }
   return env_u64("NVLS_STEP", bytes >= (1ull << 30) ? g_slot : bytes >= (64ull << 20) ? g_slot / 2 : g_slot / 4);
 }
 
@@ -183,7 +189,7 @@ void collective(std::vector<Rank>& rk, bool allreduce, nvls::DType t, nvls::RedO
     a.nranks = kRanks, a.rank = r, a.channels = p.channels, a.reducers = p.reducers;
     a.dtype = t, a.op = op, a.allreduce = allreduce, a.count = count;
     a.region.slot_bytes = g_slot;
-    a.step_bytes = std::min(g_slot, step_for(in_bytes, allreduce && registered == nvls::Registered::kNone) / 16 * 16);
+    a.step_bytes = std::min(g_slot, step_for(in_bytes, allreduce && registered == nvls::Registered::kNone, p.channels) / 16 * 16);
     a.input = rk[r].in, a.output = rk[r].out, a.registered = registered, a.sync_warp = g_sync_warp;
     a.warp_hunks = g_warp_hunks;
     CHECK(cudaSetDevice(g_dev[r]));
