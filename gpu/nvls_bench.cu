@@ -329,7 +329,7 @@ int main(int argc, char** argv) {
     nvls::Args shape;
     shape.nranks = kRanks, shape.channels = g_channels, shape.reducers = g_reducers, shape.allreduce = true;
     std::printf("nvls_bench: %d x %s, core/nvls AllReduce / ReduceScatter over emulated multicast (peer access; %s), %u channels x %u CTAs per "
-                "rank (%u reducers each, %u below 8 MiB through the FIFOs or into a registered output; ReduceScatter %u channels from 64 MiB), %u threads%s%s, %llu KiB slots (a step: a quarter of one below 64 MiB and through the AllReduce's FIFOs, half below 1 GiB)\n", kRanks, prop.name,
+                "rank (%u reducers each, %u below 8 MiB through the FIFOs or into a registered output; ReduceScatter %u channels from 64 MiB), %u threads%s%s, %llu KiB slots (a step: a quarter of one below 64 MiB and through the AllReduce's FIFOs, where a part of one or two such steps goes in three quarters and the rest; half below 1 GiB)\n", kRanks, prop.name,
                 push ? "the head's reads placed in its GPU" : "every copy in its member's GPU", g_channels,
                 nvls::ctas_per_channel(shape), g_reducers, g_small_reducers, g_rs_channels, g_threads,
                 g_sync_warp ? " (the last warp a sync warp)" : "", g_warp_hunks ? " (hunks a warp wide)" : "",
