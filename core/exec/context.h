@@ -67,6 +67,21 @@ template <class C>
   requires requires { C::kRetriesPerSpin; }
 inline constexpr uint64_t retries_per_spin<C> = C::kRetriesPerSpin;
 
+// A CAS chain's publisher far behind the chained word (more than `far` entries) waits with
+// loads, a pause() between two, until it is `near`, then CASes again; whether it is far is
+// asked once per `check_every` failed retries. On a GPU the CASes of hundreds of waiting
+// posters queued at the word's L2 slice ahead of the one that can succeed (gpu/run-post-bench,
+// 512 posters on one QP). A context opts in with C::kFarPublish and pause(); elsewhere every
+// retry is a CAS.
+struct FarPublish {
+  uint64_t check_every, far, near;
+};
+template <class C>
+inline constexpr FarPublish far_publish = {retries_per_spin<C>, ~uint64_t{0}, 0};
+template <class C>
+  requires requires { C::kFarPublish; }
+inline constexpr FarPublish far_publish<C> = C::kFarPublish;
+
 // Polling with acquire semantics at scope `s`, without an acquire per poll: on Hopper an
 // acquire load invalidates the SM's L1, so every warp on the SM would miss on what it had
 // cached for as long as one warp polls. The first look is an acquire load; later polls are

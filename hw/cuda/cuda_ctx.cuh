@@ -76,6 +76,11 @@ class BasicCudaCtx {
   // A CAS chain's failed retries between two spins (exec::retries_per_spin): back to back, as
   // NVSHMEM's chain retries; the bounded wait's clock and the sleep once per 64.
   static constexpr uint64_t kRetriesPerSpin = 64;
+  // A publisher more than 128 entries behind polls with loads 500 ns apart until 32 behind
+  // (exec::far_publish), asked every 16 failed CASes: shorter sleeps or a nearer end slowed
+  // the thread-scope puts on 8 shared QPs, a check every 64 CASes the 1-QP lane-0 row.
+  static constexpr exec::FarPublish kFarPublish{16, 128, 32};
+  __device__ void pause() { __nanosleep(500); }
 
   __device__ uint64_t shfl(uint64_t v, uint32_t src) { return __shfl_sync(0xffffffffu, (unsigned long long)v, int(src)); }
   __device__ uint32_t ballot(bool b) { return __ballot_sync(0xffffffffu, b); }

@@ -473,6 +473,10 @@ struct BurstCtx {
     ++cas;
     return c.atomic_cas(s, p, expected, desired);
   }
+  template <class S, class O>
+  uint64_t load(S s, O o, const uint64_t* p) {
+    return c.load(s, o, p);
+  }
   bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
     ++spins;
     return c.spin(what, addr, seen);
@@ -511,6 +515,61 @@ TEST(Scheduler, APublisherRetryingBackToBackSpinsOncePerBurstAndStillHangs) {
         EXPECT_LE(spins * BurstCtx::kRetriesPerSpin, cas);
       }
     }
+}
+
+// A context that opts into the far wait (exec::far_publish, as CUDA's does): a publisher more
+// than 2 entries behind polls with loads and pauses until 1 behind.
+struct FarCtx {
+  static constexpr exec::FarPublish kFarPublish{1, 2, 1};
+  SimCtx& c;
+  uint64_t& pauses;
+  template <class S>
+  uint64_t atomic_cas(S s, uint64_t* p, uint64_t expected, uint64_t desired) {
+    return c.atomic_cas(s, p, expected, desired);
+  }
+  template <class S, class O>
+  uint64_t load(S s, O o, const uint64_t* p) {
+    return c.load(s, o, p);
+  }
+  bool spin(const char* what, const uint64_t* addr, uint64_t seen) { return c.spin(what, addr, seen); }
+  void pause() { ++pauses; }
+};
+
+// Six warps publish [w, w + 1) in order, most of them far behind at first: every span is
+// published exactly once (ready ends at 6, each CAS moved it from its own base), and some
+// schedule took the far wait. With warp 0's span never published, every waiter ends in the
+// abandoned check once the ring is marked failed, far or near, or in a hang when it is not.
+TEST(Scheduler, FarPublishersWaitWithLoadsAndStillPublishInOrder) {
+  constexpr uint32_t kWarps = 6;
+  for (const int mode : {0, 1, 2}) {  // 0: all publish; 1: warp 0 fails its ring; 2: warp 0 stalls
+    uint64_t paused_runs = 0;
+    const uint64_t bad = sweep_seeds(1, 100, [&](uint64_t seed) {
+      SchedOptions o = opts(seed);
+      o.hang_spins = 64;
+      Scheduler s(o);
+      uint64_t ready = 0, failed = 0, pauses = 0;
+      uint32_t ok = 0, abandoned = 0;
+      s.launch("publish", {1, kWarps, 1}, [&](SimCtx& ctx) {
+        if (ctx.lane() != 0) return;
+        const uint64_t w = ctx.warp();
+        if (w == 0 && mode != 0) {
+          if (mode == 1) ctx.store(gpu_scope, relaxed, &failed, 1);
+          return;
+        }
+        FarCtx f{ctx, pauses};
+        const auto gave_up = [&](uint64_t) { return ctx.load(gpu_scope, relaxed, &failed) != 0; };
+        const sync::Publish r = sync::publish_in_order(f, &ready, w, w + 1, "far: ready == base", gave_up);
+        (r == sync::Publish::kOk ? ok : abandoned) += 1;
+      });
+      const RunResult rr = s.run();
+      paused_runs += pauses != 0;
+      if (mode == 2) return rr.outcome == Outcome::kHang && rr.report.find("far: ready == base") != std::string::npos;
+      if (rr.outcome != Outcome::kCompleted) return false;
+      return mode == 0 ? ok == kWarps && ready == kWarps : abandoned == kWarps - 1 && ready == 0;
+    });
+    EXPECT_EQ(bad, 0u) << "mode " << mode;
+    EXPECT_NE(paused_runs, 0u) << "mode " << mode << ": no schedule took the far wait";
+  }
 }
 
 // Timed schedule: a reader cannot see a write before it happened in simulated time, and the
