@@ -461,16 +461,17 @@ TEST(Scheduler, AHangWithAWarpAtACtaBarrierEndsAsAHang) {
   }
 }
 
-// A context that retries an atomic back to back (exec::retries_per_spin, as CUDA's does):
-// publish_in_order through the model's context, counting its CASes and spins.
-struct BurstCtx {
-  static constexpr uint64_t kRetriesPerSpin = 8;
+// publish_in_order through the model's context, counting its CASes, spins and pauses; the
+// contexts below opt into CUDA's tuning of the chain.
+struct ChainCounts {
+  uint64_t cas = 0, spins = 0, pauses = 0;
+};
+struct CountingCtx {
   SimCtx& c;
-  uint64_t& cas;  // (the caller's: a hang unwinds the lane mid-wait)
-  uint64_t& spins;
+  ChainCounts& n;  // (the caller's: a hang unwinds the lane mid-wait)
   template <class S>
   uint64_t atomic_cas(S s, uint64_t* p, uint64_t expected, uint64_t desired) {
-    ++cas;
+    ++n.cas;
     return c.atomic_cas(s, p, expected, desired);
   }
   template <class S, class O>
@@ -478,9 +479,14 @@ struct BurstCtx {
     return c.load(s, o, p);
   }
   bool spin(const char* what, const uint64_t* addr, uint64_t seen) {
-    ++spins;
+    ++n.spins;
     return c.spin(what, addr, seen);
   }
+  void pause() { ++n.pauses; }
+};
+// Retries back to back, 8 between two spins (exec::retries_per_spin, as CUDA's does).
+struct BurstCtx : CountingCtx {
+  static constexpr uint64_t kRetriesPerSpin = 8;
 };
 static_assert(exec::retries_per_spin<BurstCtx> == 8 && exec::retries_per_spin<SimCtx> == 1);
 
@@ -492,18 +498,20 @@ TEST(Scheduler, APublisherRetryingBackToBackSpinsOncePerBurstAndStillHangs) {
       SchedOptions o = opts(seed);
       o.hang_spins = 64;
       Scheduler s(o);
-      uint64_t ready = 0, seen_at_publish = ~0ull, cas = 0, spins = 0, cas0 = 0, spins0 = 0;
+      uint64_t ready = 0, seen_at_publish = ~0ull;
+      ChainCounts first, second;
       s.launch("publish", {1, 2, 1}, [&](SimCtx& ctx) {
         if (ctx.warp() == 0) {
-          BurstCtx b{ctx, cas0, spins0};
+          BurstCtx b{{ctx, first}};
           if (published) (void)sync::publish_in_order(b, &ready, 0, 1, "first", [](uint64_t) { return false; });
           return;
         }
-        BurstCtx b{ctx, cas, spins};
+        BurstCtx b{{ctx, second}};
         const sync::Publish r = sync::publish_in_order(b, &ready, 1, 2, "second: ready == 1", [](uint64_t) { return false; });
         if (r == sync::Publish::kOk) seen_at_publish = ctx.load(gpu_scope, relaxed, &ready);
       });
       const RunResult rr = s.run();
+      const uint64_t cas = second.cas, spins = second.spins;
       if (published) {
         ASSERT_EQ(rr.outcome, Outcome::kCompleted) << "seed " << seed << rr.report;
         EXPECT_EQ(seen_at_publish, 2u);
@@ -517,22 +525,10 @@ TEST(Scheduler, APublisherRetryingBackToBackSpinsOncePerBurstAndStillHangs) {
     }
 }
 
-// A context that opts into the far wait (exec::far_publish, as CUDA's does): a publisher more
-// than 2 entries behind polls with loads and pauses until 1 behind.
-struct FarCtx {
+// Opts into the far wait (exec::far_publish, as CUDA's does): a publisher more than 2
+// entries behind polls with loads and pauses until 1 behind.
+struct FarCtx : CountingCtx {
   static constexpr exec::FarPublish kFarPublish{1, 2, 1};
-  SimCtx& c;
-  uint64_t& pauses;
-  template <class S>
-  uint64_t atomic_cas(S s, uint64_t* p, uint64_t expected, uint64_t desired) {
-    return c.atomic_cas(s, p, expected, desired);
-  }
-  template <class S, class O>
-  uint64_t load(S s, O o, const uint64_t* p) {
-    return c.load(s, o, p);
-  }
-  bool spin(const char* what, const uint64_t* addr, uint64_t seen) { return c.spin(what, addr, seen); }
-  void pause() { ++pauses; }
 };
 
 // Six warps publish [w, w + 1) in order, most of them far behind at first: every span is
@@ -547,7 +543,8 @@ TEST(Scheduler, FarPublishersWaitWithLoadsAndStillPublishInOrder) {
       SchedOptions o = opts(seed);
       o.hang_spins = 64;
       Scheduler s(o);
-      uint64_t ready = 0, failed = 0, pauses = 0;
+      uint64_t ready = 0, failed = 0;
+      ChainCounts counts;
       uint32_t ok = 0, abandoned = 0;
       s.launch("publish", {1, kWarps, 1}, [&](SimCtx& ctx) {
         if (ctx.lane() != 0) return;
@@ -556,13 +553,13 @@ TEST(Scheduler, FarPublishersWaitWithLoadsAndStillPublishInOrder) {
           if (mode == 1) ctx.store(gpu_scope, relaxed, &failed, 1);
           return;
         }
-        FarCtx f{ctx, pauses};
+        FarCtx f{{ctx, counts}};
         const auto gave_up = [&](uint64_t) { return ctx.load(gpu_scope, relaxed, &failed) != 0; };
         const sync::Publish r = sync::publish_in_order(f, &ready, w, w + 1, "far: ready == base", gave_up);
         (r == sync::Publish::kOk ? ok : abandoned) += 1;
       });
       const RunResult rr = s.run();
-      paused_runs += pauses != 0;
+      paused_runs += counts.pauses != 0;
       if (mode == 2) return rr.outcome == Outcome::kHang && rr.report.find("far: ready == base") != std::string::npos;
       if (rr.outcome != Outcome::kCompleted) return false;
       return mode == 0 ? ok == kWarps && ready == kWarps : abandoned == kWarps - 1 && ready == 0;
