@@ -10,7 +10,7 @@
 #include "core/exec/context.h"
 #include "core/ibgda/ordering.h"
 #include "core/ibgda/state.h"
-#include "core/sync/publish_order.h"
+#include "core/sync/publish_windows.h"
 #include "core/sync/submit_rule.h"
 #include "hw/mlx5/wqe.h"
 
@@ -27,6 +27,8 @@ template <class C>
 DOORBELL_HD bool qp_failed(C& ctx, const DevQp& qp) {
   return qp.hp != nullptr && ctx.load(exec::gpu_scope, exec::acquire, &qp.hp->state) == uint64_t(Health::kFailed);
 }
+
+DOORBELL_HD sync::Windows windows(const DevQp& qp) { return {qp.mv->win_count, sync::window_shift(qp.nwqes)}; }
 
 DOORBELL_HD uint8_t* wqe_at(const DevQp& qp, uint64_t idx) { return qp.wq + (idx & (qp.nwqes - 1)) * mlx5::kWqebb; }
 
@@ -289,6 +291,10 @@ DOORBELL_HD_HOT bool submit_alone(C& ctx, const DevState& st, const DevQp& qp, u
   ctx.atomic_max(gpu_scope, &qp.mv->prod_idx, next);
   ring_fenced(ctx, st.opt, qp, next);  // its fence orders these before the unlock
   ctx.store(gpu_scope, relaxed, &qp.mv->post_send_lock, 0);
+  // Counted too, for the windows' other submitters (a later one that counted before this
+  // landed learns it on a later look, publish_counted); last, where the ring's fence does
+  // not wait for it.
+  (void)sync::count_written(ctx, windows(qp), base, next);
   return true;
 }
 
@@ -305,16 +311,19 @@ DOORBELL_HD_HOT OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uin
   publish_wqes(ctx, st.opt);
   if (may_be_alone && submit_alone(ctx, st, qp, base, next, resv)) return OpResult::kOk;
   OpResult failed = OpResult::kOk;  // an earlier reservation was abandoned (ring_failed)
-  switch (sync::publish_in_order(ctx, &qp.mv->ready_head, base, next, "submit: ready_head == base",
-                                 [&](uint64_t polls) { return (failed = ring_failed(ctx, st, qp, polls)) != OpResult::kOk; })) {
+  uint64_t moved = 0;
+  switch (sync::publish_counted(ctx, &qp.mv->ready_head, &qp.mv->resv_head, windows(qp), base, next, "submit: ready_head >= next",
+                                [&](uint64_t polls) { return (failed = ring_failed(ctx, st, qp, polls)) != OpResult::kOk; }, &moved)) {
     case sync::Publish::kOk: break;
     case sync::Publish::kTimeout: return OpResult::kTimeout;
     case sync::Publish::kAbandoned: return failed;
   }
+  if (moved == 0) return OpResult::kOk;  // another submitter published these WQEs, and rings by the rule
   resv = ctx.load(gpu_scope, relaxed, &qp.mv->resv_head);
   const uint64_t prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
-  if (sync::must_ring(prod, next, n, resv, st.opt.num_requests_in_batch, st.opt.plant.no_idle_doorbell))
-    return post_send(ctx, st, qp, next, base);
+  // WQEs past this call's own were written by others: the ring fences for them.
+  if (sync::must_ring(prod, moved, n, resv, st.opt.num_requests_in_batch, st.opt.plant.no_idle_doorbell))
+    return post_send(ctx, st, qp, moved, moved > next ? moved : base);
   return OpResult::kOk;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/heap/keys.h"
+#include "core/sync/publish_windows.h"
 #include "hw/mlx5/cqe.h"
 
 namespace doorbell::ibgda {
@@ -28,6 +29,8 @@ struct Mvars {
   uint64_t ibuf_tail = 0;    // ibuf fetch slots released (in order)
   uint64_t post_send_lock = 0;
   uint64_t proxy_prod = 0;   // CPU-handler variant: producer index for the host proxy
+  // Written WQEBBs counted by window (core/sync/publish_windows.h): submit publishes by them.
+  alignas(kMvarLine) uint64_t win_count[sync::kPublishWindows] = {};
 };
 // Mvars' words, as hang reports and timelines name them (a new word needs a row here).
 using MvarMember = uint64_t Mvars::*;
@@ -43,7 +46,7 @@ inline constexpr MvarWord kMvarWords[] = {
     {"ibuf_head", &Mvars::ibuf_head, true}, {"ibuf_tail", &Mvars::ibuf_tail, true},
     {"post_send_lock", &Mvars::post_send_lock, false}, {"proxy_prod", &Mvars::proxy_prod, true}};
 // proxy_prod is the last word (7 after prod_idx): a word added anywhere moves it.
-static_assert(sizeof(Mvars) == 3 * kMvarLine && offsetof(Mvars, proxy_prod) == 2 * kMvarLine + 7 * 8 &&
+static_assert(sizeof(Mvars) == 3 * kMvarLine + sizeof(Mvars::win_count) && offsetof(Mvars, proxy_prod) == 2 * kMvarLine + 7 * 8 &&
                   sizeof(kMvarWords) / sizeof(kMvarWords[0]) == 10,
               "a new management word needs a row in kMvarWords");
 

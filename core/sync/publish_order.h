@@ -1,5 +1,5 @@
-// Publishing in reservation order (SPEC §4), for IBGDA's submit (core/ibgda/queue.h) and the
-// generic publish ring (publish_ring.h): producers reserve spans of a ring, write them, and
+// Publishing in reservation order (SPEC §4), for the generic publish ring (publish_ring.h;
+// IBGDA's submit publishes by counted windows instead, publish_windows.h): producers reserve spans of a ring, write them, and
 // publish a span by moving `ready` from its base to its end once every earlier span is
 // published. Only the producer whose span starts at `ready` can move it from there, so a
 // producer that reads its base in `ready` owns the word and writes its end.

@@ -77,7 +77,8 @@ class BasicCudaCtx {
   // NVSHMEM's chain retries; the bounded wait's clock and the sleep once per 64.
   static constexpr uint64_t kRetriesPerSpin = 64;
   // A publisher more than 128 entries behind polls with loads 500 ns apart until 32 behind
-  // (exec::far_publish), asked every 16 failed CASes: shorter sleeps or a nearer end slowed
+  // (exec::far_publish, publish_in_order's; tuned when IBGDA's submit still used it), asked
+  // every 16 failed CASes: shorter sleeps or a nearer end slowed
   // the thread-scope puts on 8 shared QPs, a check every 64 CASes the 1-QP lane-0 row.
   static constexpr exec::FarPublish kFarPublish{16, 128, 32};
   __device__ void pause() { __nanosleep(500); }
