@@ -230,7 +230,7 @@ Status ModelWorld::start_at(Pe& pe, DevQp& d, uint64_t s) {
   Mvars& m = *d.mv;
   m.resv_head = m.ready_head = m.prod_idx = m.cons_idx = m.get_head = m.get_tail = s;
   m.ibuf_head = m.ibuf_tail = m.proxy_prod = s;
-  sync::windows_start_at({m.win_count, sync::window_shift(d.nwqes)}, s);
+  sync::windows_start_at(windows(d), s);
   *d.dbr = mlx5::dbr_word(s);
   auto* cqe = const_cast<mlx5::Cqe64*>(d.cqe);
   cqe->wqe_counter.set(uint16_t(s - 1));
