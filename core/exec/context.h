@@ -67,6 +67,21 @@ template <class C>
   requires requires { C::kRetriesPerSpin; }
 inline constexpr uint64_t retries_per_spin<C> = C::kRetriesPerSpin;
 
+// An add or max whose result no one reads: a context with reduce_add / reduce_max issues it
+// as a reduction that the thread does not wait for (PTX red; a GPU thread's returning
+// atomics did not overlap, so an unneeded ATOM delayed its next one); elsewhere it is the
+// atomic.
+template <class C, Scope S>
+DOORBELL_HD void reduce_add(C& ctx, ScopeTag<S> s, uint64_t* p, uint64_t v) {
+  if constexpr (requires { ctx.reduce_add(s, p, v); }) ctx.reduce_add(s, p, v);
+  else (void)ctx.atomic_add(s, p, v);
+}
+template <class C, Scope S>
+DOORBELL_HD void reduce_max(C& ctx, ScopeTag<S> s, uint64_t* p, uint64_t v) {
+  if constexpr (requires { ctx.reduce_max(s, p, v); }) ctx.reduce_max(s, p, v);
+  else (void)ctx.atomic_max(s, p, v);
+}
+
 // A CAS chain's publisher far behind the chained word (more than `far` entries) waits with
 // loads, a pause() between two, until it is `near`, then CASes again; whether it is far is
 // asked once per `check_every` failed retries. On a GPU the CASes of hundreds of waiting

@@ -287,14 +287,14 @@ DOORBELL_HD_HOT bool submit_alone(C& ctx, const DevState& st, const DevQp& qp, u
   wqes_before_dbr(ctx, st.opt, prod != base);
   // Atomics, as on the general path, so that ready_head >= prod_idx >= the DBR hold in memory
   // (a host watchdog re-rings from prod_idx without the lock: sim/ibgda/recovery.cc).
-  ctx.atomic_max(gpu_scope, &qp.mv->ready_head, next);
-  ctx.atomic_max(gpu_scope, &qp.mv->prod_idx, next);
+  exec::reduce_max(ctx, gpu_scope, &qp.mv->ready_head, next);
+  exec::reduce_max(ctx, gpu_scope, &qp.mv->prod_idx, next);
   ring_fenced(ctx, st.opt, qp, next);  // its fence orders these before the unlock
   ctx.store(gpu_scope, relaxed, &qp.mv->post_send_lock, 0);
   // Counted too, for the windows' other submitters (a later one that counted before this
   // landed learns it on a later look, publish_counted); last, where the ring's fence does
   // not wait for it.
-  (void)sync::count_written(ctx, windows(qp), base, next);
+  sync::count_published(ctx, windows(qp), base, next);
   return true;
 }
 

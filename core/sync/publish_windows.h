@@ -76,17 +76,33 @@ struct Claim {
   }
 };
 
+// Calls f(w, lo, hi) for each window w that [base, next) touches, [lo, hi) the part in it.
+template <class F>
+DOORBELL_HD void for_each_window(Windows win, uint64_t base, uint64_t next, F f) {
+  for (uint64_t w = win.of(base), lo = base; lo < next; ++w) {
+    const uint64_t end = (w + 1) << win.shift, hi = next < end ? next : end;
+    f(w, lo, hi);
+    lo = hi;
+  }
+}
+
 // Count [base, next) as written (the caller fenced it): one atomic per window it touches.
 // Returns the windows the counting completed (those in between are the caller's alone).
 template <class C>
 DOORBELL_HD Claim count_written(C& ctx, Windows win, uint64_t base, uint64_t next) {
   Claim c;
-  for (uint64_t w = win.of(base), lo = base; lo < next; ++w) {
-    const uint64_t end = (w + 1) << win.shift, hi = next < end ? next : end;
-    if (ctx.atomic_add(exec::gpu_scope, win.at(w), hi - lo) + (hi - lo) == win.value(w, win.size())) c.join({w << win.shift, end});
-    lo = hi;
-  }
+  for_each_window(win, base, next, [&](uint64_t w, uint64_t lo, uint64_t hi) {
+    if (ctx.atomic_add(exec::gpu_scope, win.at(w), hi - lo) + (hi - lo) == win.value(w, win.size()))
+      c.join({w << win.shift, (w + 1) << win.shift});
+  });
   return c;
+}
+
+// Count [base, next) where no one needs what the counts completed (IBGDA's submit_alone
+// published the span itself): reductions, which the thread does not wait for.
+template <class C>
+DOORBELL_HD void count_published(C& ctx, Windows win, uint64_t base, uint64_t next) {
+  for_each_window(win, base, next, [&](uint64_t w, uint64_t lo, uint64_t hi) { exec::reduce_add(ctx, exec::gpu_scope, win.at(w), hi - lo); });
 }
 
 // What the counters say is written in the window of index `idx` (one whose entry at idx is
@@ -146,7 +162,10 @@ DOORBELL_HD Publish publish_counted(C& ctx, uint64_t* ready, const uint64_t* res
       c.join(written_prefix(ctx, win, resv, r > base ? r : base));
       if (c.from != was.from || c.to != was.to) fenced = false;
     }
-    if (abandoned(polls)) return Publish::kAbandoned;
+    // Given up only if nobody published the span meanwhile (a claim may have carried it since
+    // `r` was read): the caller issues a given-up span again, and an atomic must not run twice.
+    if (abandoned(polls))
+      return ctx.load(exec::gpu_scope, exec::acquire, ready) >= next ? Publish::kOk : Publish::kAbandoned;
     if (!ctx.spin(what, ready, r)) return Publish::kTimeout;
   }
 }
