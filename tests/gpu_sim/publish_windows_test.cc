@@ -59,7 +59,7 @@ std::string run_windows(uint64_t seed, MemoryModel m, uint32_t shift, uint32_t s
       for (uint64_t i = base; i < next; ++i) ctx.store(gpu_scope, relaxed, &run.entry[i - kStart], i + 1);
       ctx.fence(gpu_scope);
       if (p == 0 && ctx.atomic_cas(gpu_scope, &run.ready, base, next) == base) {
-        (void)sync::count_written(ctx, win, base, next);
+        sync::count_published(ctx, win, base, next);
         ++run.published;
         if (next == kStart + total) ++run.moved_to_end;
         continue;
@@ -130,6 +130,30 @@ TEST(PublishWindows, WrittenPrefixReadsTheReservationsAfterTheCount) {
   InterleavingCtx ctx{&resv, count};
   const sync::Claim c = sync::written_prefix(ctx, win, &resv, 1);
   EXPECT_EQ(c.to, 0u) << "claimed [" << c.from << ", " << c.to << ") with entry 0 unwritten";
+}
+
+// A waiter told that an earlier span was abandoned gives its own up only if `ready` does not
+// cover it by then: another thread's claim may have published it since the waiter's last
+// poll, and the caller issues a given-up span again (an atomic must not run twice).
+TEST(PublishWindows, AnAbandonedWaiterWhoseSpanWasPublishedReturnsOk) {
+  sync::Publish got[2];
+  for (const bool published : {true, false}) {
+    Scheduler s(SchedOptions{});
+    uint64_t count[sync::kPublishWindows] = {}, ready = 0, resv = 8;
+    const sync::Windows win{count, 2};
+    s.launch("waiter", {1, 1, 1}, [&](SimCtx& ctx) {
+      uint64_t moved = 0;
+      // [4, 6) waits behind [0, 4), never written; when asked, a claim has just carried
+      // ready past the span (or has not).
+      got[published] = sync::publish_counted(ctx, &ready, &resv, win, 4, 6, "test: ready >= 6", [&](uint64_t) {
+        if (published) ctx.store(gpu_scope, relaxed, &ready, uint64_t{8});
+        return true;
+      }, &moved);
+    });
+    ASSERT_EQ(s.run().outcome, Outcome::kCompleted);
+  }
+  EXPECT_TRUE(got[1] == sync::Publish::kOk) << "gave up a span a claim had published: failover issues it twice";
+  EXPECT_TRUE(got[0] == sync::Publish::kAbandoned) << "did not give up a span behind an abandoned one";
 }
 
 TEST(PublishWindows, CountersStartConsistentAnywhere) {
