@@ -67,10 +67,10 @@ template <class C>
   requires requires { C::kRetriesPerSpin; }
 inline constexpr uint64_t retries_per_spin<C> = C::kRetriesPerSpin;
 
-// An add or max whose result no one reads: a context with reduce_add / reduce_max issues it
-// as a reduction that the thread does not wait for (PTX red; a GPU thread's returning
-// atomics did not overlap, so an unneeded ATOM delayed its next one); elsewhere it is the
-// atomic.
+// An add or max whose result no one reads, on global memory: a context with reduce_add /
+// reduce_max issues it as a reduction the thread does not wait for (PTX red .global: nvcc
+// already made an unused atomic's result RZ, but only a RED sped up the own-QP warp puts,
+// gpu/run-post-bench); elsewhere it is the atomic.
 template <class C, Scope S>
 DOORBELL_HD void reduce_add(C& ctx, ScopeTag<S> s, uint64_t* p, uint64_t v) {
   if constexpr (requires { ctx.reduce_add(s, p, v); }) ctx.reduce_add(s, p, v);

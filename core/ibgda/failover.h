@@ -126,10 +126,10 @@ DOORBELL_HD int verdict(C& ctx, const DevQp& qp, uint64_t epoch, uint64_t idx) {
   return idx < applied ? 1 : 0;
 }
 
-// Issue a non-blocking put / get / add on the main QP or its backup; once posted it goes
-// into the thread's replay log (which has room). A call that did not post (the QP failed
-// under it) is issued again on the other path.
-// (post_rma / amo_on fail only before their submit completes: a failure posted nothing.)
+// Issue a non-blocking put / get / add on the main QP or its backup; once posted, or maybe
+// posted (kMaybePosted: a claim may still publish it), it goes into the thread's replay log
+// (which has room), and quiet_log settles it. A call that did not post (the QP failed under
+// it before its submit counted it) is issued again on the other path.
 template <class C>
 DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
   ReplayLog& log = my_log(ctx, st);
@@ -143,6 +143,7 @@ DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
       r = post_rma(ctx, st, *p.qp, e.kind == LogEntry::kPut ? mlx5::WqeOpcode::kRdmaWrite : mlx5::WqeOpcode::kRdmaRead, e.a,
                    e.b, e.bytes, e.pe, &e.begin, &n);
     note_outcome(ctx, *p.qp, r);
+    if (r == OpResult::kMaybePosted) r = OpResult::kOk;  // settled by the verdict, not issued again now
     if (r == OpResult::kOk) {
       e.backup = p.backup;
       e.end = e.begin + n;
@@ -150,7 +151,7 @@ DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
       log.e[log.n++] = e;
     }
     leave(ctx, *p.qp);
-    // Anything but kOk means the call posted nothing (its reservation was abandoned with the
+    // Anything else means the call posted nothing (its reservation was abandoned with the
     // ring, whether it saw the FAILED mark or the error CQE itself): issue it again.
     if (r == OpResult::kOk || r == OpResult::kTimeout || attempt + 1 == kFailoverAttempts) return r;
   }

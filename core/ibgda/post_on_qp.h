@@ -265,7 +265,7 @@ DOORBELL_HD OpResult fetch_on(C& ctx, const DevState& st, const DevQp& qp, uint3
     write(base, reinterpret_cast<uint64_t>(res));
     r = submit(ctx, st, qp, base, n);
     out->idx = base;
-    out->posted = r == OpResult::kOk;
+    out->posted = r == OpResult::kOk || r == OpResult::kMaybePosted;
   }
   if (r == OpResult::kOk) r = poll_cq(ctx, st, qp, base + n);
   const bool late = planted(st.opt.plant.early_release) || planted(st.opt.plant.result_read_late);

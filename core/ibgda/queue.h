@@ -19,7 +19,10 @@ namespace doorbell::ibgda {
 // kQpFailed: the QP was marked FAILED while the call waited; what the call reserved was not
 // posted (failover.h retries it on the other path). kResultLost: a fetching atomic was
 // applied exactly once, but its response was lost with the QP (not recoverable).
-enum class OpResult : uint8_t { kOk, kTimeout, kCqError, kQpFailed, kResultLost };
+// kMaybePosted (failover's QPs only; elsewhere the failure): the ring failed after the call
+// counted its WQEs for publishing, so another submitter's claim may still publish and ring
+// them; failover settles the call by the recovery's verdict, as a posted one.
+enum class OpResult : uint8_t { kOk, kTimeout, kCqError, kQpFailed, kResultLost, kMaybePosted };
 
 // True once failover marked the QP FAILED: its waits give up instead of spinning on a ring
 // whose progress may never come (the QP is in ERR, a reservation was abandoned).
@@ -285,8 +288,10 @@ DOORBELL_HD_HOT bool submit_alone(C& ctx, const DevState& st, const DevQp& qp, u
     return false;
   }
   wqes_before_dbr(ctx, st.opt, prod != base);
-  // Atomics, as on the general path, so that ready_head >= prod_idx >= the DBR hold in memory
-  // (a host watchdog re-rings from prod_idx without the lock: sim/ibgda/recovery.cc).
+  // Raised (reductions: nobody reads the results), never stored: a slower raiser's older value
+  // must not move them back. Nothing orders them before the DBR store when no fence precedes
+  // it; the host watchdog that re-rings from prod_idx without the lock (sim/ibgda/recovery.cc)
+  // does so only after the QP sat still for its window.
   exec::reduce_max(ctx, gpu_scope, &qp.mv->ready_head, next);
   exec::reduce_max(ctx, gpu_scope, &qp.mv->prod_idx, next);
   ring_fenced(ctx, st.opt, qp, next);  // its fence orders these before the unlock
@@ -316,7 +321,7 @@ DOORBELL_HD_HOT OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uin
                                 [&](uint64_t polls) { return (failed = ring_failed(ctx, st, qp, polls)) != OpResult::kOk; }, &moved)) {
     case sync::Publish::kOk: break;
     case sync::Publish::kTimeout: return OpResult::kTimeout;
-    case sync::Publish::kAbandoned: return failed;
+    case sync::Publish::kAbandoned: return qp.hp != nullptr ? OpResult::kMaybePosted : failed;
   }
   if (moved == 0) return OpResult::kOk;  // another submitter published these WQEs, and rings by the rule
   resv = ctx.load(gpu_scope, relaxed, &qp.mv->resv_head);

@@ -102,7 +102,8 @@ DOORBELL_HD Claim count_written(C& ctx, Windows win, uint64_t base, uint64_t nex
 // published the span itself): reductions, which the thread does not wait for.
 template <class C>
 DOORBELL_HD void count_published(C& ctx, Windows win, uint64_t base, uint64_t next) {
-  for_each_window(win, base, next, [&](uint64_t w, uint64_t lo, uint64_t hi) { exec::reduce_add(ctx, exec::gpu_scope, win.at(w), hi - lo); });
+  for_each_window(win, base, next,
+                  [&](uint64_t w, uint64_t lo, uint64_t hi) { exec::reduce_add(ctx, exec::gpu_scope, win.at(w), hi - lo); });
 }
 
 // What the counters say is written in the window of index `idx` (one whose entry at idx is

@@ -96,18 +96,25 @@ class BasicCudaCtx {
   __device__ uint64_t atomic_add(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
     return ref<S>(p).fetch_add(v, cuda::memory_order_relaxed);
   }
-  // (exec::reduce_add / reduce_max: no result, so the thread does not wait for them)
+  // (exec::reduce_add / reduce_max: no result, so the thread does not wait for them. `p` is
+  // global memory: `red` on a generic address compiled to the ATOM it was meant to replace.)
   template <exec::Scope S>
   __device__ void reduce_add(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
-    if constexpr (S == exec::Scope::kCta) asm volatile("red.relaxed.cta.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-    else if constexpr (S == exec::Scope::kGpu) asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-    else asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    if constexpr (S == exec::Scope::kCta)
+      asm volatile("red.relaxed.cta.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    else if constexpr (S == exec::Scope::kGpu)
+      asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    else
+      asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
   }
   template <exec::Scope S>
   __device__ void reduce_max(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
-    if constexpr (S == exec::Scope::kCta) asm volatile("red.relaxed.cta.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-    else if constexpr (S == exec::Scope::kGpu) asm volatile("red.relaxed.gpu.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-    else asm volatile("red.relaxed.sys.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    if constexpr (S == exec::Scope::kCta)
+      asm volatile("red.relaxed.cta.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    else if constexpr (S == exec::Scope::kGpu)
+      asm volatile("red.relaxed.gpu.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    else
+      asm volatile("red.relaxed.sys.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
   }
   template <exec::Scope S>
   __device__ uint64_t atomic_cas(exec::ScopeTag<S>, uint64_t* p, uint64_t expected, uint64_t desired) {

@@ -446,6 +446,36 @@ TEST_F(IbgdaOneQp, ARingerPostsEverythingSubmittedAndAQueuedRingerLeaves) {
   EXPECT_EQ(w->nic(0).qp(qp.qpn)->stats.doorbells, 1u);
 }
 
+// With failover, a submit that gives up on a failed ring after it counted its WQEs for
+// publishing (core/sync/publish_windows.h) may still see them published and rung by another
+// submitter's claim: it reports kMaybePosted, which failover settles by the recovery's
+// verdict, not kQpFailed, which it issues again at once (an atomic applied twice).
+TEST(IbgdaProtocol, ASubmitGivenUpAfterItsCountMayBePosted) {
+  WorldConfig c = world_cfg(2, 4, 4);
+  c.failover = true;
+  auto w = ModelWorld::create(c);
+  ASSERT_TRUE(w.is_ok());
+  DevState& st = (*w)->state(0);
+  const DevQp qp = st.qps[1];
+  const uint64_t buf = *(*w)->malloc(4096);
+  std::optional<OpResult> got;
+  Scheduler s(sched(1));
+  s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {
+    uint64_t b0, b1;
+    ASSERT_TRUE(enter(ctx, qp));  // a user: the recovery waits for it to leave
+    ASSERT_EQ(reserve(ctx, st, qp, 1, &b0), OpResult::kOk);  // never written: its caller gave up
+    ASSERT_EQ(reserve(ctx, st, qp, 1, &b1), OpResult::kOk);
+    write_rma_wqes(ctx, st, qp, mlx5::WqeOpcode::kRdmaWrite, b1, buf, buf, 8, 1);
+    ctx.store(exec::gpu_scope, exec::relaxed, &qp.hp->state, uint64_t(Health::kFailed));
+    got = submit(ctx, st, qp, b1, 1);
+    leave(ctx, qp);
+  });
+  (*w)->attach(s);
+  (void)s.run();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_TRUE(*got == OpResult::kMaybePosted) << "result " << int(*got) << " (kQpFailed: issued again at once)";
+}
+
 // A poll for an index that was never posted must not complete, even where the CQE's 16-bit
 // wqe_counter matches it (2^16 past a completed WQE): poll_cq waits for the producer first.
 TEST_F(IbgdaOneQp, PollForAnIndexNeverPostedDoesNotComplete) {
