@@ -290,9 +290,9 @@ int main() {
     if (!ok) {
       if (!f.bad.empty()) std::printf("  first wrong: %s\n", f.bad.c_str());
       static const char* kOps[] = {"put", "get", "fetch-add", "add", "quiet"};
-      static const char* kRes[] = {"ok", "timeout", "cq-error", "qp-failed", "result-lost"};
+      static const char* kRes[] = {"ok", "timeout", "cq-error", "qp-failed", "result-lost", "maybe-posted"};
       for (int op = 0; op < 5; ++op)
-        for (int res = 0; res < 5; ++res)
+        for (int res = 0; res < 6; ++res)
           if (f.why[op * 8 + res] != 0) std::printf("  %s returned %s %llu times\n", kOps[op], kRes[res], f.why[op * 8 + res]);
     }
   }
