@@ -179,7 +179,7 @@ DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
       if (enter(ctx, qp)) {
         if (ctx.load(exec::gpu_scope, exec::relaxed, &qp.hp->epoch) == e.epoch)
           r = e.kind == LogEntry::kGet && !st.opt.may_skip_cst ? quiet(ctx, st, qp) : poll_cq(ctx, st, qp, e.end);
-        if (r == OpResult::kOk || r == OpResult::kCqError) note_outcome(ctx, qp, r);
+        if (r != OpResult::kTimeout && r != OpResult::kQpFailed) note_outcome(ctx, qp, r);  // (kQpFailed: marked already)
         leave(ctx, qp);
       }
       if (r == OpResult::kOk) continue;

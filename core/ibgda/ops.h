@@ -372,7 +372,8 @@ DOORBELL_HD OpResult fence_all(C& ctx, const DevState& st) {
 // data spanning chunks goes as put_nbi's, then the signal in its own reservation, as NVSHMEM
 // does then, and so does a transfer whose one reservation would take more than half the ring
 // (NVSHMEM's rings are 64 deep at least; a smaller one could never fit it). With failover
-// on, both go through the thread's log (put_nbi, signal_op).
+// on, the data goes through the thread's log (put_nbi) and the signal as it is (signal_op:
+// nonfetch_amo, neither logged nor counted as the QP's user, as p and g).
 enum class SignalOp : uint8_t { kSet, kAdd };
 DOORBELL_HD Amo signal_amo(uint64_t signal, SignalOp op) {
   return op == SignalOp::kSet ? amo_swap(signal, 8) : Amo{mlx5::WqeOpcode::kAtomicMaskedFa, 8, signal};

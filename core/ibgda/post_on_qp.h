@@ -95,16 +95,20 @@ DOORBELL_HD_RARE OpResult post_rma_pieces(C& ctx, const DevState& st, const DevQ
                                           uint64_t bytes, uint32_t pe, uint64_t* base, uint32_t* n, const heap::Piece& head) {
   const uint32_t cap = max_transfer_wqes(qp);
   uint64_t first = ~0ull;
+  // [*base, *base + *n) from the first part on, for what may have been posted.
+  auto span = [&](OpResult r, uint32_t last) {
+    *n = last;
+    if (first != ~0ull && (r == OpResult::kOk || r == OpResult::kMaybePosted)) *n = uint32_t(*base + *n - first), *base = first;
+    return r;
+  };
   // A part ends at a piece boundary, so the rest keeps the other pieces: no recount.
   for (*n = head.bytes == bytes && bytes != 0 ? 1 : count_pieces(st, loff, roff, bytes, pe); *n > cap; *n -= cap) {
     const uint64_t part = bytes_in_pieces(st, loff, roff, bytes, pe, cap);
-    if (OpResult r = post_pieces(ctx, st, qp, op, loff, roff, part, pe, cap, base); r != OpResult::kOk) return r;
+    if (OpResult r = post_pieces(ctx, st, qp, op, loff, roff, part, pe, cap, base); r != OpResult::kOk) return span(r, cap);
     if (first == ~0ull) first = *base;
     loff += part, roff += part, bytes -= part;
   }
-  const OpResult r = post_pieces(ctx, st, qp, op, loff, roff, bytes, pe, *n, base, first == ~0ull ? &head : nullptr);
-  if (first != ~0ull && r == OpResult::kOk) *n = uint32_t(*base + *n - first), *base = first;
-  return r;
+  return span(post_pieces(ctx, st, qp, op, loff, roff, bytes, pe, *n, base, first == ~0ull ? &head : nullptr), *n);
 }
 
 // Reserve, write and submit a transfer on `qp`; its WQEs lie in [*base, *base + *n). One of

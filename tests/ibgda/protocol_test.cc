@@ -476,6 +476,48 @@ TEST(IbgdaProtocol, ASubmitGivenUpAfterItsCountMayBePosted) {
   EXPECT_TRUE(*got == OpResult::kMaybePosted) << "result " << int(*got) << " (kQpFailed: issued again at once)";
 }
 
+// Failover takes a kMaybePosted add into the thread's log (settled at quiet by the recovery's
+// verdict) instead of issuing it again on the backup at once: warp 0 reserves a WQE it never
+// writes and marks the QP FAILED once warp 1's add is counted behind it.
+TEST(IbgdaProtocol, FailoverLogsAMaybePostedAddInsteadOfIssuingItAgain) {
+  WorldConfig c = world_cfg(2, 4, 4);
+  c.failover = true;
+  auto w = ModelWorld::create(c);
+  ASSERT_TRUE(w.is_ok());
+  DevState& st = (*w)->state(0);
+  const uint64_t buf = *(*w)->malloc(4096);
+  std::optional<OpResult> got;
+  LogEntry logged;
+  uint32_t log_n = 0;
+  Scheduler s(sched(1));
+  s.launch("pe0", {1, 2, 1}, [&](SimCtx& ctx) {
+    const uint32_t slot = select_slot(ctx, st, 1, QpSelector{QpSelector::kByWarp, 0});
+    const DevQp& qp = st.qps[slot];
+    if (ctx.warp() == 0) {
+      uint64_t b0;
+      ASSERT_EQ(reserve(ctx, st, qp, 1, &b0), OpResult::kOk);
+      while (ctx.load(exec::gpu_scope, exec::relaxed, windows(qp).at(b0 + 1)) == 0)
+        if (!ctx.spin("test: the add counted", windows(qp).at(b0 + 1), 0)) return;
+      ctx.store(exec::gpu_scope, exec::relaxed, &qp.hp->state, uint64_t(Health::kFailed));
+      return;
+    }
+    while (ctx.load(exec::gpu_scope, exec::relaxed, &qp.mv->resv_head) == 0)
+      if (!ctx.spin("test: warp 0 reserved", &qp.mv->resv_head, 0)) return;
+    LogEntry e;
+    e.kind = LogEntry::kAdd, e.slot = slot, e.pe = 1, e.a = buf, e.b = 1;
+    got = nbi_failover(ctx, st, e);
+    log_n = my_log(ctx, st).n;
+    if (log_n != 0) logged = my_log(ctx, st).e[0];
+  });
+  (*w)->attach(s);
+  (void)s.run();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_TRUE(*got == OpResult::kOk) << "result " << int(*got);
+  ASSERT_EQ(log_n, 1u);
+  EXPECT_FALSE(logged.backup) << "issued again on the backup while the main QP's claim could still ring it";
+  EXPECT_EQ(logged.begin, 1u);
+}
+
 // A poll for an index that was never posted must not complete, even where the CQE's 16-bit
 // wqe_counter matches it (2^16 past a completed WQE): poll_cq waits for the producer first.
 TEST_F(IbgdaOneQp, PollForAnIndexNeverPostedDoesNotComplete) {
