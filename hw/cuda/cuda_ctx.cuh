@@ -98,24 +98,18 @@ class BasicCudaCtx {
   }
   // (exec::reduce_add / reduce_max: no result, so the thread does not wait for them. `p` is
   // global memory: `red` on a generic address compiled to the ATOM it was meant to replace.)
+#define DOORBELL_RED(op)                                                                          \
+  if constexpr (S == exec::Scope::kCta)                                                           \
+    asm volatile("red.relaxed.cta.global." op ".u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");      \
+  else if constexpr (S == exec::Scope::kGpu)                                                      \
+    asm volatile("red.relaxed.gpu.global." op ".u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");      \
+  else                                                                                            \
+    asm volatile("red.relaxed.sys.global." op ".u64 [%0], %1;" ::"l"(p), "l"(v) : "memory")
   template <exec::Scope S>
-  __device__ void reduce_add(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
-    if constexpr (S == exec::Scope::kCta)
-      asm volatile("red.relaxed.cta.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-    else if constexpr (S == exec::Scope::kGpu)
-      asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-    else
-      asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-  }
+  __device__ void reduce_add(exec::ScopeTag<S>, uint64_t* p, uint64_t v) { DOORBELL_RED("add"); }
   template <exec::Scope S>
-  __device__ void reduce_max(exec::ScopeTag<S>, uint64_t* p, uint64_t v) {
-    if constexpr (S == exec::Scope::kCta)
-      asm volatile("red.relaxed.cta.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-    else if constexpr (S == exec::Scope::kGpu)
-      asm volatile("red.relaxed.gpu.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-    else
-      asm volatile("red.relaxed.sys.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-  }
+  __device__ void reduce_max(exec::ScopeTag<S>, uint64_t* p, uint64_t v) { DOORBELL_RED("max"); }
+#undef DOORBELL_RED
   template <exec::Scope S>
   __device__ uint64_t atomic_cas(exec::ScopeTag<S>, uint64_t* p, uint64_t expected, uint64_t desired) {
     unsigned long long e = expected;

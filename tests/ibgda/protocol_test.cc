@@ -446,14 +446,19 @@ TEST_F(IbgdaOneQp, ARingerPostsEverythingSubmittedAndAQueuedRingerLeaves) {
   EXPECT_EQ(w->nic(0).qp(qp.qpn)->stats.doorbells, 1u);
 }
 
+// Two PEs, rings of 16 (windows of one WQEBB), a backup QP per QP and health words.
+Result<std::unique_ptr<ModelWorld>> failover_world() {
+  WorldConfig c = world_cfg(2, 4, 4);
+  c.failover = true;
+  return ModelWorld::create(c);
+}
+
 // With failover, a submit that gives up on a failed ring after it counted its WQEs for
 // publishing (core/sync/publish_windows.h) may still see them published and rung by another
 // submitter's claim: it reports kMaybePosted, which failover settles by the recovery's
 // verdict, not kQpFailed, which it issues again at once (an atomic applied twice).
 TEST(IbgdaProtocol, ASubmitGivenUpAfterItsCountMayBePosted) {
-  WorldConfig c = world_cfg(2, 4, 4);
-  c.failover = true;
-  auto w = ModelWorld::create(c);
+  auto w = failover_world();
   ASSERT_TRUE(w.is_ok());
   DevState& st = (*w)->state(0);
   const DevQp qp = st.qps[1];
@@ -480,9 +485,7 @@ TEST(IbgdaProtocol, ASubmitGivenUpAfterItsCountMayBePosted) {
 // verdict) instead of issuing it again on the backup at once: warp 0 reserves a WQE it never
 // writes and marks the QP FAILED once warp 1's add is counted behind it.
 TEST(IbgdaProtocol, FailoverLogsAMaybePostedAddInsteadOfIssuingItAgain) {
-  WorldConfig c = world_cfg(2, 4, 4);
-  c.failover = true;
-  auto w = ModelWorld::create(c);
+  auto w = failover_world();
   ASSERT_TRUE(w.is_ok());
   DevState& st = (*w)->state(0);
   const uint64_t buf = *(*w)->malloc(4096);
