@@ -7,13 +7,14 @@
 // The host's recovery (sim/ibgda/recovery.cc) waits until a FAILED QP has no users,
 // drains it, learns from the peer how far the responder executed it (next_rcv_psn), resets
 // both ends and leaves that as the epoch's verdict. Threads then replay what did not
-// complete: RDMA WRITE / READ are idempotent and are simply issued again; an atomic is
-// issued again only if the verdict says it never reached the responder, so none is
-// applied twice. A fetch whose atomic was applied but whose response was lost cannot be
-// recovered: it fails (an unrecoverable error, with the root cause recorded).
+// complete: an RDMA READ is simply issued again; a WRITE or an atomic only if the verdict
+// says it never reached the responder, so no atomic is applied twice and no write lands
+// again after its signal did. A fetch whose atomic was applied but whose response was lost
+// cannot be recovered: it fails (an unrecoverable error, with the root cause recorded).
 //
-// Non-blocking operations are remembered in the calling thread's replay log until its
-// next quiet, which completes or replays each of them.
+// Non-blocking operations (put, get, p, every non-fetching AMO, signals) are remembered in
+// the calling thread's replay log until its next quiet, which completes or replays each of
+// them; blocking ones (fetching AMOs, g) are settled before they return.
 #pragma once
 
 #include <cstdint>
@@ -26,10 +27,15 @@ namespace doorbell::ibgda {
 inline constexpr uint32_t kFailoverAttempts = 8;  // tries per operation before it fails for good
 
 struct LogEntry {
-  enum Kind : uint8_t { kPut, kGet, kAdd } kind = kPut;
+  enum Kind : uint8_t { kPut, kGet, kP, kAmo } kind = kPut;
   bool backup = false;   // which QP of the slot carried it
+  // A signal: it may land only after every earlier entry of its slot (put-with-signal's
+  // data), so it goes on their QP in their epoch, where RC keeps the order, or waits.
+  bool ordered = false;
+  bool posted = true;    // false: an ordered entry still waiting for those before it
   uint32_t slot = 0, pe = 0;
-  uint64_t a = 0, b = 0, bytes = 0;  // put / get: local and remote heap offsets; add: offset, value
+  uint64_t a = 0, b = 0, bytes = 0;  // put / get: local and remote heap offsets; p: remote offset, value; AMO: offset
+  Amo amo;               // kAmo
   uint64_t epoch = 0, begin = 0, end = 0;  // its WQEs [begin, end) in that epoch of that QP
   uint32_t tries = 1;    // issues so far: each operation has kFailoverAttempts of its own
 };
@@ -126,28 +132,50 @@ DOORBELL_HD int verdict(C& ctx, const DevQp& qp, uint64_t epoch, uint64_t idx) {
   return idx < applied ? 1 : 0;
 }
 
-// Issue a non-blocking put / get / add on the main QP or its backup; once posted, or maybe
-// posted (kMaybePosted: a claim may still publish it), it goes into the thread's replay log
-// (which has room), and quiet_log settles it. A call that did not post (the QP failed under
-// it before its submit counted it) is issued again on the other path.
+// Whether an ordered entry of `slot` issued now on the path `backup` in `epoch` lands after
+// every earlier entry of its slot: all of them went there too. (One completed on another
+// path or in an earlier epoch counts against it as well: the log cannot tell, and the
+// quiet that settles it costs only time.)
+DOORBELL_HD bool behind_its_slot(const ReplayLog& log, uint32_t slot, bool backup, uint64_t epoch) {
+  for (uint32_t i = 0; i < log.n; ++i)
+    if (log.e[i].slot == slot && (!log.e[i].posted || log.e[i].backup != backup || log.e[i].epoch != epoch)) return false;
+  return true;
+}
+
+// Issue a non-blocking operation on the main QP or its backup; once posted, or maybe posted
+// (kMaybePosted: a claim may still publish it), it goes into the thread's replay log (which
+// has room), and quiet_log settles it. A call that did not post (the QP failed under it
+// before its submit counted it) is issued again on the other path. An ordered entry that
+// would not land behind its slot's goes into the log unposted: a quiet issues it once they
+// are complete.
 template <class C>
-DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
+DOORBELL_HD_OUTLINED OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
   ReplayLog& log = my_log(ctx, st);
   for (uint32_t attempt = 0;; ++attempt) {
     Path p;
     if (OpResult r = enter_path(ctx, st, e.slot, &p); r != OpResult::kOk) return r;
+    const uint64_t epoch = ctx.load(exec::gpu_scope, exec::relaxed, &p.qp->hp->epoch);  // stable while a user
+    if (e.ordered && !planted(st.opt.plant.signal_unordered) && !behind_its_slot(log, e.slot, p.backup, epoch)) {
+      leave(ctx, *p.qp);
+      e.posted = false;
+      log.e[log.n++] = e;
+      return OpResult::kOk;
+    }
     OpResult r;
     uint32_t n = 1;
-    if (e.kind == LogEntry::kAdd) r = amo_on(ctx, st, *p.qp, amo_add(e.b, 8), e.a, e.pe, &e.begin, &n);
-    else
-      r = post_rma(ctx, st, *p.qp, e.kind == LogEntry::kPut ? mlx5::WqeOpcode::kRdmaWrite : mlx5::WqeOpcode::kRdmaRead, e.a,
-                   e.b, e.bytes, e.pe, &e.begin, &n);
+    switch (e.kind) {
+      case LogEntry::kAmo: r = amo_on(ctx, st, *p.qp, e.amo, e.a, e.pe, &e.begin, &n); break;
+      case LogEntry::kP: r = p_on(ctx, st, *p.qp, e.a, e.b, uint32_t(e.bytes), e.pe, &e.begin); break;
+      default:
+        r = post_rma(ctx, st, *p.qp, e.kind == LogEntry::kPut ? mlx5::WqeOpcode::kRdmaWrite : mlx5::WqeOpcode::kRdmaRead, e.a,
+                     e.b, e.bytes, e.pe, &e.begin, &n);
+    }
     note_outcome(ctx, *p.qp, r);
     if (r == OpResult::kMaybePosted) r = OpResult::kOk;  // settled by the verdict, not issued again now
     if (r == OpResult::kOk) {
-      e.backup = p.backup;
+      e.backup = p.backup, e.posted = true;
       e.end = e.begin + n;
-      e.epoch = ctx.load(exec::gpu_scope, exec::relaxed, &p.qp->hp->epoch);  // stable while a user
+      e.epoch = epoch;
       log.e[log.n++] = e;
     }
     leave(ctx, *p.qp);
@@ -160,10 +188,11 @@ DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
 // Complete every logged operation of this thread: poll the QP that carried it (with a CST
 // first for a get when the GPU lacks write ordering), and when that QP failed, wait for
 // the recovery's verdict — until then the original may still run — and issue again what
-// must be: a put or get whatever happened to it, an add only if it never reached the
-// responder. An early return keeps what was not done in the log.
+// must be: a get whatever happened to it, a put, p or atomic only if it never reached the
+// responder. An unposted entry is issued once no earlier entry of its slot is left (a later
+// round, after they completed). An early return keeps what was not done in the log.
 template <class C>
-DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
+DOORBELL_HD_OUTLINED OpResult quiet_log(C& ctx, const DevState& st) {
   ReplayLog& log = my_log(ctx, st);
   // Each round completes or issues again every entry; an entry out of tries fails the quiet.
   // (The budget is per operation: a transfer in many parts meets an outage with each part.)
@@ -174,6 +203,13 @@ DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
     log.n = 0;
     for (uint32_t i = 0; i < n; ++i) {
       const LogEntry& e = todo[i];
+      if (!e.posted) {
+        if (OpResult r = nbi_issue(ctx, st, e); r != OpResult::kOk) {  // (the log has room: it had e)
+          for (uint32_t k = i; k < n && log.n < kLogEntries; ++k) log.e[log.n++] = todo[k];  // e still unposted
+          return r;
+        }
+        continue;
+      }
       const DevQp& qp = path_qp(st, e.slot, e.backup);
       OpResult r = OpResult::kQpFailed;
       if (enter(ctx, qp)) {
@@ -183,10 +219,14 @@ DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
         leave(ctx, qp);
       }
       if (r == OpResult::kOk) continue;
-      int v = r == OpResult::kTimeout ? -1 : verdict(ctx, qp, e.epoch, e.begin);
+      // A write whose last WQE the responder executed landed whole (RC: in order): writing it
+      // again could undo what a peer wrote after seeing its signal. A READ whose request
+      // executed may still have lost its response: it is always read again.
+      const bool write = e.kind == LogEntry::kPut || e.kind == LogEntry::kP;
+      int v = r == OpResult::kTimeout ? -1 : verdict(ctx, qp, e.epoch, write ? e.end - 1 : e.begin);
       if (v < 0) r = r == OpResult::kTimeout ? r : OpResult::kCqError;
-      else if (e.kind == LogEntry::kAdd && v == 1 && !st.opt.plant.replay_applied) continue;
-      else if (e.kind != LogEntry::kAdd && st.opt.plant.no_replay) continue;
+      else if ((e.kind == LogEntry::kAmo || write) && v == 1 && !st.opt.plant.replay_applied) continue;
+      else if (e.kind != LogEntry::kAmo && st.opt.plant.no_replay) continue;
       else if (e.tries >= kFailoverAttempts) r = OpResult::kCqError, v = -1;  // keep it in the log
       else {
         LogEntry again = e;
@@ -210,21 +250,32 @@ DOORBELL_HD OpResult nbi_failover(C& ctx, const DevState& st, const LogEntry& e)
   return nbi_issue(ctx, st, e);
 }
 
-// A fetching atomic with failover: reconciled by the recovery's verdict, never applied twice.
+// An ordered operation (put-with-signal's signal) with failover: when it had to wait for the
+// earlier ones of its slot, they are completed and it is sent now, not at the caller's
+// next quiet (a peer may be waiting for it before this thread quiets).
 template <class C>
-DOORBELL_HD OpResult fetch_failover(C& ctx, const DevState& st, uint32_t slot, const Amo& a, uint64_t off, uint32_t pe,
-                                    uint64_t* result) {
+DOORBELL_HD OpResult ordered_failover(C& ctx, const DevState& st, const LogEntry& e) {
+  if (OpResult r = nbi_failover(ctx, st, e); r != OpResult::kOk) return r;
+  const ReplayLog& log = my_log(ctx, st);
+  return log.e[log.n - 1].posted ? OpResult::kOk : quiet_log(ctx, st);
+}
+
+// A fetch through an ibuf slot with failover (`issue(qp, &outcome)`: a fetching atomic, or
+// g's READ): a READ is simply issued again after a failure; an atomic is reconciled by the
+// recovery's verdict, never applied twice.
+template <class C, class Issue>
+DOORBELL_HD OpResult fetch_failover(C& ctx, const DevState& st, uint32_t slot, bool idempotent, Issue issue, uint64_t* result) {
   for (uint32_t attempt = 0; attempt < kFailoverAttempts; ++attempt) {
     Path p;
     if (OpResult r = enter_path(ctx, st, slot, &p); r != OpResult::kOk) return r;
     FetchOutcome f;
-    const OpResult r = fetch_atomic_on(ctx, st, *p.qp, a, off, pe, &f);
+    const OpResult r = issue(*p.qp, &f);
     note_outcome(ctx, *p.qp, r);
     const uint64_t epoch = ctx.load(exec::gpu_scope, exec::relaxed, &p.qp->hp->epoch);
     leave(ctx, *p.qp);
     if (r == OpResult::kOk) return *result = f.value, r;
     if (r == OpResult::kTimeout) return r;
-    if (!f.posted) continue;  // nothing reached the NIC: issue it again
+    if (idempotent || !f.posted) continue;  // a READ, or nothing reached the NIC: issue it again
     const int v = verdict(ctx, *p.qp, epoch, f.idx);
     if (v == 0) continue;     // never executed: safe to issue again
     if (v == 1 && f.value != kResultUnset) return *result = f.value, OpResult::kOk;  // its response landed first

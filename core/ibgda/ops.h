@@ -179,12 +179,31 @@ DOORBELL_HD OpResult get_nbi_block(C& ctx, const DevState& st, uint64_t dest, ui
 
 // ---- p and g: single values of 1..8 bytes ----
 
+// A fetch through an ibuf slot (`issue(qp, &outcome)`) on the warp's QP to pe, or with
+// failover on the path failover picks (fetch_failover; `idempotent`: a READ). *value: the
+// slot's value when it ended.
+template <class C, class Issue>
+DOORBELL_HD OpResult fetch_by_warp(C& ctx, const DevState& st, uint32_t pe, bool idempotent, Issue issue, uint64_t* value) {
+  const QpSelector by_warp{QpSelector::kByWarp, 0};
+  if (st.backups != nullptr) return fetch_failover(ctx, st, select_slot(ctx, st, pe, by_warp), idempotent, issue, value);
+  FetchOutcome f;
+  const OpResult r = issue(select_qp(ctx, st, pe, by_warp), &f);
+  *value = f.value;
+  return r;
+}
+
 // p: the value's low `bytes` bytes to pe's heap at `dest`, as one inline WRITE on the warp's
-// QP (nothing waits for it: quiet does).
+// QP (nothing waits for it: quiet does; with failover it is logged, as a put).
 template <class C>
 DOORBELL_HD OpResult p_bytes(C& ctx, const DevState& st, uint64_t dest, uint64_t value, uint32_t bytes, uint32_t pe) {
+  const QpSelector by_warp{QpSelector::kByWarp, 0};
+  if (st.backups != nullptr) {
+    LogEntry e;
+    e.kind = LogEntry::kP, e.slot = select_slot(ctx, st, pe, by_warp), e.pe = pe, e.a = dest, e.b = value, e.bytes = bytes;
+    return nbi_failover(ctx, st, e);
+  }
   uint64_t idx;
-  return p_on(ctx, st, select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0}), dest, value, bytes, pe, &idx);
+  return p_on(ctx, st, select_qp(ctx, st, pe, by_warp), dest, value, bytes, pe, &idx);
 }
 template <class T, class C>
 DOORBELL_HD OpResult p(C& ctx, const DevState& st, uint64_t dest, std::type_identity_t<T> value, uint32_t pe) {
@@ -194,12 +213,12 @@ DOORBELL_HD OpResult p(C& ctx, const DevState& st, uint64_t dest, std::type_iden
   return p_bytes(ctx, st, dest, v, sizeof(T), pe);
 }
 // g: `bytes` bytes of pe's heap at `src`, read into an ibuf slot and returned in *value's low
-// bytes (the rest zero).
+// bytes (the rest zero). With failover a failed READ is issued again.
 template <class C>
 DOORBELL_HD OpResult g_bytes(C& ctx, const DevState& st, uint64_t src, uint32_t bytes, uint32_t pe, uint64_t* value) {
-  FetchOutcome f;
-  const OpResult r = g_on(ctx, st, select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0}), src, bytes, pe, &f);
-  if (r == OpResult::kOk) *value = bytes == 8 ? f.value : f.value & ((uint64_t(1) << (8 * bytes)) - 1);
+  uint64_t v = 0;
+  const OpResult r = fetch_by_warp(ctx, st, pe, true, [&](const DevQp& qp, FetchOutcome* f) { return g_on(ctx, st, qp, src, bytes, pe, f); }, &v);
+  if (r == OpResult::kOk) *value = bytes == 8 ? v : v & ((uint64_t(1) << (8 * bytes)) - 1);
   return r;
 }
 template <class T, class C>
@@ -217,16 +236,9 @@ DOORBELL_HD OpResult g(C& ctx, const DevState& st, uint64_t src, uint32_t pe, T*
 // big-endian, as a ConnectX returns it (NVSHMEM swaps it too); an 8-byte one as it is.
 template <class C>
 DOORBELL_HD OpResult fetch_atomic(C& ctx, const DevState& st, const Amo& a, uint64_t off, uint32_t pe, uint64_t* result) {
-  const QpSelector sel{QpSelector::kByWarp, 0};
   uint64_t v = 0;
-  OpResult r;
-  if (st.backups != nullptr) {
-    r = fetch_failover(ctx, st, select_slot(ctx, st, pe, sel), a, off, pe, &v);
-  } else {
-    FetchOutcome f;
-    r = fetch_atomic_on(ctx, st, select_qp(ctx, st, pe, sel), a, off, pe, &f);
-    v = f.value;
-  }
+  const OpResult r =
+      fetch_by_warp(ctx, st, pe, false, [&](const DevQp& qp, FetchOutcome* f) { return fetch_atomic_on(ctx, st, qp, a, off, pe, f); }, &v);
   if (r == OpResult::kOk) *result = a.bytes == 4 ? mlx5::bswap32(uint32_t(v)) : v;
   return r;
 }
@@ -268,22 +280,24 @@ DOORBELL_HD OpResult atomic_fetch_xor(C& ctx, const DevState& st, uint64_t off, 
   return fetch_amo(ctx, st, amo_xor(v, sizeof(T)), off, pe, old);
 }
 
-// Non-fetching atomic: the result lands in ibuf slot 0 and nobody waits for it. (Under
-// failover only add is logged for replay; the others go as they are.)
+// Non-fetching atomic: the result lands in ibuf slot 0 and nobody waits for it. With failover
+// it is logged and replayed only if the verdict says it never reached the responder;
+// `ordered` (put-with-signal's signal): only behind this thread's earlier operations on its
+// QP (ordered_failover).
 template <class C>
-DOORBELL_HD OpResult nonfetch_amo(C& ctx, const DevState& st, const Amo& a, uint64_t off, uint32_t pe) {
+DOORBELL_HD OpResult nonfetch_amo(C& ctx, const DevState& st, const Amo& a, uint64_t off, uint32_t pe, bool ordered = false) {
+  const QpSelector by_warp{QpSelector::kByWarp, 0};
+  if (st.backups != nullptr) {
+    LogEntry e;
+    e.kind = LogEntry::kAmo, e.ordered = ordered, e.slot = select_slot(ctx, st, pe, by_warp), e.pe = pe, e.a = off, e.amo = a;
+    return ordered ? ordered_failover(ctx, st, e) : nbi_failover(ctx, st, e);
+  }
   uint64_t idx;
   uint32_t n;
-  return amo_on(ctx, st, select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0}), a, off, pe, &idx, &n);
+  return amo_on(ctx, st, select_qp(ctx, st, pe, by_warp), a, off, pe, &idx, &n);
 }
 template <class T = uint64_t, class C>
 DOORBELL_HD OpResult atomic_add(C& ctx, const DevState& st, uint64_t off, std::type_identity_t<T> v, uint32_t pe) {
-  const QpSelector sel{QpSelector::kByWarp, 0};
-  if (st.backups != nullptr && sizeof(T) == 8) {
-    LogEntry e;
-    e.kind = LogEntry::kAdd, e.slot = select_slot(ctx, st, pe, sel), e.pe = pe, e.a = off, e.b = v;
-    return nbi_failover(ctx, st, e);
-  }
   // NVSHMEM posts every non-fetching add as MASKED_FA (one WQEBB at either width).
   return nonfetch_amo(ctx, st, Amo{mlx5::WqeOpcode::kAtomicMaskedFa, sizeof(T), v}, off, pe);
 }
@@ -350,9 +364,11 @@ DOORBELL_HD OpResult amo(C& ctx, const DevState& st, AmoOp k, uint64_t off, T v,
 // per peer. With one QP in all, RC already orders them: nothing to do. Otherwise wait for what
 // every QP has submitted, posting nothing (no CST, unlike quiet: a fence orders writes, it
 // does not make READ data visible), then a system-scope fence. NVSHMEM sets no fence bit on
-// any data WQE.
+// any data WQE. With failover an operation may be replayed on a backup QP after later ones
+// landed, so a fence there is a quiet (which completes and replays the thread's log).
 template <class C>
 DOORBELL_HD OpResult fence_all(C& ctx, const DevState& st) {
+  if (st.backups != nullptr) return quiet_all(ctx, st);
   const uint32_t nqp = qps_per_set(st);
   if (nqp <= 1) return OpResult::kOk;
   for (uint32_t i = 0; i < nqp; ++i) {
@@ -372,16 +388,18 @@ DOORBELL_HD OpResult fence_all(C& ctx, const DevState& st) {
 // data spanning chunks goes as put_nbi's, then the signal in its own reservation, as NVSHMEM
 // does then, and so does a transfer whose one reservation would take more than half the ring
 // (NVSHMEM's rings are 64 deep at least; a smaller one could never fit it). With failover
-// on, the data goes through the thread's log (put_nbi) and the signal as it is (signal_op:
-// nonfetch_amo, neither logged nor counted as the QP's user, as p and g).
+// on, the data and then the signal go through the thread's log, the signal ordered behind
+// the data (nonfetch_amo's `ordered`: on the QP and in the epoch the data went, else after
+// the data completed).
 enum class SignalOp : uint8_t { kSet, kAdd };
 DOORBELL_HD Amo signal_amo(uint64_t signal, SignalOp op) {
   return op == SignalOp::kSet ? amo_swap(signal, 8) : Amo{mlx5::WqeOpcode::kAtomicMaskedFa, 8, signal};
 }
-// The signal update alone (NVSHMEM's signal_op), on the warp's QP.
+// The signal update alone (NVSHMEM's signal_op), on the warp's QP. `ordered`: behind this
+// thread's earlier operations on it, even across a failover (put-with-signal's).
 template <class C>
-DOORBELL_HD OpResult signal_op(C& ctx, const DevState& st, uint64_t sig, uint64_t signal, SignalOp op, uint32_t pe) {
-  return nonfetch_amo(ctx, st, signal_amo(signal, op), sig, pe);
+DOORBELL_HD OpResult signal_op(C& ctx, const DevState& st, uint64_t sig, uint64_t signal, SignalOp op, uint32_t pe, bool ordered = false) {
+  return nonfetch_amo(ctx, st, signal_amo(signal, op), sig, pe, ordered);
 }
 template <class C>
 DOORBELL_HD OpResult put_signal_nbi(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint64_t sig,
@@ -404,7 +422,7 @@ DOORBELL_HD OpResult put_signal_nbi(C& ctx, const DevState& st, uint64_t dest, u
   if (first)
     if (OpResult r = signal_op(ctx, st, sig, signal, op, pe); r != OpResult::kOk) return r;
   if (OpResult r = put_nbi(ctx, st, dest, src, bytes, pe, by_warp); r != OpResult::kOk) return r;
-  return first ? OpResult::kOk : signal_op(ctx, st, sig, signal, op, pe);
+  return first ? OpResult::kOk : signal_op(ctx, st, sig, signal, op, pe, true);
 }
 // Warp-collective put-with-signal (every lane, the same arguments; NVSHMEM's _warp form): one
 // reservation for the pieces and the signal, lane k writing piece k, when the data is at most

@@ -124,8 +124,9 @@ struct Plants {
   bool cas_swapped = false;       // compare-swap WQEs carry compare and swap exchanged
   bool early_release = false;     // a fetching atomic frees its ibuf slot, then reads its result
   uint32_t drop = 0;              // orderings dropped (ordering.h), host builds only
-  bool replay_applied = false;    // failover replays an add the verdict says was applied
+  bool replay_applied = false;    // failover replays an atomic or write the verdict says was applied
   bool no_replay = false;         // failover drops logged puts / gets of a failed QP
+  bool signal_unordered = false;  // failover sends put-with-signal's signal on any path, not behind its data
   bool dev0_keys = false;         // every QP takes NIC 0's keys, whatever NIC it lives on
   bool amo_mask_inverted = false; // a masked compare-swap's swap mask inverted (swap, set, and, or)
   bool signal_first = false;      // put-with-signal posts its signal before its data

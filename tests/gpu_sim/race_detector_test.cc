@@ -183,7 +183,9 @@ TEST(RaceDetector, SchedulerRunsReportRacesAndOnlyThem) {
     const RunResult r = s.run();
     EXPECT_EQ(r.outcome, Outcome::kCompleted);
     EXPECT_EQ(r.races.empty(), barrier) << r.races;
-    if (!barrier) EXPECT_NE(r.races.find("race_detector_test.cc"), std::string::npos) << r.races;
+    if (!barrier) {
+      EXPECT_NE(r.races.find("race_detector_test.cc"), std::string::npos) << r.races;
+    }
   }
 }
 

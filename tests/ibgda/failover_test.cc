@@ -171,10 +171,10 @@ rc::Gen<Case> gen_case() {
     p.stack.nics_per_pe = *rc::gen::element(1u, 1u, 2u);  // a node fault hits each NIC; a QP error one QP
     c.seed = p.seed = *rc::gen::arbitrary<uint64_t>();
     p.stack.start_index = gen_start_index();  // the verdict's 24-bit PSN window, away from 0
-    // The families failover protects: its logs replay puts, gets and 8-byte adds; a fetch-add
-    // or compare-swap is applied once or reported lost. Other AMOs, signals and p go as they
-    // are, and a QP error loses them (docs/failover.md).
-    gen_ops(p, *rc::gen::inRange(8u, 64u), kFamilyRma | kFamilyCounters);
+    // Every family: the logs replay puts, gets and p, and non-fetching AMOs (signals among
+    // them) that never reached the responder; a fetching AMO is applied once or reported
+    // lost; a g is read again (docs/failover.md).
+    gen_ops(p, *rc::gen::inRange(8u, 64u), kAllFamilies);
     const uint32_t nf = *rc::gen::inRange(1u, 4u);
     for (uint32_t i = 0; i < nf; ++i) {
       WorldFault f;
@@ -249,6 +249,44 @@ TEST(FailoverProperty, FindsPlantedReplayBugs) {
     }
     EXPECT_GT(found, 0) << (plant == 0 ? "replay of applied adds" : "no replay") << " not found";
   }
+}
+
+// Put-with-signal across a failover: the data went on the main QP, which then failed; the
+// signal must not land (on the backup) before the data's replay. Each thread of both PEs
+// sends put-with-signals to the other, whose same thread waits for each signal and then
+// checks its data; the main QPs fail at times spread over the run. With the signal sent on
+// whichever path is up (planted), some seed shows a signal before its data.
+Program signal_program(uint64_t seed) {
+  Program p = base(2, 1, 2);
+  for (uint32_t pe = 0; pe < 2; ++pe)
+    for (uint32_t l = 0; l < p.lanes; ++l)
+      for (uint32_t i = 0; i < 6; ++i) {
+        ProgramOp o;
+        o.pe = pe, o.lane = l, o.target = 1 - pe, o.kind = ProgramOpKind::kPutSignal;
+        o.bytes = 256 + 512 * i, o.src = 64 * i, o.add = 1 + i, o.signal_add = i % 2 == 1;
+        p.ops.push_back(o);
+      }
+  p.faults.push_back({WorldFault::kQpError, 0, 1, 300.0 * double(seed % 12 + 1)});
+  p.faults.push_back({WorldFault::kQpError, 1, 0, 450.0 * double(seed % 12 + 1)});
+  return p;
+}
+
+TEST(Failover, PutWithSignalKeepsItsSignalBehindItsDataAcrossAFailover) {
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    RecoveryStats st;
+    ASSERT_EQ(run(signal_program(seed), seed, &st), "") << "seed " << seed;
+    EXPECT_GE(st.recovered, 1u) << "seed " << seed;
+  }
+}
+
+TEST(FailoverProperty, FindsAPlantedSignalSentAheadOfItsData) {
+  int found = 0;
+  for (uint64_t seed = 1; seed <= 24 && found == 0; ++seed) {
+    Program p = signal_program(seed);
+    p.stack.plant.signal_unordered = true;
+    found += !run(p, seed, nullptr).empty();
+  }
+  EXPECT_GT(found, 0) << "a signal sent on the backup ahead of its data's replay was not found";
 }
 
 }  // namespace

@@ -288,7 +288,9 @@ TEST(Ibgda, PutWithSignalFitsAnyRing) {
                              : scope == 1 ? put_signal_nbi_warp(ctx, st, dst, src, bytes, sig, 5, SignalOp::kSet, 1)
                                           : put_signal_nbi_block(ctx, st, dst, src, bytes, sig, 5, SignalOp::kSet, 1);
           EXPECT_EQ(r, OpResult::kOk);
-          if (ctx.lane() == 0 && ctx.warp() == 0) EXPECT_EQ(quiet_all(ctx, st), OpResult::kOk);
+          if (ctx.lane() == 0 && ctx.warp() == 0) {
+            EXPECT_EQ(quiet_all(ctx, st), OpResult::kOk);
+          }
         });
         world.attach(s);
         const RunResult r = s.run();

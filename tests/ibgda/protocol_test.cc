@@ -507,7 +507,7 @@ TEST(IbgdaProtocol, FailoverLogsAMaybePostedAddInsteadOfIssuingItAgain) {
     while (ctx.load(exec::gpu_scope, exec::relaxed, &qp.mv->resv_head) == 0)
       if (!ctx.spin("test: warp 0 reserved", &qp.mv->resv_head, 0)) return;
     LogEntry e;
-    e.kind = LogEntry::kAdd, e.slot = slot, e.pe = 1, e.a = buf, e.b = 1;
+    e.kind = LogEntry::kAmo, e.slot = slot, e.pe = 1, e.a = buf, e.amo = Amo{mlx5::WqeOpcode::kAtomicMaskedFa, 8, 1};
     got = nbi_failover(ctx, st, e);
     log_n = my_log(ctx, st).n;
     if (log_n != 0) logged = my_log(ctx, st).e[0];
@@ -519,6 +519,36 @@ TEST(IbgdaProtocol, FailoverLogsAMaybePostedAddInsteadOfIssuingItAgain) {
   ASSERT_EQ(log_n, 1u);
   EXPECT_FALSE(logged.backup) << "issued again on the backup while the main QP's claim could still ring it";
   EXPECT_EQ(logged.begin, 1u);
+}
+
+// Failover does not write again a put the recovery's verdict says landed: its peer may have
+// seen a signal behind it and reused the buffer. The put lands on PE 1, the main QP is marked
+// FAILED before the quiet polls it, PE 1's buffer takes a new value (the peer's reuse), and
+// the quiet waits for the recovery's verdict (applied) and must leave that value be.
+TEST(IbgdaProtocol, FailoverDoesNotWriteAgainAPutTheVerdictSaysLanded) {
+  auto w = failover_world();
+  ASSERT_TRUE(w.is_ok());
+  DevState& st = (*w)->state(0);
+  const uint64_t buf = *(*w)->malloc(4096);
+  auto* src = reinterpret_cast<uint64_t*>((*w)->at(0, buf));
+  auto* dst = reinterpret_cast<uint64_t*>((*w)->at(1, buf + 64));
+  *src = 0x1111, *dst = 0;
+  std::optional<OpResult> got;
+  Scheduler s(sched(1));
+  s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {
+    const uint32_t slot = select_slot(ctx, st, 1, QpSelector{QpSelector::kByWarp, 0});
+    ASSERT_EQ(put_nbi(ctx, st, buf + 64, buf, 8, 1), OpResult::kOk);
+    while (ctx.load(exec::system_scope, exec::acquire, dst) != 0x1111)
+      if (!ctx.spin("test: the put landed", dst, 0)) return;
+    ctx.store(exec::gpu_scope, exec::relaxed, &st.qps[slot].hp->state, uint64_t(Health::kFailed));
+    ctx.store(exec::system_scope, exec::relaxed, dst, uint64_t{0x2222});  // the peer reuses its buffer
+    got = quiet_all(ctx, st);
+  });
+  (*w)->attach(s);
+  (void)s.run();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_TRUE(*got == OpResult::kOk) << "result " << int(*got);
+  EXPECT_EQ(*dst, 0x2222u) << "the put was written again over its peer's new value";
 }
 
 // A poll for an index that was never posted must not complete, even where the CQE's 16-bit
