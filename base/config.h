@@ -34,8 +34,8 @@
 
 // Out of line on the device too: code instantiated per (type, op) (nvls::with_type_op), called
 // once per reduce step. Inlined into the kernel at each call site, 24 copies of it made
-// gpu/nvls_bench.cu take minutes to compile. Also IBGDA failover's issue and replay, which
-// every put path carries behind its `backups` test: one copy per kernel, not one per call.
+// gpu/nvls_bench.cu take minutes to compile. Also the rare operations of IBGDA failover's
+// issue (core/ibgda/failover.h).
 #if defined(__CUDACC__)
 #define DOORBELL_HD_OUTLINED __host__ __device__ __noinline__
 #else

@@ -66,7 +66,7 @@ DOORBELL_HD OpResult quiet(C& ctx, const DevState& st) {
 }
 template <class C>
 DOORBELL_HD OpResult fence(C& ctx, const DevState& st) {
-  return st.backups != nullptr ? ibgda::quiet_all(ctx, st) : ibgda::fence_all(ctx, st);
+  return ibgda::fence_all(ctx, st);  // (with failover: a quiet)
 }
 // p / g: one value of 1..8 bytes (an inline WRITE; a READ through the ibuf).
 template <class C, class T>

@@ -142,6 +142,15 @@ DOORBELL_HD bool behind_its_slot(const ReplayLog& log, uint32_t slot, bool backu
   return true;
 }
 
+// nbi_issue's p and atomics, out of line on the device: inlined beside post_rma in every put
+// path's failover branch, they changed how nvcc laid out the put's own path.
+template <class C>
+DOORBELL_HD_OUTLINED OpResult issue_value_op(C& ctx, const DevState& st, const DevQp& qp, const LogEntry& e, uint64_t* begin, uint32_t* n) {
+  if (e.kind == LogEntry::kAmo) return amo_on(ctx, st, qp, e.amo, e.a, e.pe, begin, n);
+  *n = 1;
+  return p_on(ctx, st, qp, e.a, e.b, uint32_t(e.bytes), e.pe, begin);
+}
+
 // Issue a non-blocking operation on the main QP or its backup; once posted, or maybe posted
 // (kMaybePosted: a claim may still publish it), it goes into the thread's replay log (which
 // has room), and quiet_log settles it. A call that did not post (the QP failed under it
@@ -149,7 +158,7 @@ DOORBELL_HD bool behind_its_slot(const ReplayLog& log, uint32_t slot, bool backu
 // would not land behind its slot's goes into the log unposted: a quiet issues it once they
 // are complete.
 template <class C>
-DOORBELL_HD_OUTLINED OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
+DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
   ReplayLog& log = my_log(ctx, st);
   for (uint32_t attempt = 0;; ++attempt) {
     Path p;
@@ -163,13 +172,10 @@ DOORBELL_HD_OUTLINED OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) 
     }
     OpResult r;
     uint32_t n = 1;
-    switch (e.kind) {
-      case LogEntry::kAmo: r = amo_on(ctx, st, *p.qp, e.amo, e.a, e.pe, &e.begin, &n); break;
-      case LogEntry::kP: r = p_on(ctx, st, *p.qp, e.a, e.b, uint32_t(e.bytes), e.pe, &e.begin); break;
-      default:
-        r = post_rma(ctx, st, *p.qp, e.kind == LogEntry::kPut ? mlx5::WqeOpcode::kRdmaWrite : mlx5::WqeOpcode::kRdmaRead, e.a,
-                     e.b, e.bytes, e.pe, &e.begin, &n);
-    }
+    if (e.kind == LogEntry::kAmo || e.kind == LogEntry::kP) r = issue_value_op(ctx, st, *p.qp, e, &e.begin, &n);
+    else
+      r = post_rma(ctx, st, *p.qp, e.kind == LogEntry::kPut ? mlx5::WqeOpcode::kRdmaWrite : mlx5::WqeOpcode::kRdmaRead, e.a,
+                   e.b, e.bytes, e.pe, &e.begin, &n);
     note_outcome(ctx, *p.qp, r);
     if (r == OpResult::kMaybePosted) r = OpResult::kOk;  // settled by the verdict, not issued again now
     if (r == OpResult::kOk) {
@@ -192,7 +198,7 @@ DOORBELL_HD_OUTLINED OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) 
 // responder. An unposted entry is issued once no earlier entry of its slot is left (a later
 // round, after they completed). An early return keeps what was not done in the log.
 template <class C>
-DOORBELL_HD_OUTLINED OpResult quiet_log(C& ctx, const DevState& st) {
+DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
   ReplayLog& log = my_log(ctx, st);
   // Each round completes or issues again every entry; an entry out of tries fails the quiet.
   // (The budget is per operation: a transfer in many parts meets an outage with each part.)

@@ -16,7 +16,7 @@ template <class C>
 DOORBELL_HD OpResult rma_nbi(C& ctx, const DevState& st, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff, uint64_t bytes,
                              uint32_t pe, QpSelector sel) {
   if (bytes == 0) return OpResult::kOk;
-  if (st.backups != nullptr) {
+  if (failover_on(st)) {
     LogEntry e;
     e.kind = op == mlx5::WqeOpcode::kRdmaWrite ? LogEntry::kPut : LogEntry::kGet;
     e.slot = select_slot(ctx, st, pe, sel), e.pe = pe, e.a = loff, e.b = roff, e.bytes = bytes;
@@ -48,29 +48,29 @@ DOORBELL_HD OpResult get_nbi(C& ctx, const DevState& st, uint64_t dest, uint64_t
 template <class C>
 DOORBELL_HD OpResult quiet_all(C& ctx, const DevState& st) {
   const uint32_t nqp = qps_per_set(st);
-  for (uint32_t i = 0; i < nqp * (st.backups != nullptr ? 2 : 1); ++i) {
+  for (uint32_t i = 0; i < nqp * (failover_on(st) ? 2 : 1); ++i) {
     const DevQp& qp = i < nqp ? st.qps[i] : st.backups[i - nqp];
     if (!enter(ctx, qp)) continue;
     const OpResult r = quiet(ctx, st, qp);
     note_outcome(ctx, qp, r);
     leave(ctx, qp);
-    if (r == OpResult::kTimeout || (r != OpResult::kOk && st.backups == nullptr)) return r;
+    if (r == OpResult::kTimeout || (r != OpResult::kOk && !failover_on(st))) return r;
   }
-  return st.backups != nullptr ? quiet_log(ctx, st) : OpResult::kOk;
+  return failover_on(st) ? quiet_log(ctx, st) : OpResult::kOk;
 }
 
 template <class C>
 DOORBELL_HD OpResult put(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t pe) {
   QpSelector sel{QpSelector::kByWarp, 0};
   if (OpResult r = put_nbi(ctx, st, dest, src, bytes, pe, sel); r != OpResult::kOk) return r;
-  if (st.backups != nullptr) return quiet_log(ctx, st);
+  if (failover_on(st)) return quiet_log(ctx, st);
   return quiet(ctx, st, select_qp(ctx, st, pe, sel));
 }
 template <class C>
 DOORBELL_HD OpResult get(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t pe) {
   QpSelector sel{QpSelector::kByWarp, 0};
   if (OpResult r = get_nbi(ctx, st, dest, src, bytes, pe, sel); r != OpResult::kOk) return r;
-  if (st.backups != nullptr) return quiet_log(ctx, st);
+  if (failover_on(st)) return quiet_log(ctx, st);
   return quiet(ctx, st, select_qp(ctx, st, pe, sel));  // quiet issues the CST when one is needed
 }
 
@@ -80,7 +80,7 @@ template <class C>
 DOORBELL_HD OpResult rma_nbi_warp(C& ctx, const DevState& st, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff, uint64_t bytes, uint32_t pe) {
   const QpSelector by_warp{QpSelector::kByWarp, 0};
   OpResult r = OpResult::kOk;
-  if (st.backups != nullptr) {  // failover: one logged transfer by lane 0 (the log is per thread)
+  if (failover_on(st)) {  // failover: one logged transfer by lane 0 (the log is per thread)
     if (ctx.lane() == 0) r = rma_nbi(ctx, st, op, loff, roff, bytes, pe, by_warp);
     return OpResult(ctx.shfl(uint64_t(r), 0));
   }
@@ -127,7 +127,7 @@ DOORBELL_HD OpResult get_nbi_warp(C& ctx, const DevState& st, uint64_t dest, uin
 // thread-scope put does when it finds the whole warp converged on one PE.
 template <class C>
 DOORBELL_HD OpResult put_nbi_lanes(C& ctx, const DevState& st, uint64_t dest, uint64_t src, uint64_t bytes, uint32_t pe) {
-  if (st.backups != nullptr) {  // failover logs per thread: each lane on its own, in turn
+  if (failover_on(st)) {  // failover logs per thread: each lane on its own, in turn
     OpResult r = OpResult::kOk;
     for (uint32_t k = 0; k < ctx.warp_size(); ++k)
       if (ctx.lane() == k) r = put_nbi(ctx, st, dest, src, bytes, pe, QpSelector{QpSelector::kByWarp, 0});
@@ -185,7 +185,7 @@ DOORBELL_HD OpResult get_nbi_block(C& ctx, const DevState& st, uint64_t dest, ui
 template <class C, class Issue>
 DOORBELL_HD OpResult fetch_by_warp(C& ctx, const DevState& st, uint32_t pe, bool idempotent, Issue issue, uint64_t* value) {
   const QpSelector by_warp{QpSelector::kByWarp, 0};
-  if (st.backups != nullptr) return fetch_failover(ctx, st, select_slot(ctx, st, pe, by_warp), idempotent, issue, value);
+  if (failover_on(st)) return fetch_failover(ctx, st, select_slot(ctx, st, pe, by_warp), idempotent, issue, value);
   FetchOutcome f;
   const OpResult r = issue(select_qp(ctx, st, pe, by_warp), &f);
   *value = f.value;
@@ -197,7 +197,7 @@ DOORBELL_HD OpResult fetch_by_warp(C& ctx, const DevState& st, uint32_t pe, bool
 template <class C>
 DOORBELL_HD OpResult p_bytes(C& ctx, const DevState& st, uint64_t dest, uint64_t value, uint32_t bytes, uint32_t pe) {
   const QpSelector by_warp{QpSelector::kByWarp, 0};
-  if (st.backups != nullptr) {
+  if (failover_on(st)) {
     LogEntry e;
     e.kind = LogEntry::kP, e.slot = select_slot(ctx, st, pe, by_warp), e.pe = pe, e.a = dest, e.b = value, e.bytes = bytes;
     return nbi_failover(ctx, st, e);
@@ -287,7 +287,7 @@ DOORBELL_HD OpResult atomic_fetch_xor(C& ctx, const DevState& st, uint64_t off, 
 template <class C>
 DOORBELL_HD OpResult nonfetch_amo(C& ctx, const DevState& st, const Amo& a, uint64_t off, uint32_t pe, bool ordered = false) {
   const QpSelector by_warp{QpSelector::kByWarp, 0};
-  if (st.backups != nullptr) {
+  if (failover_on(st)) {
     LogEntry e;
     e.kind = LogEntry::kAmo, e.ordered = ordered, e.slot = select_slot(ctx, st, pe, by_warp), e.pe = pe, e.a = off, e.amo = a;
     return ordered ? ordered_failover(ctx, st, e) : nbi_failover(ctx, st, e);
@@ -368,7 +368,7 @@ DOORBELL_HD OpResult amo(C& ctx, const DevState& st, AmoOp k, uint64_t off, T v,
 // landed, so a fence there is a quiet (which completes and replays the thread's log).
 template <class C>
 DOORBELL_HD OpResult fence_all(C& ctx, const DevState& st) {
-  if (st.backups != nullptr) return quiet_all(ctx, st);
+  if (failover_on(st)) return quiet_all(ctx, st);
   const uint32_t nqp = qps_per_set(st);
   if (nqp <= 1) return OpResult::kOk;
   for (uint32_t i = 0; i < nqp; ++i) {
@@ -413,7 +413,7 @@ DOORBELL_HD OpResult put_signal_nbi(C& ctx, const DevState& st, uint64_t dest, u
     const QpSelector next{QpSelector::kIndex, ctx.cta() * ctx.warps_per_cta() + ctx.warp() + 1};
     return amo_on(ctx, st, select_qp(ctx, st, pe, next), signal_amo(signal, op), sig, pe, &idx, &n);
   }
-  if (st.backups == nullptr && bytes != 0) {
+  if (!failover_on(st) && bytes != 0) {
     const DevQp qp = select_qp(ctx, st, pe, by_warp);
     const Amo a = signal_amo(signal, op);
     if (1 + amo_wqebbs(a, qp.dci) <= max_transfer_wqes(qp) && qp_piece(st, qp, src, dest, bytes, pe).bytes == bytes)
@@ -433,7 +433,7 @@ DOORBELL_HD OpResult put_signal_nbi_warp(C& ctx, const DevState& st, uint64_t de
                                          uint64_t signal, SignalOp op, uint32_t pe) {
   const DevQp qp = select_qp(ctx, st, pe, QpSelector{QpSelector::kByWarp, 0});
   const Amo a = signal_amo(signal, op);
-  const uint32_t n = st.backups != nullptr ? ctx.warp_size() : count_pieces(st, src, dest, bytes, pe);
+  const uint32_t n = failover_on(st) ? ctx.warp_size() : count_pieces(st, src, dest, bytes, pe);
   if (n < ctx.warp_size() && n + amo_wqebbs(a, qp.dci) <= max_transfer_wqes(qp))
     return put_signal_on(ctx, st, qp, dest, src, bytes, n, sig, a, pe, ctx.warp_size());
   OpResult r = OpResult::kOk;

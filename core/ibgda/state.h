@@ -187,6 +187,9 @@ struct DevState {
 
 inline constexpr uint32_t kPoolDefault = 0, kPoolAny = 1, kQpPools = 2;
 
+// Whether this PE fails over: backup QPs set (core/ibgda/failover.h).
+DOORBELL_HD bool failover_on(const DevState& st) { return st.backups != nullptr; }
+
 // A peer's QPs (over every NIC), and a PE's whole main (or backup) set.
 DOORBELL_HD constexpr uint32_t rcs_per_peer(const DevState& st) { return st.num_rc_per_pe * st.num_devices; }
 // PE pe's heap base. The CPU model checks pe (a PE past the job is a lookup fault, base 0);
