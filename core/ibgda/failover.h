@@ -33,6 +33,9 @@ struct LogEntry {
   // data), so it goes on their QP in their epoch, where RC keeps the order, or waits.
   bool ordered = false;
   bool posted = true;    // false: an ordered entry still waiting for those before it
+  // A transfer in parts whose ring failed after it began: some parts may still run on that
+  // QP, the rest never will, and no verdict says which. Replayed whole once it is drained.
+  bool partial = false;
   uint32_t slot = 0, pe = 0;
   uint64_t a = 0, b = 0, bytes = 0;  // put / get: local and remote heap offsets; p: remote offset, value; AMO: offset
   Amo amo;               // kAmo
@@ -177,7 +180,11 @@ DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
       r = post_rma(ctx, st, *p.qp, e.kind == LogEntry::kPut ? mlx5::WqeOpcode::kRdmaWrite : mlx5::WqeOpcode::kRdmaRead, e.a,
                    e.b, e.bytes, e.pe, &e.begin, &n);
     note_outcome(ctx, *p.qp, r);
-    if (r == OpResult::kMaybePosted) r = OpResult::kOk;  // settled by the verdict, not issued again now
+    // (Issued again at once on the other path, a partial transfer's stale parts could land
+    // after the replay, and after a signal behind it.)
+    e.partial = r != OpResult::kOk && r != OpResult::kTimeout && (e.kind == LogEntry::kPut || e.kind == LogEntry::kGet) &&
+                count_pieces(st, e.a, e.b, e.bytes, e.pe) > max_transfer_wqes(*p.qp);
+    if (r == OpResult::kMaybePosted || e.partial) r = OpResult::kOk;  // settled at quiet, not issued again now
     if (r == OpResult::kOk) {
       e.backup = p.backup, e.posted = true;
       e.end = e.begin + n;
@@ -194,9 +201,10 @@ DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
 // Complete every logged operation of this thread: poll the QP that carried it (with a CST
 // first for a get when the GPU lacks write ordering), and when that QP failed, wait for
 // the recovery's verdict — until then the original may still run — and issue again what
-// must be: a get whatever happened to it, a put, p or atomic only if it never reached the
-// responder. An unposted entry is issued once no earlier entry of its slot is left (a later
-// round, after they completed). An early return keeps what was not done in the log.
+// must be: a get or a partial transfer whatever happened to it, a put, p or atomic only if
+// it never reached the responder. An unposted entry is issued once it would land behind
+// every earlier entry of its slot (behind_its_slot; at the latest in the round after they
+// completed). An early return keeps what was not done in the log.
 template <class C>
 DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
   ReplayLog& log = my_log(ctx, st);
@@ -208,7 +216,7 @@ DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
     for (uint32_t i = 0; i < n; ++i) todo[i] = log.e[i];
     log.n = 0;
     for (uint32_t i = 0; i < n; ++i) {
-      const LogEntry& e = todo[i];
+      LogEntry& e = todo[i];
       if (!e.posted) {
         if (OpResult r = nbi_issue(ctx, st, e); r != OpResult::kOk) {  // (the log has room: it had e)
           for (uint32_t k = i; k < n && log.n < kLogEntries; ++k) log.e[log.n++] = todo[k];  // e still unposted
@@ -219,7 +227,7 @@ DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
       const DevQp& qp = path_qp(st, e.slot, e.backup);
       OpResult r = OpResult::kQpFailed;
       if (enter(ctx, qp)) {
-        if (ctx.load(exec::gpu_scope, exec::relaxed, &qp.hp->epoch) == e.epoch)
+        if (!e.partial && ctx.load(exec::gpu_scope, exec::relaxed, &qp.hp->epoch) == e.epoch)
           r = e.kind == LogEntry::kGet && !st.opt.may_skip_cst ? quiet(ctx, st, qp) : poll_cq(ctx, st, qp, e.end);
         if (r != OpResult::kTimeout && r != OpResult::kQpFailed) note_outcome(ctx, qp, r);  // (kQpFailed: marked already)
         leave(ctx, qp);
@@ -231,16 +239,15 @@ DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
       const bool write = e.kind == LogEntry::kPut || e.kind == LogEntry::kP;
       int v = r == OpResult::kTimeout ? -1 : verdict(ctx, qp, e.epoch, write ? e.end - 1 : e.begin);
       if (v < 0) r = r == OpResult::kTimeout ? r : OpResult::kCqError;
-      else if ((e.kind == LogEntry::kAmo || write) && v == 1 && !st.opt.plant.replay_applied) continue;
+      else if ((e.kind == LogEntry::kAmo || write) && v == 1 && !e.partial && !st.opt.plant.replay_applied) continue;
       else if (e.kind != LogEntry::kAmo && st.opt.plant.no_replay) continue;
       else if (e.tries >= kFailoverAttempts) r = OpResult::kCqError, v = -1;  // keep it in the log
       else {
-        LogEntry again = e;
-        ++again.tries;
-        r = nbi_issue(ctx, st, again);  // the log was emptied: there is room
+        ++e.tries;
+        r = nbi_issue(ctx, st, e);  // the log was emptied: there is room
       }
-      if (r != OpResult::kOk) {
-        for (uint32_t k = i + (v >= 0 ? 1 : 0); k < n && log.n < kLogEntries; ++k) log.e[log.n++] = todo[k];
+      if (r != OpResult::kOk) {  // e was not logged again (nbi_issue logs only what it posted): keep it
+        for (uint32_t k = i; k < n && log.n < kLogEntries; ++k) log.e[log.n++] = todo[k];
         return r;
       }
     }

@@ -282,8 +282,8 @@ DOORBELL_HD OpResult atomic_fetch_xor(C& ctx, const DevState& st, uint64_t off, 
 
 // Non-fetching atomic: the result lands in ibuf slot 0 and nobody waits for it. With failover
 // it is logged and replayed only if the verdict says it never reached the responder;
-// `ordered` (put-with-signal's signal): only behind this thread's earlier operations on its
-// QP (ordered_failover).
+// `ordered` (put-with-signal's signal): only behind this thread's logged operations of its
+// slot (ordered_failover).
 template <class C>
 DOORBELL_HD OpResult nonfetch_amo(C& ctx, const DevState& st, const Amo& a, uint64_t off, uint32_t pe, bool ordered = false) {
   const QpSelector by_warp{QpSelector::kByWarp, 0};

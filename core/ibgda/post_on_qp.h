@@ -113,9 +113,9 @@ DOORBELL_HD_RARE OpResult post_rma_pieces(C& ctx, const DevState& st, const DevQ
 
 // Reserve, write and submit a transfer on `qp`; its WQEs lie in [*base, *base + *n). One of
 // more than max_transfer_wqes pieces goes out in parts, and the span then also holds other
-// threads' WQEs between them: polling to its end covers every part, and a failover replay
-// issues the whole transfer again (a part that fails may leave earlier ones posted: harmless
-// for puts and gets, which a replay may repeat anyway).
+// threads' WQEs between them: polling to its end covers every part. A part that fails may
+// leave earlier ones posted: failover logs such a transfer as partial and issues it whole
+// again once its QP is drained (failover.h).
 template <class C>
 DOORBELL_HD_HOT OpResult post_rma(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff,
                               uint64_t bytes, uint32_t pe, uint64_t* base, uint32_t* n) {
