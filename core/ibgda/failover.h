@@ -240,6 +240,7 @@ DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
       int v = r == OpResult::kTimeout ? -1 : verdict(ctx, qp, e.epoch, write ? e.end - 1 : e.begin);
       if (v < 0) r = r == OpResult::kTimeout ? r : OpResult::kCqError;
       else if ((e.kind == LogEntry::kAmo || write) && v == 1 && !e.partial && !st.opt.plant.replay_applied) continue;
+      else if (e.partial && planted(st.opt.plant.partial_landed)) continue;
       else if (e.kind != LogEntry::kAmo && st.opt.plant.no_replay) continue;
       else if (e.tries >= kFailoverAttempts) r = OpResult::kCqError, v = -1;  // keep it in the log
       else {

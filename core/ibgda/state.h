@@ -123,6 +123,8 @@ struct Plants {
   bool cons_store = false;        // poll_cq stores cons_idx instead of raising it (atomic max)
   bool cas_swapped = false;       // compare-swap WQEs carry compare and swap exchanged
   bool early_release = false;     // a fetching atomic frees its ibuf slot, then reads its result
+  // (Here, in the padding before drop: DevState, in constant memory on the GPU, keeps its layout.)
+  bool partial_landed = false;    // failover takes a transfer whose ring failed between its parts for landed: no replay
   uint32_t drop = 0;              // orderings dropped (ordering.h), host builds only
   bool replay_applied = false;    // failover replays an atomic or write the verdict says was applied
   bool no_replay = false;         // failover drops logged puts / gets of a failed QP

@@ -2,6 +2,7 @@
 // batch size against every queue depth, queue-index invariants checked while random
 // schedules run, planted bugs (missing idle doorbell, missing 0x10000 carry) caught, the
 // CPU-handler variant, and both QP layouts.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -549,6 +550,72 @@ TEST(IbgdaProtocol, FailoverDoesNotWriteAgainAPutTheVerdictSaysLanded) {
   ASSERT_TRUE(got.has_value());
   EXPECT_TRUE(*got == OpResult::kOk) << "result " << int(*got);
   EXPECT_EQ(*dst, 0x2222u) << "the put was written again over its peer's new value";
+}
+
+// A put in parts (more pieces than one reservation takes) whose first part's submit gave up
+// on a failed ring after counting it (kMaybePosted): what a claim may still publish of it is
+// unknown, and the later parts were never posted. Failover must replay the put whole once
+// the recovery has drained the QP, not settle it by the verdict on the span it logged
+// (plant.partial_landed: taken for landed). Warp 0 holds an unwritten WQE ahead of warp 1's
+// first part, marks the QP FAILED once that part is counted behind it, and once warp 1's put
+// has returned writes and submits its own WQE.
+void put_in_parts_after_a_given_up_submit(bool plant) {
+  auto w = failover_world();
+  ASSERT_TRUE(w.is_ok());
+  DevState& st = (*w)->state(0);
+  st.opt.plant.partial_landed = plant;
+  constexpr uint64_t kBytes = 640 << 10;  // 64 KiB chunks: 10 or 11 pieces, 8 a part
+  const uint64_t src = *(*w)->malloc(kBytes), dst = *(*w)->malloc(kBytes), flag = *(*w)->malloc(64);
+  for (uint64_t i = 0; i < kBytes; ++i) (*w)->at(0, src)[i] = uint8_t(i * 7 + 1);
+  std::optional<OpResult> put, quieted;
+  std::optional<LogEntry> logged;
+  Scheduler s(sched(1));
+  s.launch("pe0", {1, 2, 1}, [&](SimCtx& ctx) {
+    const uint32_t slot = select_slot(ctx, st, 1, QpSelector{QpSelector::kByWarp, 0});
+    const DevQp& qp = st.qps[slot];
+    auto* returned = reinterpret_cast<uint64_t*>((*w)->at(0, flag));
+    if (ctx.warp() == 0) {
+      uint64_t b0;
+      ASSERT_TRUE(enter(ctx, qp));  // a user: the recovery waits for it to leave
+      ASSERT_EQ(reserve(ctx, st, qp, 1, &b0), OpResult::kOk);
+      const sync::Windows win = windows(qp);
+      uint64_t* last = win.at(win.of(b0 + max_transfer_wqes(qp)));  // the first part's last WQE's
+      while (ctx.load(exec::gpu_scope, exec::relaxed, last) == 0)
+        if (!ctx.spin("test: the first part counted", last, 0)) return;
+      ctx.store(exec::gpu_scope, exec::relaxed, &qp.hp->state, uint64_t(Health::kFailed));
+      while (ctx.load(exec::gpu_scope, exec::acquire, returned) == 0)
+        if (!ctx.spin("test: the put returned", returned, 0)) return;
+      write_rma_wqes(ctx, st, qp, mlx5::WqeOpcode::kRdmaWrite, b0, flag + 8, flag + 8, 8, 1);
+      EXPECT_EQ(submit(ctx, st, qp, b0, 1), OpResult::kOk);
+      leave(ctx, qp);
+      return;
+    }
+    while (ctx.load(exec::gpu_scope, exec::relaxed, &qp.mv->resv_head) == 0)
+      if (!ctx.spin("test: warp 0 reserved", &qp.mv->resv_head, 0)) return;
+    put = put_nbi(ctx, st, dst, src, kBytes, 1);
+    if (my_log(ctx, st).n == 1) logged = my_log(ctx, st).e[0];
+    ctx.store(exec::gpu_scope, exec::release, returned, uint64_t{1});
+    quieted = quiet_all(ctx, st);
+  });
+  (*w)->attach(s);
+  (void)s.run();
+  ASSERT_TRUE(put.has_value() && quieted.has_value());
+  EXPECT_TRUE(*put == OpResult::kOk) << "put " << int(*put);
+  ASSERT_TRUE(logged.has_value());
+  EXPECT_TRUE(logged->partial && !logged->backup) << "partial " << logged->partial << " backup " << logged->backup;
+  EXPECT_TRUE(*quieted == OpResult::kOk) << "quiet " << int(*quieted);
+  EXPECT_GE((*w)->recovery_stats().recovered, 1u);
+  const uint8_t* got = (*w)->at(1, dst);
+  uint64_t first_bad = kBytes;
+  for (uint64_t i = 0; i < kBytes && first_bad == kBytes; ++i)
+    if (got[i] != uint8_t(i * 7 + 1)) first_bad = i;
+  EXPECT_EQ(first_bad, kBytes) << "the put's bytes from " << first_bad << " on never landed";
+}
+
+TEST(IbgdaProtocol, FailoverReplaysWholeAPutInPartsWhoseFirstPartMayHavePosted) { put_in_parts_after_a_given_up_submit(false); }
+
+TEST(IbgdaProtocol, FailoverTestFindsAPutInPartsTakenForLanded) {
+  EXPECT_NONFATAL_FAILURE(put_in_parts_after_a_given_up_submit(true), "never landed");
 }
 
 // A poll for an index that was never posted must not complete, even where the CQE's 16-bit
