@@ -36,6 +36,7 @@ struct LogEntry {
   // A transfer in parts whose ring failed after it began: some parts may still run on that
   // QP, the rest never will, and no verdict says which. Replayed whole once it is drained.
   bool partial = false;
+  bool failed = false;   // within one quiet_log: failed for good, kept for the next quiet to report
   uint32_t slot = 0, pe = 0;
   uint64_t a = 0, b = 0, bytes = 0;  // put / get: local and remote heap offsets; p: remote offset, value; AMO: offset
   Amo amo;               // kAmo
@@ -198,80 +199,110 @@ DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
   }
 }
 
-// Complete every logged operation of this thread: poll the QP that carried it (with a CST
-// first for a get when the GPU lacks write ordering), and when that QP failed, wait for
-// the recovery's verdict — until then the original may still run — and issue again what
-// must be: a get or a partial transfer whatever happened to it, a put, p or atomic only if
-// it never reached the responder. An unposted entry is issued once it would land behind
-// every earlier entry of its slot (behind_its_slot; at the latest in the round after they
-// completed). An early return keeps what was not done in the log.
+// Settle one logged operation (quiet_log's step): poll the QP that carried it (with a CST
+// first for a get when the GPU lacks write ordering), and when that QP failed, wait for the
+// recovery's verdict — until then the original may still run — and issue again what must
+// be: a get or a partial transfer whatever happened to it, a put, p or atomic only if it
+// never reached the responder. An unposted entry is issued if it would now land behind every
+// earlier entry of its slot (behind_its_slot), else logged unposted again. kOk: it completed,
+// or is back in the log; otherwise it is not, and has no tries left when the error is not
+// kTimeout.
 template <class C>
-DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st) {
+DOORBELL_HD OpResult settle(C& ctx, const DevState& st, LogEntry& e) {
+  if (!e.posted) return nbi_issue(ctx, st, e);  // (the log has room: it had e)
+  const DevQp& qp = path_qp(st, e.slot, e.backup);
+  OpResult r = OpResult::kQpFailed;
+  if (enter(ctx, qp)) {
+    if (!e.partial && ctx.load(exec::gpu_scope, exec::relaxed, &qp.hp->epoch) == e.epoch)
+      r = e.kind == LogEntry::kGet && !st.opt.may_skip_cst ? quiet(ctx, st, qp) : poll_cq(ctx, st, qp, e.end);
+    if (r != OpResult::kTimeout && r != OpResult::kQpFailed) note_outcome(ctx, qp, r);  // (kQpFailed: marked already)
+    leave(ctx, qp);
+  }
+  if (r == OpResult::kOk || r == OpResult::kTimeout) return r;
+  // A write whose last WQE the responder executed landed whole (RC: in order): writing it
+  // again could undo what a peer wrote after seeing its signal. A READ whose request
+  // executed may still have lost its response: it is always read again.
+  const bool write = e.kind == LogEntry::kPut || e.kind == LogEntry::kP;
+  const int v = verdict(ctx, qp, e.epoch, write ? e.end - 1 : e.begin);
+  if (v < 0) return OpResult::kCqError;
+  if ((e.kind == LogEntry::kAmo || write) && v == 1 && !e.partial && !st.opt.plant.replay_applied) return OpResult::kOk;
+  if (e.partial && planted(st.opt.plant.partial_landed)) return OpResult::kOk;
+  if (e.kind != LogEntry::kAmo && st.opt.plant.no_replay) return OpResult::kOk;
+  if (e.tries >= kFailoverAttempts) return OpResult::kCqError;
+  ++e.tries;
+  return nbi_issue(ctx, st, e);  // the log was emptied: there is room
+}
+
+DOORBELL_HD bool slot_failed(const ReplayLog& log, uint32_t slot) {
+  for (uint32_t i = 0; i < log.n; ++i)
+    if (log.e[i].slot == slot && log.e[i].failed) return true;
+  return false;
+}
+
+inline constexpr uint32_t kAnySlot = ~0u;
+
+// Complete every logged operation of this thread, in rounds: each settles every entry
+// (settle) until each is done or failed for good. A failure does not stop the others: an
+// entry to a dead peer would otherwise hold up every later one to healthy peers, and fill
+// the log. A failed entry stays in the log, where the next quiet reports it again, and an
+// unposted entry of its slot (a signal whose data failed) fails with it. Returns the first
+// failure, of `report`'s entries only unless kAnySlot; a kTimeout (the caller's wait was
+// given up) returns at once, what was not done kept in the log.
+template <class C>
+DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st, uint32_t report = kAnySlot) {
   ReplayLog& log = my_log(ctx, st);
-  // Each round completes or issues again every entry; an entry out of tries fails the quiet.
-  // (The budget is per operation: a transfer in many parts meets an outage with each part.)
-  while (log.n != 0) {
+  OpResult first = OpResult::kOk;
+  for (bool open = log.n != 0; open;) {
     LogEntry todo[kLogEntries];
     const uint32_t n = log.n;
     for (uint32_t i = 0; i < n; ++i) todo[i] = log.e[i];
     log.n = 0;
     for (uint32_t i = 0; i < n; ++i) {
       LogEntry& e = todo[i];
-      if (!e.posted) {
-        if (OpResult r = nbi_issue(ctx, st, e); r != OpResult::kOk) {  // (the log has room: it had e)
-          for (uint32_t k = i; k < n && log.n < kLogEntries; ++k) log.e[log.n++] = todo[k];  // e still unposted
-          return r;
-        }
+      if (e.failed) {
+        log.e[log.n++] = e;
         continue;
       }
-      const DevQp& qp = path_qp(st, e.slot, e.backup);
-      OpResult r = OpResult::kQpFailed;
-      if (enter(ctx, qp)) {
-        if (!e.partial && ctx.load(exec::gpu_scope, exec::relaxed, &qp.hp->epoch) == e.epoch)
-          r = e.kind == LogEntry::kGet && !st.opt.may_skip_cst ? quiet(ctx, st, qp) : poll_cq(ctx, st, qp, e.end);
-        if (r != OpResult::kTimeout && r != OpResult::kQpFailed) note_outcome(ctx, qp, r);  // (kQpFailed: marked already)
-        leave(ctx, qp);
-      }
+      const OpResult r = !e.posted && slot_failed(log, e.slot) ? OpResult::kCqError : settle(ctx, st, e);
       if (r == OpResult::kOk) continue;
-      // A write whose last WQE the responder executed landed whole (RC: in order): writing it
-      // again could undo what a peer wrote after seeing its signal. A READ whose request
-      // executed may still have lost its response: it is always read again.
-      const bool write = e.kind == LogEntry::kPut || e.kind == LogEntry::kP;
-      int v = r == OpResult::kTimeout ? -1 : verdict(ctx, qp, e.epoch, write ? e.end - 1 : e.begin);
-      if (v < 0) r = r == OpResult::kTimeout ? r : OpResult::kCqError;
-      else if ((e.kind == LogEntry::kAmo || write) && v == 1 && !e.partial && !st.opt.plant.replay_applied) continue;
-      else if (e.partial && planted(st.opt.plant.partial_landed)) continue;
-      else if (e.kind != LogEntry::kAmo && st.opt.plant.no_replay) continue;
-      else if (e.tries >= kFailoverAttempts) r = OpResult::kCqError, v = -1;  // keep it in the log
-      else {
-        ++e.tries;
-        r = nbi_issue(ctx, st, e);  // the log was emptied: there is room
-      }
-      if (r != OpResult::kOk) {  // e was not logged again (nbi_issue logs only what it posted): keep it
+      if (r == OpResult::kTimeout) {  // e was not logged again: keep it and the rest
         for (uint32_t k = i; k < n && log.n < kLogEntries; ++k) log.e[log.n++] = todo[k];
-        return r;
+        first = r;
+        break;
       }
+      e.failed = true;
+      log.e[log.n++] = e;
+      if (first == OpResult::kOk && (report == kAnySlot || e.slot == report)) first = r;
+    }
+    open = first != OpResult::kTimeout;
+    if (open) {
+      open = false;
+      for (uint32_t i = 0; i < log.n; ++i) open |= !log.e[i].failed;
     }
   }
-  return OpResult::kOk;
+  for (uint32_t i = 0; i < log.n; ++i) log.e[i].failed = false;
+  return first;
 }
 
 // A non-blocking operation with failover; a full log is completed (quiet) first.
+// (Entries that failed for good stay: the operation is issued if they left room; their
+// error is reported again at the next quiet.)
 template <class C>
 DOORBELL_HD OpResult nbi_failover(C& ctx, const DevState& st, const LogEntry& e) {
   if (my_log(ctx, st).n == kLogEntries)
-    if (OpResult r = quiet_log(ctx, st); r != OpResult::kOk) return r;
+    if (OpResult r = quiet_log(ctx, st); my_log(ctx, st).n == kLogEntries) return r;
   return nbi_issue(ctx, st, e);
 }
 
 // An ordered operation (put-with-signal's signal) with failover: when it had to wait for the
 // earlier ones of its slot, they are completed and it is sent now, not at the caller's
-// next quiet (a peer may be waiting for it before this thread quiets).
+// next quiet (a peer may be waiting for it before this thread quiets). It fails only with
+// its slot: other slots' failures are left to the next quiet.
 template <class C>
 DOORBELL_HD OpResult ordered_failover(C& ctx, const DevState& st, const LogEntry& e) {
   if (OpResult r = nbi_failover(ctx, st, e); r != OpResult::kOk) return r;
   const ReplayLog& log = my_log(ctx, st);
-  return log.e[log.n - 1].posted ? OpResult::kOk : quiet_log(ctx, st);
+  return log.e[log.n - 1].posted ? OpResult::kOk : quiet_log(ctx, st, e.slot);
 }
 
 // A fetch through an ibuf slot with failover (`issue(qp, &outcome)`: a fetching atomic, or

@@ -618,6 +618,81 @@ TEST(IbgdaProtocol, FailoverTestFindsAPutInPartsTakenForLanded) {
   EXPECT_NONFATAL_FAILURE(put_in_parts_after_a_given_up_submit(true), "never landed");
 }
 
+// A put to a dead peer fails for good, and must not hold up the thread's work to healthy
+// peers: each quiet settles every other entry and reports the failure again; an operation
+// issued while the log is full goes out once the quiet has made room. PE 0's thread puts to
+// PE 2, whose node is dead, then kLogEntries + 4 puts to PE 1 (the log fills with the dead
+// entry at its head), then quiets twice.
+Result<std::unique_ptr<ModelWorld>> pe2_dead_world() {
+  WorldConfig c = world_cfg(3, 4, 4);
+  c.failover = true;
+  auto w = ModelWorld::create(c);
+  if (w.is_ok()) (*w)->inject({{WorldFault::kNodeDeath, 2, 0, 0}});
+  return w;
+}
+
+TEST(IbgdaProtocol, FailoverKeepsGoingPastAPutToADeadPeer) {
+  auto w = pe2_dead_world();
+  ASSERT_TRUE(w.is_ok());
+  DevState& st = (*w)->state(0);
+  constexpr uint32_t kPuts = kLogEntries + 4;
+  const uint64_t buf = *(*w)->malloc(4096);
+  auto* src = reinterpret_cast<uint64_t*>((*w)->at(0, buf));
+  for (uint32_t i = 0; i <= kPuts; ++i) src[i] = 0x5000 + i;
+  std::optional<OpResult> dead, puts[kPuts], q1, q2;
+  Scheduler s(sched(1));
+  s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {
+    dead = put_nbi(ctx, st, buf, buf, 8, 2);
+    for (uint32_t i = 0; i < kPuts; ++i) puts[i] = put_nbi(ctx, st, buf + 8 * (i + 1), buf + 8 * (i + 1), 8, 1);
+    q1 = quiet_all(ctx, st);
+    q2 = quiet_all(ctx, st);
+  });
+  (*w)->attach(s);
+  (void)s.run();
+  ASSERT_TRUE(dead.has_value() && q1.has_value() && q2.has_value());
+  EXPECT_TRUE(*dead == OpResult::kOk) << int(*dead);  // posted: its failure shows at quiet
+  const auto* got = reinterpret_cast<const uint64_t*>((*w)->at(1, buf));
+  for (uint32_t i = 0; i < kPuts; ++i) {
+    ASSERT_TRUE(puts[i].has_value()) << i;
+    EXPECT_TRUE(*puts[i] == OpResult::kOk) << "put " << i << " to the healthy peer: " << int(*puts[i]);
+    EXPECT_EQ(got[i + 1], 0x5000u + i + 1) << "put " << i << " to the healthy peer never landed";
+  }
+  EXPECT_TRUE(*q1 == OpResult::kCqError) << int(*q1);
+  EXPECT_TRUE(*q2 == OpResult::kCqError) << "the dead peer's failure reported once only: " << int(*q2);
+}
+
+// Put-with-signal to a healthy peer whose signal had to wait (its data's QP failed between
+// them) is sent by the call, whatever became of this thread's earlier put to a dead peer:
+// the call fails only with its own slot.
+TEST(IbgdaProtocol, FailoverSendsAWaitingSignalPastAFailureToAnotherPeer) {
+  auto w = pe2_dead_world();
+  ASSERT_TRUE(w.is_ok());
+  DevState& st = (*w)->state(0);
+  const uint64_t buf = *(*w)->malloc(4096);
+  *reinterpret_cast<uint64_t*>((*w)->at(0, buf + 64)) = 0xda7a;
+  const auto* sig = reinterpret_cast<const uint64_t*>((*w)->at(1, buf + 128));
+  std::optional<OpResult> data, signal, q;
+  Scheduler s(sched(1));
+  s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {
+    ASSERT_EQ(put_nbi(ctx, st, buf, buf, 8, 2), OpResult::kOk);
+    data = put_nbi(ctx, st, buf + 64, buf + 64, 8, 1);
+    const uint32_t slot = select_slot(ctx, st, 1, QpSelector{QpSelector::kByWarp, 0});
+    ctx.store(exec::gpu_scope, exec::relaxed, &st.qps[slot].hp->state, uint64_t(Health::kFailed));
+    signal = signal_op(ctx, st, buf + 128, 1, SignalOp::kSet, 1, true);  // put-with-signal's signal
+    while (signal == OpResult::kOk && ctx.load(exec::system_scope, exec::acquire, sig) != 1)
+      if (!ctx.spin("test: the signal landed", sig, 0)) return;
+    q = quiet_all(ctx, st);
+  });
+  (*w)->attach(s);
+  const RunResult r = s.run();
+  EXPECT_EQ(r.outcome, Outcome::kCompleted) << r.report;
+  ASSERT_TRUE(data.has_value() && signal.has_value() && q.has_value());
+  EXPECT_TRUE(*signal == OpResult::kOk) << "the signal failed with another peer's put: " << int(*signal);
+  EXPECT_EQ(*sig, 1u);
+  EXPECT_EQ(*reinterpret_cast<const uint64_t*>((*w)->at(1, buf + 64)), 0xda7au);
+  EXPECT_TRUE(*q == OpResult::kCqError) << int(*q);  // the dead peer's put
+}
+
 // A poll for an index that was never posted must not complete, even where the CQE's 16-bit
 // wqe_counter matches it (2^16 past a completed WQE): poll_cq waits for the producer first.
 TEST_F(IbgdaOneQp, PollForAnIndexNeverPostedDoesNotComplete) {
