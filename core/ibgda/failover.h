@@ -205,11 +205,10 @@ DOORBELL_HD OpResult nbi_issue(C& ctx, const DevState& st, LogEntry e) {
 // be: a get or a partial transfer whatever happened to it, a put, p or atomic only if it
 // never reached the responder. An unposted entry is issued if it would now land behind every
 // earlier entry of its slot (behind_its_slot), else logged unposted again. kOk: it completed,
-// or is back in the log; otherwise it is not, and has no tries left when the error is not
-// kTimeout.
+// or is back in the log; otherwise it is not (quiet_log keeps it).
 template <class C>
 DOORBELL_HD OpResult settle(C& ctx, const DevState& st, LogEntry& e) {
-  if (!e.posted) return nbi_issue(ctx, st, e);  // (the log has room: it had e)
+  if (!e.posted) return nbi_issue(ctx, st, e);  // (into e's place: quiet_log took it out)
   const DevQp& qp = path_qp(st, e.slot, e.backup);
   OpResult r = OpResult::kQpFailed;
   if (enter(ctx, qp)) {
@@ -230,7 +229,7 @@ DOORBELL_HD OpResult settle(C& ctx, const DevState& st, LogEntry& e) {
   if (e.kind != LogEntry::kAmo && st.opt.plant.no_replay) return OpResult::kOk;
   if (e.tries >= kFailoverAttempts) return OpResult::kCqError;
   ++e.tries;
-  return nbi_issue(ctx, st, e);  // the log was emptied: there is room
+  return nbi_issue(ctx, st, e);  // (into e's place)
 }
 
 DOORBELL_HD bool slot_failed(const ReplayLog& log, uint32_t slot) {
@@ -252,33 +251,30 @@ template <class C>
 DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st, uint32_t report = kAnySlot) {
   ReplayLog& log = my_log(ctx, st);
   OpResult first = OpResult::kOk;
+  // In place: a round takes entry i out and puts back at most one entry per entry taken (the
+  // same one failed, or its issue), so what it puts back, at log.n <= i, is never one still
+  // to take.
   for (bool open = log.n != 0; open;) {
-    LogEntry todo[kLogEntries];
     const uint32_t n = log.n;
-    for (uint32_t i = 0; i < n; ++i) todo[i] = log.e[i];
+    uint32_t failed = 0;
     log.n = 0;
     for (uint32_t i = 0; i < n; ++i) {
-      LogEntry& e = todo[i];
-      if (e.failed) {
-        log.e[log.n++] = e;
-        continue;
+      LogEntry e = log.e[i];
+      if (!e.failed) {
+        const OpResult r = !e.posted && slot_failed(log, e.slot) ? OpResult::kCqError : settle(ctx, st, e);
+        if (r == OpResult::kOk) continue;
+        if (r == OpResult::kTimeout) {  // e was not logged again: keep it and the rest
+          log.e[log.n++] = e;
+          for (uint32_t k = i + 1; k < n; ++k) log.e[log.n++] = log.e[k];
+          first = r;
+          break;
+        }
+        e.failed = true;
+        if (first == OpResult::kOk && (report == kAnySlot || e.slot == report)) first = r;
       }
-      const OpResult r = !e.posted && slot_failed(log, e.slot) ? OpResult::kCqError : settle(ctx, st, e);
-      if (r == OpResult::kOk) continue;
-      if (r == OpResult::kTimeout) {  // e was not logged again: keep it and the rest
-        for (uint32_t k = i; k < n && log.n < kLogEntries; ++k) log.e[log.n++] = todo[k];
-        first = r;
-        break;
-      }
-      e.failed = true;
-      log.e[log.n++] = e;
-      if (first == OpResult::kOk && (report == kAnySlot || e.slot == report)) first = r;
+      log.e[log.n++] = e, ++failed;
     }
-    open = first != OpResult::kTimeout;
-    if (open) {
-      open = false;
-      for (uint32_t i = 0; i < log.n; ++i) open |= !log.e[i].failed;
-    }
+    open = first != OpResult::kTimeout && log.n != failed;
   }
   for (uint32_t i = 0; i < log.n; ++i) log.e[i].failed = false;
   return first;
