@@ -36,7 +36,7 @@ struct LogEntry {
   // A transfer in parts whose ring failed after it began: some parts may still run on that
   // QP, the rest never will, and no verdict says which. Replayed whole once it is drained.
   bool partial = false;
-  bool failed = false;   // within one quiet_log: failed for good, kept for the next quiet to report
+  bool failed = false;   // within one quiet_log: failed for good (dropped once reported)
   uint32_t slot = 0, pe = 0;
   uint64_t a = 0, b = 0, bytes = 0;  // put / get: local and remote heap offsets; p: remote offset, value; AMO: offset
   Amo amo;               // kAmo
@@ -121,14 +121,16 @@ DOORBELL_HD const DevQp& path_qp(const DevState& st, uint32_t slot, bool backup)
 }
 
 // The verdict on WQE `idx` of `epoch` on `qp`: 1 it reached the responder, 0 it did not, -1
-// unknown (the peer is gone, or so many recoveries passed that the verdict was overwritten).
+// unknown (the peer is gone, or so many recoveries passed that the verdict was overwritten),
+// kVerdictWaitGivenUp when the wait for it was given up (the original may still run).
 // Waits until a recovery has ended that epoch.
+inline constexpr int kVerdictWaitGivenUp = -2;
 template <class C>
 DOORBELL_HD int verdict(C& ctx, const DevQp& qp, uint64_t epoch, uint64_t idx) {
   using namespace exec;
   for (uint64_t e; (e = ctx.load(gpu_scope, acquire, &qp.hp->epoch)) <= epoch;) {
     if (ctx.load(gpu_scope, acquire, &qp.hp->dead) != 0) return -1;
-    if (!ctx.spin("failover: verdict of the failed QP's recovery (epoch)", &qp.hp->epoch, e)) return -1;
+    if (!ctx.spin("failover: verdict of the failed QP's recovery (epoch)", &qp.hp->epoch, e)) return kVerdictWaitGivenUp;
   }
   const uint64_t applied = ctx.load(gpu_scope, acquire, &qp.hp->applied[epoch % kVerdicts]);
   // Read the epoch again: had kVerdicts more recoveries passed meanwhile, the slot was reused.
@@ -223,7 +225,7 @@ DOORBELL_HD OpResult settle(C& ctx, const DevState& st, LogEntry& e) {
   // executed may still have lost its response: it is always read again.
   const bool write = e.kind == LogEntry::kPut || e.kind == LogEntry::kP;
   const int v = verdict(ctx, qp, e.epoch, write ? e.end - 1 : e.begin);
-  if (v < 0) return OpResult::kCqError;
+  if (v < 0) return v == kVerdictWaitGivenUp ? OpResult::kTimeout : OpResult::kCqError;
   if ((e.kind == LogEntry::kAmo || write) && v == 1 && !e.partial && !st.opt.plant.replay_applied) return OpResult::kOk;
   if (e.partial && planted(st.opt.plant.partial_landed)) return OpResult::kOk;
   if (e.kind != LogEntry::kAmo && st.opt.plant.no_replay) return OpResult::kOk;
@@ -238,15 +240,17 @@ DOORBELL_HD bool slot_failed(const ReplayLog& log, uint32_t slot) {
   return false;
 }
 
-inline constexpr uint32_t kAnySlot = ~0u;
+inline constexpr uint32_t kAnySlot = ~0u, kNoSlot = ~0u - 1;  // quiet_log's `report`: every slot, none
 
 // Complete every logged operation of this thread, in rounds: each settles every entry
 // (settle) until each is done or failed for good. A failure does not stop the others: an
 // entry to a dead peer would otherwise hold up every later one to healthy peers, and fill
-// the log. A failed entry stays in the log, where the next quiet reports it again, and an
-// unposted entry of its slot (a signal whose data failed) fails with it. Returns the first
-// failure, of `report`'s entries only unless kAnySlot; a kTimeout (the caller's wait was
-// given up) returns at once, what was not done kept in the log.
+// the log. An unposted entry of a failed one's slot (a signal whose data failed) fails with
+// it. Returns the first failure, of `report`'s entries only unless kAnySlot, and drops the
+// failed entries it reports: nothing of them can land any more (their QP was drained, their
+// peer is gone, or they were never posted), so later signals of their slot need not wait.
+// Failures not reported stay for the next quiet. A kTimeout (a wait given up: the original
+// may still run) returns at once, what was not done kept in the log.
 template <class C>
 DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st, uint32_t report = kAnySlot) {
   ReplayLog& log = my_log(ctx, st);
@@ -276,17 +280,20 @@ DOORBELL_HD OpResult quiet_log(C& ctx, const DevState& st, uint32_t report = kAn
     }
     open = first != OpResult::kTimeout && log.n != failed;
   }
-  for (uint32_t i = 0; i < log.n; ++i) log.e[i].failed = false;
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < log.n; ++i)
+    if (!log.e[i].failed || (report != kAnySlot && log.e[i].slot != report)) log.e[kept] = log.e[i], log.e[kept++].failed = false;
+  log.n = kept;
   return first;
 }
 
-// A non-blocking operation with failover; a full log is completed (quiet) first.
-// (Entries that failed for good stay: the operation is issued if they left room; their
-// error is reported again at the next quiet.)
+// A non-blocking operation with failover; a full log is completed (quiet) first, its
+// failures left for the caller's quiet. Only a log full of failures reports them here: the
+// call returns their error and issues nothing.
 template <class C>
 DOORBELL_HD OpResult nbi_failover(C& ctx, const DevState& st, const LogEntry& e) {
-  if (my_log(ctx, st).n == kLogEntries)
-    if (OpResult r = quiet_log(ctx, st); my_log(ctx, st).n == kLogEntries) return r;
+  for (uint32_t report = kNoSlot; my_log(ctx, st).n == kLogEntries; report = kAnySlot)
+    if (OpResult r = quiet_log(ctx, st, report); r != OpResult::kOk) return r;
   return nbi_issue(ctx, st, e);
 }
 
@@ -318,6 +325,7 @@ DOORBELL_HD OpResult fetch_failover(C& ctx, const DevState& st, uint32_t slot, b
     if (r == OpResult::kTimeout) return r;
     if (idempotent || !f.posted) continue;  // a READ, or nothing reached the NIC: issue it again
     const int v = verdict(ctx, *p.qp, epoch, f.idx);
+    if (v == kVerdictWaitGivenUp) return OpResult::kTimeout;
     if (v == 0) continue;     // never executed: safe to issue again
     if (v == 1 && f.value != kResultUnset) return *result = f.value, OpResult::kOk;  // its response landed first
     return v == 1 ? OpResult::kResultLost : OpResult::kCqError;  // not recoverable, and not repeated

@@ -619,10 +619,10 @@ TEST(IbgdaProtocol, FailoverTestFindsAPutInPartsTakenForLanded) {
 }
 
 // A put to a dead peer fails for good, and must not hold up the thread's work to healthy
-// peers: each quiet settles every other entry and reports the failure again; an operation
-// issued while the log is full goes out once the quiet has made room. PE 0's thread puts to
-// PE 2, whose node is dead, then kLogEntries + 4 puts to PE 1 (the log fills with the dead
-// entry at its head), then quiets twice.
+// peers: a quiet settles every other entry, and an operation issued while the log is full
+// goes out once that quiet has made room; the caller's next quiet reports the failure, once.
+// PE 0's thread puts to PE 2, whose node is dead, then kLogEntries + 4 puts to PE 1 (the log
+// fills with the dead entry at its head), then quiets twice.
 Result<std::unique_ptr<ModelWorld>> pe2_dead_world() {
   WorldConfig c = world_cfg(3, 4, 4);
   c.failover = true;
@@ -658,7 +658,7 @@ TEST(IbgdaProtocol, FailoverKeepsGoingPastAPutToADeadPeer) {
     EXPECT_EQ(got[i + 1], 0x5000u + i + 1) << "put " << i << " to the healthy peer never landed";
   }
   EXPECT_TRUE(*q1 == OpResult::kCqError) << int(*q1);
-  EXPECT_TRUE(*q2 == OpResult::kCqError) << "the dead peer's failure reported once only: " << int(*q2);
+  EXPECT_TRUE(*q2 == OpResult::kOk) << "the dead peer's failure reported twice: " << int(*q2);
 }
 
 // Put-with-signal to a healthy peer whose signal had to wait (its data's QP failed between
@@ -691,6 +691,33 @@ TEST(IbgdaProtocol, FailoverSendsAWaitingSignalPastAFailureToAnotherPeer) {
   EXPECT_EQ(*sig, 1u);
   EXPECT_EQ(*reinterpret_cast<const uint64_t*>((*w)->at(1, buf + 64)), 0xda7au);
   EXPECT_TRUE(*q == OpResult::kCqError) << int(*q);  // the dead peer's put
+}
+
+// Put-with-signal to the dead peer whose signal had to wait: its data failed for good, so the
+// signal fails with it and is never sent, and the call ends (it does not wait for the data
+// forever). PE 0's thread puts to PE 2, marks that QP FAILED so the signal would go on the
+// backup, then sends the signal.
+TEST(IbgdaProtocol, FailoverFailsAWaitingSignalWhoseDataFailed) {
+  auto w = pe2_dead_world();
+  ASSERT_TRUE(w.is_ok());
+  DevState& st = (*w)->state(0);
+  const uint64_t buf = *(*w)->malloc(4096);
+  std::optional<OpResult> signal, q;
+  Scheduler s(sched(1));
+  s.launch("pe0", {1, 1, 1}, [&](SimCtx& ctx) {
+    ASSERT_EQ(put_nbi(ctx, st, buf, buf, 8, 2), OpResult::kOk);
+    const uint32_t slot = select_slot(ctx, st, 2, QpSelector{QpSelector::kByWarp, 0});
+    ctx.store(exec::gpu_scope, exec::relaxed, &st.qps[slot].hp->state, uint64_t(Health::kFailed));
+    signal = signal_op(ctx, st, buf + 128, 1, SignalOp::kSet, 2, true);
+    q = quiet_all(ctx, st);
+  });
+  (*w)->attach(s);
+  const RunResult r = s.run();
+  EXPECT_EQ(r.outcome, Outcome::kCompleted) << r.report;
+  ASSERT_TRUE(signal.has_value() && q.has_value());
+  EXPECT_TRUE(*signal == OpResult::kCqError) << int(*signal);
+  EXPECT_TRUE(*q == OpResult::kOk) << "reported by the signal's call already: " << int(*q);
+  EXPECT_EQ(*reinterpret_cast<const uint64_t*>((*w)->at(2, buf + 128)), 0u);
 }
 
 // A poll for an index that was never posted must not complete, even where the CQE's 16-bit
