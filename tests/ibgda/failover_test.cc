@@ -236,40 +236,6 @@ TEST(Failover, AStalledNicIsRecoveredOnlyOnceItRunsAgain) {
   EXPECT_GT(st.max_recovery_ns, 5e6);
 }
 
-// The checker has teeth: replaying adds the recovery says were applied, or dropping the
-// replay of puts and gets, is found.
-TEST(FailoverProperty, FindsPlantedReplayBugs) {
-  for (int plant = 0; plant < 2; ++plant) {
-    int found = 0;
-    for (uint64_t seed = 1; seed <= 40 && found == 0; ++seed) {
-      Program p = base(2, 2, 2);
-      mixed_ops(p, 8);
-      p.faults.push_back({WorldFault::kQpError, 0, 1, 1000.0 * double(seed % 8 + 1)});
-      p.faults.push_back({WorldFault::kQpError, 1, 0, 1500.0 * double(seed % 8 + 1)});
-      (plant == 0 ? p.stack.plant.replay_applied : p.stack.plant.no_replay) = true;
-      found += !run(p, seed, nullptr).empty();
-    }
-    EXPECT_GT(found, 0) << (plant == 0 ? "replay of applied adds" : "no replay") << " not found";
-  }
-}
-
-// Every lane of both PEs runs 6 ops to the other PE (`op(i, lane, o)` fills in the rest);
-// each main QP fails once, at a time the seed spreads over the run (period `every`).
-Program lanes_to_each_other(uint64_t seed, uint32_t every, double at0, double at1, void (*op)(uint32_t, uint32_t, ProgramOp&)) {
-  Program p = base(2, 1, 2);
-  for (uint32_t pe = 0; pe < 2; ++pe)
-    for (uint32_t l = 0; l < p.lanes; ++l)
-      for (uint32_t i = 0; i < 6; ++i) {
-        ProgramOp o;
-        o.pe = pe, o.lane = l, o.target = 1 - pe;
-        op(i, l, o);
-        p.ops.push_back(o);
-      }
-  p.faults.push_back({WorldFault::kQpError, 0, 1, at0 * double(seed % every + 1)});
-  p.faults.push_back({WorldFault::kQpError, 1, 0, at1 * double(seed % every + 1)});
-  return p;
-}
-
 // Seeds 1..n each pass and recover a pair.
 template <class Make>
 void expect_recovered(uint64_t n, Make make) {
@@ -290,6 +256,38 @@ bool plant_found(uint64_t n, Make make, bool Plants::*plant) {
       return std::cout << "seed " << seed << ": " << why.substr(0, why.find('\n')) << "\n", true;
   }
   return false;
+}
+
+// The checker has teeth: replaying adds the recovery says were applied, or dropping the
+// replay of puts and gets, is found.
+Program mixed_program(uint64_t seed) {
+  Program p = base(2, 2, 2);
+  mixed_ops(p, 8);
+  p.faults.push_back({WorldFault::kQpError, 0, 1, 1000.0 * double(seed % 8 + 1)});
+  p.faults.push_back({WorldFault::kQpError, 1, 0, 1500.0 * double(seed % 8 + 1)});
+  return p;
+}
+
+TEST(FailoverProperty, FindsPlantedReplayBugs) {
+  EXPECT_TRUE(plant_found(40, mixed_program, &Plants::replay_applied)) << "replay of applied adds not found";
+  EXPECT_TRUE(plant_found(40, mixed_program, &Plants::no_replay)) << "no replay not found";
+}
+
+// Every lane of both PEs runs 6 ops to the other PE (`op(i, lane, o)` fills in the rest);
+// each main QP fails once, at a time the seed spreads over the run (period `every`).
+Program lanes_to_each_other(uint64_t seed, uint32_t every, double at0, double at1, void (*op)(uint32_t, uint32_t, ProgramOp&)) {
+  Program p = base(2, 1, 2);
+  for (uint32_t pe = 0; pe < 2; ++pe)
+    for (uint32_t l = 0; l < p.lanes; ++l)
+      for (uint32_t i = 0; i < 6; ++i) {
+        ProgramOp o;
+        o.pe = pe, o.lane = l, o.target = 1 - pe;
+        op(i, l, o);
+        p.ops.push_back(o);
+      }
+  p.faults.push_back({WorldFault::kQpError, 0, 1, at0 * double(seed % every + 1)});
+  p.faults.push_back({WorldFault::kQpError, 1, 0, at1 * double(seed % every + 1)});
+  return p;
 }
 
 // Put-with-signal across a failover: the data went on the main QP, which then failed; the
