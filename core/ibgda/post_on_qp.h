@@ -84,9 +84,10 @@ template <class C>
 DOORBELL_HD_HOT OpResult post_pieces(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t loff, uint64_t roff,
                                  uint64_t bytes, uint32_t pe, uint32_t n, uint64_t* base, const heap::Piece* first = nullptr) {
   if (OpResult r = reserve(ctx, st, qp, n, base); r != OpResult::kOk) return r;
+  const EarlyLock early = lock_early(ctx, st, qp, *base);
   write_rma_wqes(ctx, st, qp, op, *base, loff, roff, bytes, pe, true, first);
   if (op == mlx5::WqeOpcode::kRdmaRead) ctx.atomic_max(exec::gpu_scope, &qp.mv->get_head, *base + n);
-  return submit(ctx, st, qp, *base, n);
+  return submit(ctx, st, qp, *base, n, early);
 }
 
 // post_rma for a transfer of any number of pieces, `head` its first.

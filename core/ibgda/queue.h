@@ -267,26 +267,21 @@ DOORBELL_HD OpResult post_send(C& ctx, const DevState& st, const DevQp& qp, uint
   return OpResult::kOk;
 }
 
+// Whether a submitter may ring by itself when alone (lock_early, submit_alone). (The CPU
+// proxy's publish keeps its own order; the plant rings only on batch boundaries.)
+DOORBELL_HD bool may_be_alone(const Options& o) { return !o.cpu_proxy && !o.plant.no_idle_doorbell; }
+
 // A submitter alone on its QP — nobody reserved after it (`resv` == next, read beside the
-// publish fence) and every WQE before it published (ready_head, read beside the lock's CAS)
-// — would ring by the submit rule's idle clause anyway, so it takes the post lock first and
-// publishes and rings under it: ready_head (no one else moves it from base) and prod_idx are
-// raised by atomics whose results it does not wait for, where the general path waits for the
-// publish CAS and for prod_idx's atomic. The publish fence already ordered its own WQEs
-// before ready_head and the DBR; where the ring covers others' unposted WQEs (prod_idx below
-// base) they are fenced again. Returns false, having changed nothing, when it is not alone
-// or the lock is taken.
+// publish fence) and every WQE before it published (ready_head at its base) — would ring by
+// the submit rule's idle clause anyway, so it publishes and rings under the post lock, which
+// it holds: ready_head (no one else moves it from base) and prod_idx are raised by atomics
+// whose results it does not wait for, where the general path waits for the publish CAS and
+// for prod_idx's atomic. The publish fence already ordered its own WQEs before ready_head
+// and the DBR; where the ring covers others' unposted WQEs (`prod`, read beside taking the
+// lock, below base) they are fenced again.
 template <class C>
-DOORBELL_HD_HOT bool submit_alone(C& ctx, const DevState& st, const DevQp& qp, uint64_t base, uint64_t next, uint64_t resv) {
+DOORBELL_HD_HOT void ring_alone(C& ctx, const DevState& st, const DevQp& qp, uint64_t base, uint64_t next, uint64_t prod) {
   using namespace exec;
-  if (resv != next) return false;
-  const uint64_t lock = ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1);
-  const uint64_t ready = ctx.load(gpu_scope, relaxed, &qp.mv->ready_head), prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
-  if (lock != 0) return false;
-  if (ready != base) {  // earlier WQEs still being written: the general path
-    ctx.store(gpu_scope, relaxed, &qp.mv->post_send_lock, 0);
-    return false;
-  }
   wqes_before_dbr(ctx, st.opt, prod != base);
   // Raised (reductions: nobody reads the results), never stored: a slower raiser's older value
   // must not move them back. Nothing orders them before the DBR store when no fence precedes
@@ -300,21 +295,67 @@ DOORBELL_HD_HOT bool submit_alone(C& ctx, const DevState& st, const DevQp& qp, u
   // landed learns it on a later look, publish_counted); last, where the ring's fence does
   // not wait for it.
   sync::count_published(ctx, windows(qp), base, next);
+}
+
+// The post lock, tried right after the reservation at `base` (post_pieces): held only if
+// every WQE before base was published then (ready_head, read beside the CAS, at base; it
+// cannot pass base before this poster publishes, so it stays there). The lock's round trip
+// then runs beside the WQE writes and the publish fence instead of after them; submit rings
+// under it if nobody reserved after the poster, else unlocks. (Lanes of a warp posting in
+// turn ran up to ~1.9x as fast, no longer bimodal per process; the shared-QP lane-0 rows ~8 %
+// slower: docs/benchmarks.md.)
+struct EarlyLock {
+  bool held = false;
+  uint64_t prod = 0;  // prod_idx, read beside the CAS
+};
+template <class C>
+DOORBELL_HD_HOT EarlyLock lock_early(C& ctx, const DevState& st, const DevQp& qp, uint64_t base) {
+  using namespace exec;
+  EarlyLock l;
+  if (!may_be_alone(st.opt)) return l;
+  const uint64_t lock = ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1);
+  const uint64_t ready = ctx.load(gpu_scope, relaxed, &qp.mv->ready_head);
+  l.prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
+  l.held = lock == 0;
+  if (l.held && ready != base) ctx.store(gpu_scope, relaxed, &qp.mv->post_send_lock, 0), l.held = false;
+  return l;
+}
+
+// submit_alone's lock taken at submit, for a poster that did not take it early (lock_early):
+// ready_head and prod_idx read beside the CAS. Returns false, having changed nothing, when it
+// is not alone or the lock is taken.
+template <class C>
+DOORBELL_HD_HOT bool submit_alone(C& ctx, const DevState& st, const DevQp& qp, uint64_t base, uint64_t next, uint64_t resv) {
+  using namespace exec;
+  if (resv != next) return false;
+  const uint64_t lock = ctx.atomic_cas(gpu_scope, &qp.mv->post_send_lock, 0, 1);
+  const uint64_t ready = ctx.load(gpu_scope, relaxed, &qp.mv->ready_head), prod = ctx.load(gpu_scope, relaxed, &qp.mv->prod_idx);
+  if (lock != 0) return false;
+  if (ready != base) {  // earlier WQEs still being written: the general path
+    ctx.store(gpu_scope, relaxed, &qp.mv->post_send_lock, 0);
+    return false;
+  }
+  ring_alone(ctx, st, qp, base, next, prod);
   return true;
 }
 
 // Publish WQEs [base, base+n) in reservation order and ring by the submit rule
-// (core/sync/submit_rule.h). Whether it may be alone (submit_alone) is read before the
-// publish fence, whose wait then covers the load.
+// (core/sync/submit_rule.h). Whether it may be alone is read before the publish fence, whose
+// wait then covers the load. `early`: the post lock as lock_early left it; held, the call
+// rings alone if nobody reserved after it, else unlocks and takes the general path.
 template <class C>
-DOORBELL_HD_HOT OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_t base, uint32_t n) {
+DOORBELL_HD_HOT OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_t base, uint32_t n, const EarlyLock& early = {}) {
   using namespace exec;
   const uint64_t next = base + n;
-  // (The CPU proxy's publish keeps its own order; the plant rings only on batch boundaries.)
-  const bool may_be_alone = !st.opt.cpu_proxy && !st.opt.plant.no_idle_doorbell;
-  uint64_t resv = may_be_alone ? ctx.load(gpu_scope, relaxed, &qp.mv->resv_head) : 0;
+  const bool alone_may = may_be_alone(st.opt);
+  uint64_t resv = alone_may ? ctx.load(gpu_scope, relaxed, &qp.mv->resv_head) : 0;
   publish_wqes(ctx, st.opt);
-  if (may_be_alone && submit_alone(ctx, st, qp, base, next, resv)) return OpResult::kOk;
+  if (early.held) {
+    if (resv == next) return ring_alone(ctx, st, qp, base, next, early.prod), OpResult::kOk;
+    ctx.store(gpu_scope, relaxed, &qp.mv->post_send_lock, 0);
+  } else if (alone_may && submit_alone(ctx, st, qp, base, next, resv)) {
+    return OpResult::kOk;
+  }
   OpResult failed = OpResult::kOk;  // an earlier reservation was abandoned (ring_failed)
   uint64_t moved = 0;
   switch (sync::publish_counted(ctx, &qp.mv->ready_head, &qp.mv->resv_head, windows(qp), base, next, "submit: ready_head >= next",
