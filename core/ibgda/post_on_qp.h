@@ -67,15 +67,20 @@ DOORBELL_HD_HOT void write_rma_wqe(C& ctx, const DevState& st, const DevQp& qp, 
 
 // Write the RDMA WRITE / READ WQEs for a transfer at [base, base + pieces), signalling the
 // last unless the caller's batch has a later WQE that will. `first`, if given, is the
-// transfer's first piece (qp_piece), already looked up.
+// transfer's first piece (qp_piece), already looked up. Each later piece is looked up after
+// the WQE before it is written: as a select beside the first, nvcc issued its loads on every
+// put, after reserve's acquire had emptied L1 (a round trip before the first store).
 template <class C>
 DOORBELL_HD_HOT void write_rma_wqes(C& ctx, const DevState& st, const DevQp& qp, mlx5::WqeOpcode op, uint64_t base, uint64_t loff,
                                 uint64_t roff, uint64_t bytes, uint32_t pe, bool signal_last = true,
                                 const heap::Piece* first = nullptr) {
-  for (uint64_t idx = base; bytes != 0; ++idx) {
-    const heap::Piece p = idx == base && first != nullptr ? *first : qp_piece(st, qp, loff, roff, bytes, pe);
+  if (bytes == 0) return;
+  heap::Piece p = first != nullptr ? *first : qp_piece(st, qp, loff, roff, bytes, pe);
+  for (uint64_t idx = base;; ++idx) {
     loff += p.bytes, roff += p.bytes, bytes -= p.bytes;
     write_rma_wqe(ctx, st, qp, op, idx, p, pe, bytes == 0 && signal_last ? mlx5::kCtrlCqUpdate : 0);
+    if (bytes == 0) return;
+    p = qp_piece(st, qp, loff, roff, bytes, pe);
   }
 }
 
@@ -102,14 +107,18 @@ DOORBELL_HD_RARE OpResult post_rma_pieces(C& ctx, const DevState& st, const DevQ
     if (first != ~0ull && (r == OpResult::kOk || r == OpResult::kMaybePosted)) *n = uint32_t(*base + *n - first), *base = first;
     return r;
   };
-  // A part ends at a piece boundary, so the rest keeps the other pieces: no recount.
+  // A part ends at a piece boundary, so the rest keeps the other pieces: no recount. Each
+  // part's first piece is looked up here, so that the last post_pieces always gets one (a
+  // select between `head` and none put a lookup's loads on every put, as write_rma_wqes says).
+  heap::Piece part_head = head;
   for (*n = head.bytes == bytes && bytes != 0 ? 1 : count_pieces(st, loff, roff, bytes, pe); *n > cap; *n -= cap) {
     const uint64_t part = bytes_in_pieces(st, loff, roff, bytes, pe, cap);
-    if (OpResult r = post_pieces(ctx, st, qp, op, loff, roff, part, pe, cap, base); r != OpResult::kOk) return span(r, cap);
+    if (OpResult r = post_pieces(ctx, st, qp, op, loff, roff, part, pe, cap, base, &part_head); r != OpResult::kOk) return span(r, cap);
     if (first == ~0ull) first = *base;
     loff += part, roff += part, bytes -= part;
+    part_head = qp_piece(st, qp, loff, roff, bytes, pe);
   }
-  return span(post_pieces(ctx, st, qp, op, loff, roff, bytes, pe, *n, base, first == ~0ull ? &head : nullptr), *n);
+  return span(post_pieces(ctx, st, qp, op, loff, roff, bytes, pe, *n, base, &part_head), *n);
 }
 
 // Reserve, write and submit a transfer on `qp`; its WQEs lie in [*base, *base + *n). One of
