@@ -215,7 +215,7 @@ DOORBELL_HD_HOT OpResult reserve(C& ctx, const DevState& st, const DevQp& qp, ui
 }
 
 // The DBR store and the doorbell, for a caller that already ordered the WQEs before them
-// (ring_qp's fence, or submit_alone's publish fence).
+// (ring_qp's fence, or the publish fence before ring_alone).
 template <class C>
 DOORBELL_HD void ring_fenced(C& ctx, const Options& o, const DevQp& qp, uint64_t to) {
   ctx.store(exec::system_scope, exec::relaxed, qp.dbr, mlx5::dbr_word(to));
@@ -297,9 +297,11 @@ DOORBELL_HD_HOT void ring_alone(C& ctx, const DevState& st, const DevQp& qp, uin
   sync::count_published(ctx, windows(qp), base, next);
 }
 
-// The post lock, tried right after the reservation at `base` (post_pieces): held only if
-// every WQE before base was published then (ready_head, read beside the CAS, at base; it
-// cannot pass base before this poster publishes, so it stays there). The lock's round trip
+// The post lock, tried right after a reservation at `base` (post_pieces: puts and gets):
+// held only if every WQE before base was published then (ready_head, read beside the CAS, at
+// base; it cannot pass base before this poster publishes its n > 0 WQEBBs, so it stays
+// there; with n = 0 a later reserver's publish may move it, and then submit finds resv_head
+// past base and unlocks). The lock's round trip
 // then runs beside the WQE writes and the publish fence instead of after them; submit rings
 // under it if nobody reserved after the poster, else unlocks. (Lanes of a warp posting in
 // turn ran up to ~1.9x as fast, no longer bimodal per process; the shared-QP lane-0 rows ~8 %

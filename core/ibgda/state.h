@@ -14,9 +14,9 @@
 namespace doorbell::ibgda {
 
 // Management words of one QP/CQ pair (device memory; each updated with scoped atomics).
-// The reservation head, the publish head and the rest each own a 128-byte line: submitters
-// polling ready_head do not slow the reservation atomics and the ringer's lock and
-// prod_idx atomics on the same line (gpu/run-post-bench: 8 shared QPs).
+// The reservation head, the publish head, the post lock and the rest each own a 128-byte
+// line: submitters polling ready_head do not slow the reservation atomics, nor CASes on the
+// lock the prod_idx atomics (gpu/run-post-bench: 8 shared QPs).
 inline constexpr size_t kMvarLine = 128;
 struct Mvars {
   alignas(kMvarLine) uint64_t resv_head = 0;   // last reserved + 1
@@ -28,7 +28,7 @@ struct Mvars {
   uint64_t ibuf_head = 0;    // ibuf fetch slots handed out
   uint64_t ibuf_tail = 0;    // ibuf fetch slots released (in order)
   uint64_t proxy_prod = 0;   // CPU-handler variant: producer index for the host proxy
-  // Its own line: every poster tries it right after it reserves (lock_early), and on
+  // Its own line: every put and get tries it right after it reserves (lock_early), and on
   // prod_idx's line those CASes slowed prod_idx's and cons_idx's users (the shared-QP rows of
   // gpu/run-post-bench, docs/benchmarks.md).
   alignas(kMvarLine) uint64_t post_send_lock = 0;
