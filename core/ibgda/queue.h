@@ -297,13 +297,13 @@ DOORBELL_HD_HOT void ring_alone(C& ctx, const DevState& st, const DevQp& qp, uin
   sync::count_published(ctx, windows(qp), base, next);
 }
 
-// The post lock, tried right after a reservation at `base` (post_pieces: puts and gets):
-// held only if every WQE before base was published then (ready_head, read beside the CAS, at
-// base; it cannot pass base before this poster publishes its n > 0 WQEBBs, so it stays
-// there; with n = 0 a later reserver's publish may move it, and then submit finds resv_head
-// past base and unlocks). The lock's round trip
-// then runs beside the WQE writes and the publish fence instead of after them; submit rings
-// under it if nobody reserved after the poster, else unlocks. (Lanes of a warp posting in
+// The post lock for a poster whose WQEs start at `base`: held only if every WQE before base
+// was published (ready_head, read beside the CAS, at base; it cannot pass base before this
+// poster publishes its n > 0 WQEBBs, so it stays there; with n = 0 a later reserver's publish
+// may move it, and then submit finds resv_head past base and unlocks). Puts and gets try it
+// right after their reservation (post_pieces), so that its round trip runs beside the WQE
+// writes and the publish fence instead of after them; submit rings under it if nobody
+// reserved after the poster, else unlocks. (Lanes of a warp posting in
 // turn ran up to ~1.9x as fast, no longer bimodal per process; the shared-QP lane-0 rows ~8 %
 // slower: docs/benchmarks.md.)
 struct EarlyLock {
@@ -323,9 +323,10 @@ DOORBELL_HD_HOT EarlyLock lock_early(C& ctx, const DevState& st, const DevQp& qp
   return l;
 }
 
-// submit_alone's lock taken at submit, for a poster that did not take it early (lock_early):
-// ready_head and prod_idx read beside the CAS. Returns false, having changed nothing, when it
-// is not alone or the lock is taken.
+// A poster that did not take the lock early takes it at submit when nobody reserved after it
+// (the same probe as lock_early's, written out: called through lock_early, the post
+// bench's PTX changed throughout, unmeasured, and its thread rows follow nvcc's layout), and rings
+// alone. Returns false, having changed nothing, when it is not alone or the lock is taken.
 template <class C>
 DOORBELL_HD_HOT bool submit_alone(C& ctx, const DevState& st, const DevQp& qp, uint64_t base, uint64_t next, uint64_t resv) {
   using namespace exec;
@@ -349,13 +350,13 @@ template <class C>
 DOORBELL_HD_HOT OpResult submit(C& ctx, const DevState& st, const DevQp& qp, uint64_t base, uint32_t n, const EarlyLock& early = {}) {
   using namespace exec;
   const uint64_t next = base + n;
-  const bool alone_may = may_be_alone(st.opt);
-  uint64_t resv = alone_may ? ctx.load(gpu_scope, relaxed, &qp.mv->resv_head) : 0;
+  const bool alone_ok = may_be_alone(st.opt);
+  uint64_t resv = alone_ok ? ctx.load(gpu_scope, relaxed, &qp.mv->resv_head) : 0;
   publish_wqes(ctx, st.opt);
   if (early.held) {
     if (resv == next) return ring_alone(ctx, st, qp, base, next, early.prod), OpResult::kOk;
     ctx.store(gpu_scope, relaxed, &qp.mv->post_send_lock, 0);
-  } else if (alone_may && submit_alone(ctx, st, qp, base, next, resv)) {
+  } else if (alone_ok && submit_alone(ctx, st, qp, base, next, resv)) {
     return OpResult::kOk;
   }
   OpResult failed = OpResult::kOk;  // an earlier reservation was abandoned (ring_failed)
